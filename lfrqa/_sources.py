@@ -1,0 +1,106 @@
+"""The benchmark's published files, pinned to one commit and verified by sha256.
+
+Every file the package reads from the RAG-QA Arena repository (annotations and prompt
+templates) goes through :func:`pinned_file`: it is fetched from its canonical URL at the
+pinned commit (cached by ``datasets``), or taken from a local folder with the same layout
+(``data_dir=`` or ``$LFRQA_DATA_DIR``), and its bytes are checked against the hashes kept
+here. A checksum file lying next to the data is never trusted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+PINNED_REPO = "awslabs/rag-qa-arena"
+PINNED_COMMIT = "9dd32dc344237a78108771b8e862ee9151647f61"
+BASE_URL = f"https://raw.githubusercontent.com/{PINNED_REPO}/{PINNED_COMMIT}/"
+DATA_DIR_ENV = "LFRQA_DATA_DIR"
+
+#: sha256 of every pinned file, by its path inside the benchmark repository.
+SHA256: dict[str, str] = {
+    "data/annotations_fiqa_with_citation.jsonl": "253e265ffa211374b6e9c53d62df68ce49373bbac3db82def160d7976b185791",
+    "data/annotations_lifestyle_with_citation.jsonl": "9c41a67ac55edc3e075e94c6233fbf983e64c3ce67bfabaae43c851deb3f3b3a",
+    "data/annotations_recreation_with_citation.jsonl": "293c166fa49e004d8d8ec5a360d81882f1eb93bb78f02a6d2bbaaf4a7c1cfd4f",
+    "data/annotations_science_with_citation.jsonl": "fbf8d11e3984c0813633537a04b0c5eb3de18313b8cc8879b2322e003b2b44bc",
+    "data/annotations_technology_with_citation.jsonl": "3652dd1d6dde2b8cc450f3f48f41e4d37693bf82811b8d4bf6f764be4a07b50f",
+    "data/annotations_writing_with_citation.jsonl": "d1126cb533e9692e181292bbbf3ee6f8db3ee70a64a71b85a08779eb2cddfcf0",
+    "templates/ans_generation_v1.cfg": "eaf3e34a50f41f499b1b13756875e2b62c722e0c80bb3a99af80ccebd6b3afc1",
+    "templates/ans_generation_v2.cfg": "86654cd4a109a6bcf79d0c07483c00874989c098165fce94f336e32ff016332d",
+    "templates/pairwise_lfrqa.cfg": "0d32f84b98582dd466cf9a9eea929d853b513554f90ea5caed1c2384049754de",
+    "templates/pairwise_lfrqa_examples.json": "776f8192d5b50add2bee4d4cc08da032b9526be80dc2f669a13ed88dd3f89bb6",
+    "templates/pairwise_lfrqa_system.txt": "68787d282b9cc097c7b687bd0796e494be85f831223572f988a51750a977b32c",
+}
+
+
+class ChecksumError(ValueError):
+    """A pinned file's bytes differ from the published ones."""
+
+
+def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Path | None:
+    """The local folder to read pinned files from: ``data_dir``, else ``$LFRQA_DATA_DIR``, else None."""
+    chosen = data_dir if data_dir is not None else os.environ.get(DATA_DIR_ENV) or None
+    return None if chosen is None else Path(chosen).expanduser().resolve()
+
+
+def source_location(relpath: str, data_dir: str | os.PathLike | None = None) -> str:
+    """Where ``relpath`` is read from: a local path under the data folder, or its canonical URL."""
+    _check_known(relpath)
+    local = resolve_data_dir(data_dir)
+    if local is None:
+        return BASE_URL + relpath
+    path = local / relpath
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{relpath} is not in the data folder {local} (from data_dir= or ${DATA_DIR_ENV}). "
+            f"Copy the benchmark's files there in their published layout, e.g. {local / relpath}, "
+            f"or unset {DATA_DIR_ENV} to download them from {BASE_URL + relpath}."
+        )
+    return str(path)
+
+
+def sha256_of(path: str | os.PathLike) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def verify(relpath: str, path: str | os.PathLike) -> Path:
+    """Check ``path`` holds the published bytes of ``relpath``; raise :class:`ChecksumError` if not."""
+    _check_known(relpath)
+    actual = sha256_of(path)
+    if actual != SHA256[relpath]:
+        raise ChecksumError(
+            f"Checksum of {relpath} differs from the published file ({path}: sha256 {actual}, "
+            f"expected {SHA256[relpath]} at commit {PINNED_COMMIT}). The file was changed or is "
+            f"another version: restore it from {BASE_URL + relpath}, or delete the cached copy and "
+            "download it again."
+        )
+    return Path(path)
+
+
+def pinned_file(relpath: str, data_dir: str | os.PathLike | None = None) -> Path:
+    """Local path of a verified pinned file, downloading and caching it when no data folder is set.
+
+    >>> pinned_file("templates/pairwise_lfrqa.cfg").name  # doctest: +SKIP
+    'pairwise_lfrqa.cfg'
+    """
+    location = source_location(relpath, data_dir)
+    if location.startswith("https://"):
+        from datasets.utils.file_utils import cached_path
+
+        location = cached_path(location)
+    return verify(relpath, location)
+
+
+def read_text(relpath: str, data_dir: str | os.PathLike | None = None) -> str:
+    """The verified text of a pinned file, decoded as UTF-8 with its newlines untouched."""
+    return pinned_file(relpath, data_dir).read_bytes().decode("utf-8")
+
+
+def _check_known(relpath: str) -> None:
+    if relpath not in SHA256:
+        raise KeyError(f"Unknown pinned file {relpath!r}. Known: {', '.join(sorted(SHA256))}")

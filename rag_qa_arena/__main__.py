@@ -1,0 +1,3 @@
+from rag_qa_arena.cli import main
+
+raise SystemExit(main())
