@@ -1,0 +1,26 @@
+"""LFRQA: the long-form RAG QA dataset of the RAG-QA Arena benchmark.
+
+>>> import lfrqa
+>>> lfrqa.DOMAINS
+('bioasq', 'fiqa', 'lifestyle', 'recreation', 'science', 'technology', 'writing')
+>>> ds = lfrqa.load("fiqa", split="test")  # doctest: +SKIP
+"""
+
+from lfrqa._audit import audit
+from lfrqa._domains import DOMAINS, PUBLISHED_DOMAINS, SPLITS
+from lfrqa._load import load
+from lfrqa._records import InvalidRecord
+from lfrqa._sources import PINNED_COMMIT, ChecksumError
+from lfrqa._stats import dataset_stats
+
+__all__ = [
+    "DOMAINS",
+    "PUBLISHED_DOMAINS",
+    "SPLITS",
+    "PINNED_COMMIT",
+    "ChecksumError",
+    "InvalidRecord",
+    "audit",
+    "dataset_stats",
+    "load",
+]

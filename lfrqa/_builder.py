@@ -1,0 +1,180 @@
+"""The ``datasets`` builder of LFRQA: one config per domain plus ``all``.
+
+``datasets`` 5 no longer runs loading scripts, so the package instantiates this builder itself
+(:func:`lfrqa.load`). Published annotations are fetched with the download manager from their
+canonical URLs at the pinned commit (or read from a local data folder) and verified against the
+hashes in :mod:`lfrqa._sources` before a single row is built.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import datasets
+
+from lfrqa import _bioasq, _sources
+from lfrqa._domains import DOMAINS, PUBLISHED_DOMAINS, annotation_relpath, dev_relpath
+from lfrqa._records import InvalidRecord, normalize_record
+
+FEATURES = datasets.Features(
+    {
+        "qid": datasets.Value("string"),
+        "domain": datasets.Value("string"),
+        "question": datasets.Value("string"),
+        "answer": datasets.Value("string"),
+        "answer_with_citations": datasets.Value("string"),
+        "citations": datasets.List(datasets.List(datasets.Value("int32"))),
+        "gold_doc_ids": datasets.List(datasets.Value("string")),
+    }
+)
+
+#: Our split names -> the ``datasets`` split each is stored as.
+SPLIT_NAMES = {"test": "test", "dev": "validation"}
+
+_DESCRIPTION = (
+    "LFRQA: long-form RAG QA answers written by annotators who integrate several documents "
+    "of the RobustQA corpora, with per-sentence citations (Han et al., 2024)."
+)
+_CITATION = """@article{han2024rag,
+  title={RAG-QA Arena: Evaluating Domain Robustness for Long-form Retrieval Augmented Question Answering},
+  author={Han, Rujun and Zhang, Yuhao and Qi, Peng and Xu, Yumo and Wang, Jenyuan and Liu, Lan and Wang, William Yang and Min, Bonan and Castelli, Vittorio},
+  journal={arXiv preprint arXiv:2407.13998},
+  year={2024}
+}"""
+
+
+@dataclass
+class LFRQAConfig(datasets.BuilderConfig):
+    """Which domains a config holds (``all``: every domain whose sources are available)."""
+
+    domains: tuple[str, ...] = ()
+    lfrqa_data_dir: str | None = None
+    lfrqa_split: str = "test"
+
+
+class LFRQA(datasets.GeneratorBasedBuilder):
+    VERSION = datasets.Version("1.0.0")
+    BUILDER_CONFIG_CLASS = LFRQAConfig
+    BUILDER_CONFIGS = [LFRQAConfig(name=d, domains=(d,), description=f"LFRQA {d}") for d in DOMAINS] + [
+        LFRQAConfig(name="all", domains=DOMAINS, description="All available LFRQA domains")
+    ]
+    DEFAULT_CONFIG_NAME = "all"
+
+    def _info(self) -> datasets.DatasetInfo:
+        return datasets.DatasetInfo(
+            description=_DESCRIPTION,
+            features=FEATURES,
+            homepage=f"https://github.com/{_sources.PINNED_REPO}",
+            license="apache-2.0",
+            citation=_CITATION,
+        )
+
+    def _split_generators(self, dl_manager):
+        data_dir = _sources.resolve_data_dir(self.config.lfrqa_data_dir)
+        split = self.config.lfrqa_split
+        sources = source_files(self.config.name, split, data_dir, download=dl_manager.download)
+        return [datasets.SplitGenerator(name=SPLIT_NAMES[split], gen_kwargs={"sources": sources})]
+
+    def _generate_examples(self, sources):
+        seen: dict[str, str] = {}
+        for domain, kind, paths in sources:
+            for source, line, raw in _iter_raw(kind, paths, data_dir=None):
+                try:
+                    normalized = normalize_record(raw, domain, line=line, source=source)
+                except InvalidRecord:
+                    raise
+                row = normalized.row
+                if kind == "bioasq":
+                    row["citations"] = []  # BioASQ's ideal answers carry no citations
+                if row["qid"] in seen:
+                    raise InvalidRecord(
+                        f"{source} line {line}: qid {row['qid']!r} is repeated (first seen in {seen[row['qid']]}); "
+                        "qids must be unique across domains"
+                    )
+                seen[row["qid"]] = source
+                yield row["qid"], row
+
+
+def source_files(name: str, split: str, data_dir: Path | None, download=None) -> list[tuple[str, str, list[str]]]:
+    """``(domain, kind, paths)`` of every source a config/split is built from, verified.
+
+    ``all`` takes every domain whose sources exist (BioASQ only when its files were supplied);
+    a single domain whose sources are missing raises ``FileNotFoundError`` saying how to get them.
+    """
+    domains = DOMAINS if name == "all" else (name,)
+    sources = []
+    for domain in domains:
+        try:
+            sources.append(_domain_source(domain, split, data_dir, download))
+        except FileNotFoundError:
+            if name != "all" or (split == "test" and domain in PUBLISHED_DOMAINS):
+                raise
+    if not sources:
+        where = data_dir if data_dir is not None else "the data folder"
+        raise FileNotFoundError(
+            f"No LFRQA {split} annotations found in {where}. The {split} split is not published: put your files "
+            f"in the published format at <data_dir>/{dev_relpath('<domain>')} and pass data_dir=... "
+            f"or set ${_sources.DATA_DIR_ENV}."
+        )
+    return sources
+
+
+def sources_fingerprint(sources: list[tuple[str, str, list[str]]]) -> str:
+    """A hash of the builder code and the exact bytes it reads: the Arrow cache key."""
+    digest = hashlib.sha256()
+    for module in ("_builder.py", "_records.py", "_bioasq.py"):
+        digest.update((Path(__file__).parent / module).read_bytes())
+    for domain, kind, paths in sources:
+        digest.update(f"{domain}:{kind}".encode())
+        for path in paths:
+            digest.update(_sources.sha256_of(path).encode())
+    return digest.hexdigest()[:16]
+
+
+def _domain_source(domain: str, split: str, data_dir: Path | None, download) -> tuple[str, str, list[str]]:
+    if domain == "bioasq":
+        files = [str(p) for p in _bioasq.bioasq_files(data_dir, split)]
+        qids = (data_dir / "bioasq" / "qids.txt") if data_dir is not None else None
+        return domain, "bioasq", files + ([str(qids)] if qids is not None and qids.is_file() else [])
+    if split == "dev":
+        path = data_dir / dev_relpath(domain) if data_dir is not None else None
+        if path is None or not path.is_file():
+            raise FileNotFoundError(
+                f"No dev annotations for {domain}: LFRQA's dev split is not published. Put your file in the "
+                f"published format at <data_dir>/{dev_relpath(domain)} and pass data_dir=... or set "
+                f"${_sources.DATA_DIR_ENV}."
+            )
+        return domain, "jsonl", [str(path)]
+    relpath = annotation_relpath(domain)
+    location = _sources.source_location(relpath, data_dir)
+    local = download(location) if download is not None and location.startswith("https://") else location
+    if not local.startswith("https://"):
+        _sources.verify(relpath, local)
+    else:  # no download manager: fetch through the shared cache
+        local = str(_sources.pinned_file(relpath, data_dir))
+    return domain, "jsonl", [local]
+
+
+def _iter_raw(kind: str, paths: list[str], data_dir):
+    if kind == "bioasq":
+        qids = [Path(p) for p in paths if p.endswith(".txt")]
+        files = [Path(p) for p in paths if p.endswith(".json")]
+        yield from _bioasq.iter_bioasq_records(files, qids[0] if qids else None)
+        return
+    for path in paths:
+        with open(path, "rb") as handle:
+            for number, line in enumerate(handle, 1):
+                if not line.strip():
+                    continue
+                try:
+                    raw = json.loads(line.decode("utf-8"))
+                except UnicodeDecodeError as error:
+                    raise InvalidRecord(f"{path} line {number}: not UTF-8 ({error}); save the file as UTF-8") from error
+                except json.JSONDecodeError as error:
+                    raise InvalidRecord(f"{path} line {number}: not valid JSON ({error.msg})") from error
+                if not isinstance(raw, dict):
+                    raise InvalidRecord(f"{path} line {number}: expected a JSON object, got {type(raw).__name__}")
+                yield path, number, raw
