@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 
 import datasets
+from datasets.exceptions import DatasetGenerationError
 
 from lfrqa import _sources
 from lfrqa._builder import LFRQA, SPLIT_NAMES, source_files, sources_fingerprint
 from lfrqa._domains import check_name, check_split
+from lfrqa._records import InvalidRecord
 
 
 def load(
@@ -39,5 +41,10 @@ def load(
         lfrqa_data_dir=None if local is None else str(local),
         lfrqa_split=split,
     )
-    builder.download_and_prepare()
+    try:
+        builder.download_and_prepare()
+    except DatasetGenerationError as error:
+        if isinstance(error.__cause__, InvalidRecord):
+            raise error.__cause__ from None  # name the file and line, not datasets' wrapper
+        raise
     return builder.as_dataset(split=SPLIT_NAMES[split])

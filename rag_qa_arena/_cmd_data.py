@@ -1,0 +1,120 @@
+"""``rag-qa-arena data``: export, push and describe the LFRQA dataset."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+
+
+def register(subparsers) -> None:
+    data = subparsers.add_parser(
+        "data",
+        help="export, push and describe the LFRQA dataset",
+        description="Work with the LFRQA dataset: Hub-ready export, upload, and per-domain statistics.",
+    )
+    commands = data.add_subparsers(dest="data_command", metavar="ACTION")
+
+    def data_dir_flag(parser):
+        parser.add_argument(
+            "--data-dir",
+            default=None,
+            help="folder with the benchmark's files in their published layout (default: $LFRQA_DATA_DIR, "
+            "else download them from the pinned commit)",
+        )
+
+    export = commands.add_parser(
+        "export",
+        help="write a Hub-ready folder (Parquet + README dataset card)",
+        description="Write LFRQA as Parquet files per config and split plus a README.md whose YAML configs make "
+        "datasets.load_dataset(OUT, 'fiqa', split='test') work without this package.",
+    )
+    export.add_argument("out", help="new or empty folder to write")
+    data_dir_flag(export)
+    export.add_argument("--no-corpora", action="store_true", help="skip the passage corpora even if raw files exist")
+    export.set_defaults(func=_export)
+
+    push = commands.add_parser(
+        "push",
+        help="upload the exported dataset to a Hugging Face Hub dataset repo",
+        description="Export LFRQA (or take --from FOLDER) and commit it to the dataset repo REPO_ID. The token comes "
+        "from HF_TOKEN or `huggingface-cli login`; it is never printed or written.",
+    )
+    push.add_argument("repo_id", metavar="REPO_ID", help="ORG/NAME of the dataset repository")
+    push.add_argument("--from", dest="folder", default=None, help="an already exported folder to upload")
+    push.add_argument("--private", action="store_true", help="create the repository as private")
+    data_dir_flag(push)
+    push.set_defaults(func=_push)
+
+    stats = commands.add_parser(
+        "stats",
+        help="per-domain table: queries, words per answer, documents per query",
+        description="Print a per-domain table like the paper's Table 2 for the data actually loaded.",
+    )
+    stats.add_argument("--name", default="all", help="a domain or 'all' (default: all)")
+    stats.add_argument("--split", default="test", help="test or dev (default: test)")
+    data_dir_flag(stats)
+    stats.add_argument("--quirks", action="store_true", help="also count the published data's quirks per domain")
+    stats.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    stats.set_defaults(func=_stats)
+    data.set_defaults(func=lambda args: (data.print_help(), 2)[1])
+
+
+def _export(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from builders import export_dataset
+
+    console = Console(stderr=True)
+    with console.status("Exporting LFRQA…"):
+        folder = export_dataset(args.out, data_dir=args.data_dir, corpora=not args.no_corpora, progress=console.log)
+    print(folder)
+    return 0
+
+
+def _push(args: argparse.Namespace) -> int:
+    from builders import export_dataset, push_dataset
+
+    if args.folder:
+        print(push_dataset(args.folder, args.repo_id, private=args.private))
+        return 0
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = export_dataset(f"{tmp}/lfrqa", data_dir=args.data_dir)
+        print(push_dataset(folder, args.repo_id, private=args.private))
+    return 0
+
+
+def _stats(args: argparse.Namespace) -> int:
+    import lfrqa
+
+    dataset = lfrqa.load(args.name, split=args.split, data_dir=args.data_dir)
+    table = lfrqa.dataset_stats(dataset)
+    quirks = lfrqa.audit(args.name, split=args.split, data_dir=args.data_dir) if args.quirks else None
+    if args.json:
+        print(json.dumps({"stats": table, **({"quirks": quirks} if quirks else {})}, indent=2))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    view = Table(title=f"LFRQA {args.split} ({args.name})")
+    for column in ("domain", "queries", "words / answer", "docs / query"):
+        view.add_column(column, justify="left" if column == "domain" else "right")
+    for row in table:
+        view.add_row(
+            row["domain"],
+            str(row["queries"]),
+            f"{row['words_per_answer']:.1f}",
+            f"{row['documents_per_query']:.2f}",
+        )
+    console.print(view)
+    if quirks:
+        names = [key for key in next(iter(quirks.values())) if key != "rows"]
+        qview = Table(title="Quirks handled (rows affected)")
+        qview.add_column("quirk", no_wrap=True)
+        for domain in quirks:
+            qview.add_column(domain, justify="right")
+        for name in names:
+            qview.add_row(name, *(str(quirks[d][name]) for d in quirks))
+        console.print(qview)
+    return 0

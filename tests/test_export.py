@@ -1,0 +1,78 @@
+"""Hub-ready export, push operations, and the `data` CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from builders import export_dataset, upload_operations
+from rag_qa_arena.cli import main
+
+
+@pytest.fixture(scope="module")
+def exported(lfrqa_data_dir, tmp_path_factory):
+    return export_dataset(tmp_path_factory.mktemp("hub") / "lfrqa", data_dir=lfrqa_data_dir)
+
+
+def test_export_loads_with_plain_datasets_and_no_project_code(exported, tmp_path):
+    script = (
+        "import sys\n"
+        "for name in ('lfrqa', 'builders', 'metric_arena', 'retrieval', 'rag_qa_arena'):\n"
+        "    sys.modules[name] = None  # any import of project code would fail\n"
+        "import datasets, json\n"
+        f"fiqa = datasets.load_dataset({str(exported)!r}, 'fiqa', split='test')\n"
+        f"every = datasets.load_dataset({str(exported)!r}, 'all', split='test')\n"
+        "print(json.dumps([fiqa.num_rows, every.num_rows, fiqa[0]['qid'], fiqa.column_names]))\n"
+    )
+    env = {**os.environ, "HF_DATASETS_CACHE": str(tmp_path / "cache")}
+    out = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, check=True)
+    rows, total, qid, columns = json.loads(out.stdout.strip().splitlines()[-1])
+    assert (rows, total, qid) == (3570, 14020, "1093")
+    assert columns == ["qid", "domain", "question", "answer", "answer_with_citations", "citations", "gold_doc_ids"]
+
+
+def test_card_lists_every_config_and_keeps_the_front_matter(exported):
+    readme = (exported / "README.md").read_text(encoding="utf-8")
+    front = readme.split("---\n")[1]
+    assert "license: apache-2.0" in front
+    for name in ("fiqa", "lifestyle", "recreation", "science", "technology", "writing", "all"):
+        assert f"- config_name: {name}\n" in front
+    assert "How the published data's quirks are handled" in readme
+
+
+def test_export_refuses_a_folder_that_is_not_empty(tmp_path, lfrqa_data_dir):
+    (tmp_path / "keep.txt").write_text("mine")
+    with pytest.raises(FileExistsError, match="not an empty folder"):
+        export_dataset(tmp_path, data_dir=lfrqa_data_dir)
+    assert (tmp_path / "keep.txt").read_text() == "mine"
+
+
+def test_push_commits_every_exported_file_and_nothing_else(exported):
+    paths = sorted(op.path_in_repo for op in upload_operations(exported))
+    assert "README.md" in paths and "data/fiqa/test.parquet" in paths
+    assert all(p == "README.md" or p.endswith(".parquet") for p in paths)
+
+
+def test_push_rejects_a_bad_repo_id(exported):
+    from builders import push_dataset
+
+    with pytest.raises(ValueError, match="not of the form ORG/NAME"):
+        push_dataset(exported, "just-a-name")
+
+
+def test_cli_stats_prints_the_table(lfrqa_data_dir, capsys):
+    assert main(["data", "stats", "--name", "science", "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["stats"] == [
+        {"domain": "science", "queries": 1404, "words_per_answer": pytest.approx(86.835, abs=1e-3),
+         "documents_per_query": pytest.approx(3.839, abs=1e-3)}
+    ]
+
+
+def test_cli_unknown_domain_is_a_clear_error(lfrqa_data_dir, capsys):
+    assert main(["data", "stats", "--name", "finance"]) == 2
+    assert "Unknown LFRQA config 'finance'. Available:" in capsys.readouterr().err
