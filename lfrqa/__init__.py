@@ -7,6 +7,7 @@
 """
 
 from lfrqa._audit import audit
+from lfrqa._corpus import load_corpus
 from lfrqa._domains import DOMAINS, PUBLISHED_DOMAINS, SPLITS
 from lfrqa._load import load
 from lfrqa._records import InvalidRecord
@@ -23,4 +24,5 @@ __all__ = [
     "audit",
     "dataset_stats",
     "load",
+    "load_corpus",
 ]

@@ -289,7 +289,7 @@ def wait_for_batches(
     timeout_s: float | None = None,
     on_status: Callable[[list[dict]], None] | None = None,
 ) -> list[dict]:
-    """Poll :func:`batch_status` every ``poll_s`` seconds until every batch has ended.
+    """Poll :func:`batch_status` every ``poll_s`` seconds until every submitted batch has ended.
 
     Returns the last status rows; raises ``TimeoutError`` after ``timeout_s`` (the batches go
     on running: call again, or :func:`collect` later). ``on_status`` sees each poll's rows.
@@ -299,9 +299,10 @@ def wait_for_batches(
         rows = batch_status(manifest_dir, client)
         if on_status is not None:
             on_status(rows)
-        if any(r["status"] == "not_submitted" for r in rows):
-            raise ValueError(f"some files in {manifest_dir} were never submitted: run submit_batches() first")
-        if all(r["status"] in TERMINAL_STATUSES for r in rows):
+        submitted = [r for r in rows if r["status"] != "not_submitted"]
+        if not submitted:
+            raise ValueError(f"no batch in {manifest_dir} was submitted: run submit_batches() first")
+        if all(r["status"] in TERMINAL_STATUSES for r in submitted):
             return rows
         if deadline is not None and time.monotonic() + poll_s > deadline:
             running = ", ".join(f"{r['batch_id']} ({r['status']})" for r in rows if r["status"] not in TERMINAL_STATUSES)
@@ -319,15 +320,19 @@ def collect(manifest_dir: str | os.PathLike, client, *, allow_partial: bool = Fa
     ``{custom_id: {"error": {...}}}`` for failed ones (``code``/``message``, plus
     ``status_code`` for HTTP errors): every request of an ended batch appears, one without any
     output line gets ``{"error": {"code": "no_output", ...}}``. Raises :class:`BatchNotReady`
-    while a batch is still running, unless ``allow_partial`` (then running batches are skipped).
+    while a batch is still running, unless ``allow_partial`` (then running and not yet submitted
+    batches are skipped: submit a few files at a time when your tier's enqueued-token limit is low).
     Downloads are kept as ``batch-NNNNN.output.jsonl`` / ``.errors.jsonl`` beside the manifest
     and reused by later calls.
     """
     folder = Path(manifest_dir)
     rows = batch_status(folder, client)
     not_submitted = [r["file"] for r in rows if r["status"] == "not_submitted"]
-    if not_submitted:
-        raise ValueError(f"{', '.join(not_submitted)} in {folder} were never submitted: run submit_batches() first")
+    if not_submitted and not allow_partial:
+        raise ValueError(
+            f"{', '.join(not_submitted)} in {folder} were never submitted: run submit_batches() first, "
+            "or pass allow_partial=True to collect the others"
+        )
     running = [r for r in rows if r["status"] not in TERMINAL_STATUSES]
     if running and not allow_partial:
         described = ", ".join(f"{r['batch_id']} ({r['status']}, {_counts_text(r)})" for r in running)

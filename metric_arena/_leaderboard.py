@@ -25,13 +25,12 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ._paired import paired_comparison
-from ._ratings import SCALE, BASE, INITIAL, BattleCounts, bootstrap_bradley_terry
+from ._ratings import BASE, INITIAL, SCALE, BattleCounts, bootstrap_bradley_terry
 from ._stats import summarize
 
 REFERENCE = "LFRQA"
@@ -62,7 +61,7 @@ def load_run(path: str | Path) -> Run:
     path = Path(path)
     verdicts_path = path / "verdicts.jsonl"
     if not verdicts_path.is_file():
-        what = "does not exist" if not path.exists() else f"has no verdicts.jsonl"
+        what = "does not exist" if not path.exists() else "has no verdicts.jsonl"
         raise FileNotFoundError(
             f"{str(path)!r} {what}: pass run folders written by `rag-qa-arena judge --out DIR`"
         )
@@ -355,6 +354,8 @@ def write_report(
     from ._html import render_html
 
     out = Path(out)
+    # `report runs/* --out runs/leaderboard` run twice passes the report folder itself: skip it.
+    runs = [r for r in runs if isinstance(r, Run) or Path(r).resolve() != out.resolve() or (Path(r) / "verdicts.jsonl").is_file()]
     loaded = [run if isinstance(run, Run) else load_run(run) for run in runs]
     for run in loaded:
         if out.resolve() == run.path.resolve():
@@ -463,11 +464,11 @@ def _json_safe(value):
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        with os.fdopen(fd, "wb") as handle:
+        with open(tmp, "wb") as handle:
             handle.write(data)
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise

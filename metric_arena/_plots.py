@@ -113,4 +113,6 @@ def plot_win_rates(entries: Sequence[dict], *, confidence: float = 0.95) -> byte
 
 
 def _short(name: str, limit: int = 32) -> str:
-    return name if len(name) <= limit else name[: limit - 1] + "…"
+    """A label safe for matplotlib: shortened, and ``$`` escaped so it is never read as math."""
+    name = name if len(name) <= limit else name[: limit - 1] + "…"
+    return name.replace("$", r"\$")

@@ -1,14 +1,256 @@
-"""``rag-qa-arena judge``: pairwise LLM judging of a prediction file (work in progress)."""
+"""``rag-qa-arena judge``: judge a prediction file against LFRQA (or another system) with an LLM.
+
+A thin layer over :func:`metric_arena.judge_pairs` (and :func:`metric_arena._cost.judge_dry_run`
+for ``--dry-run``).
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+_EPILOG = """\
+prediction files: JSON Lines, one {"qid": "...", "answer": "..."} per line (LFRQA qids).
+Questions, reference answers and domains come from LFRQA by qid; lines may also carry
+"question" and "domain" to judge without LFRQA (with --versus).
+
+run folder (--out): verdicts.jsonl (one line per pair, appended as each pair finishes) and
+summary.json (win/tie/loss rates with 95% bootstrap intervals, per domain). Judgments are cached
+in SQLite: re-running the same command resumes without asking anything twice.
+
+examples:
+  rag-qa-arena judge --predictions preds.jsonl --judge openai:gpt-4o --out runs/my-system
+  rag-qa-arena judge --predictions preds.jsonl --judge openai:gpt-4o --dry-run
+  rag-qa-arena judge --predictions A.jsonl --versus B.jsonl --judge openai:gpt-4o --out runs/A-vs-B
+  rag-qa-arena judge --predictions preds.jsonl --judge openai:Qwen/Qwen2.5-72B-Instruct \\
+      --base-url http://localhost:8000/v1 --out runs/my-system
+"""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("judge", help="Judge a system's answers against LFRQA's with an LLM.")
-    parser.set_defaults(func=_run)
+    from metric_arena._judge import DEFAULT_JUDGE, ORDERS
+
+    parser = subparsers.add_parser(
+        "judge",
+        help="Judge a system's answers against LFRQA's (or another system's) with an LLM.",
+        description=(
+            "Compare each answer of a prediction file with the LFRQA reference answer (or with "
+            "another system's answer, --versus) using the RAG-QA Arena pairwise LLM judge, exactly "
+            "as the paper does, and write the verdicts and win rates to a run folder."
+        ),
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--predictions", required=True, metavar="FILE",
+                        help='the evaluated system\'s answers: JSONL with {"qid", "answer"} per line')
+    parser.add_argument("--judge", action="append", metavar="BACKEND:MODEL",
+                        help=f"judge model as '<backend>:<model>' (backends: openai, hf, vllm); repeat the flag "
+                             f"for several judges that vote (default: {DEFAULT_JUDGE})")
+    parser.add_argument("--base-url", metavar="URL",
+                        help="OpenAI-compatible server for openai judges, e.g. http://localhost:8000/v1 "
+                             "(default: $OPENAI_BASE_URL, else OpenAI)")
+    parser.add_argument("--api-key", metavar="KEY",
+                        help="API key for openai judges (default: $OPENAI_API_KEY; prefer the environment "
+                             "variable: command lines end up in shell history). Never written anywhere.")
+    parser.add_argument("--out", metavar="DIR",
+                        help="run folder for verdicts.jsonl and summary.json (required unless --dry-run)")
+    parser.add_argument("--name", metavar="NAME",
+                        help="the evaluated system's name in verdicts and leaderboards (default: the --out folder's name)")
+    parser.add_argument("--versus", metavar="FILE",
+                        help="judge against this other system's prediction file instead of LFRQA, on the qids "
+                             "both files answer (the order rule puts --predictions in the prediction's place)")
+    parser.add_argument("--versus-name", metavar="NAME",
+                        help="the --versus system's name (default: its file name without extension)")
+    parser.add_argument("--order", choices=ORDERS, default="paper",
+                        help="answer order shown to the judge: 'paper' (the reference's rule: an even number of "
+                             "words in the question shows the prediction first), 'random' (seeded per qid), "
+                             "'both' (judge both orders; disagreement = tie, reported as position_flip_rate). "
+                             "Default: paper")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the random order and of the bootstrap intervals (default: 0)")
+    parser.add_argument("--max-concurrency", type=int, default=16, metavar="N",
+                        help="requests in flight at once (default: 16)")
+    parser.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
+                        help="per-request timeout for openai judges (default: 120)")
+    parser.add_argument("--cache-dir", metavar="DIR",
+                        help="judgment cache folder (default: $RAG_QA_ARENA_CACHE, else ~/.cache/rag_qa_arena)")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="neither read nor write the judgment cache")
+    parser.add_argument("--data-dir", metavar="DIR",
+                        help="local copy of the benchmark's pinned files (default: $LFRQA_DATA_DIR, else download)")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print requests, tokens and estimated cost (ending with 'estimated_cost_usd: N'), "
+                             "send nothing")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.set_defaults(func=run_judge)
 
 
-def _run(args: argparse.Namespace) -> int:
-    raise NotImplementedError("rag-qa-arena judge is being written")
+# --------------------------------------------------------------------------------------------
+# Inputs
+# --------------------------------------------------------------------------------------------
+def read_predictions(path: str | os.PathLike) -> dict[str, dict]:
+    """``{qid: {"answer", ["question"], ["domain"]}}`` from a JSONL prediction file, validated."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"Prediction file {path} does not exist")
+    rows: dict[str, dict] = {}
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = path.read_bytes()[: error.start].count(b"\n") + 1
+        raise ValueError(f"{path} line {line}: not UTF-8 text ({error.reason}). Save the file as UTF-8") from None
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path} line {number}: not valid JSON ({error.msg}). Each line must be one "
+                             '{"qid": ..., "answer": ...} object') from None
+        if not isinstance(row, dict):
+            raise ValueError(f"{path} line {number}: expected a JSON object, got {type(row).__name__}")
+        for field in ("qid", "answer"):
+            if field not in row:
+                raise ValueError(f"{path} line {number}: missing field {field!r} (each line needs qid and answer)")
+        qid = row["qid"]
+        if isinstance(qid, bool) or not isinstance(qid, (str, int)) or str(qid).strip() == "":
+            raise ValueError(f"{path} line {number}: qid {qid!r} must be a non-empty string")
+        qid = str(qid).strip()
+        if not isinstance(row["answer"], str):
+            raise ValueError(f"{path} line {number} (qid {qid}): answer must be a string, got "
+                             f"{type(row['answer']).__name__} ({row['answer']!r}); write \"\" for an empty answer")
+        if qid in rows:
+            raise ValueError(f"{path} line {number}: qid {qid!r} appears twice; keep one answer per qid")
+        entry = {"answer": row["answer"]}
+        for field in ("question", "domain"):
+            if isinstance(row.get(field), str):
+                entry[field] = row[field]
+        rows[qid] = entry
+    if not rows:
+        raise ValueError(f"Prediction file {path} holds no predictions")
+    return rows
+
+
+def lfrqa_rows(qids: list[str], data_dir: str | None = None) -> dict[str, dict]:
+    """LFRQA ``question``, ``answer`` and ``domain`` for the given qids (all available domains)."""
+    import lfrqa
+
+    dataset = lfrqa.load("all", data_dir=data_dir)
+    wanted = set(qids)
+    found = {}
+    for qid, question, answer, domain in zip(dataset["qid"], dataset["question"], dataset["answer"], dataset["domain"]):
+        if qid in wanted:
+            found[qid] = {"question": question, "answer": answer, "domain": domain}
+    missing = [q for q in qids if q not in found]
+    if missing:
+        shown = ", ".join(repr(q) for q in missing[:5])
+        raise ValueError(
+            f"{len(missing)} qid(s) are not in LFRQA's test set, e.g. {shown}. Use LFRQA's qid column "
+            "(lfrqa.load('all')['qid']); BioASQ needs your own BioASQ files (see lfrqa docs)"
+        )
+    return found
+
+
+def _system_name(out: str | None, name: str | None) -> str:
+    if name:
+        return name
+    if out:
+        return Path(out).resolve().name
+    return "system"
+
+
+# --------------------------------------------------------------------------------------------
+# The command
+# --------------------------------------------------------------------------------------------
+def run_judge(args: argparse.Namespace) -> int:
+    from metric_arena._backends import AuthenticationFailed, ModelNotFound
+    from metric_arena._judge import DEFAULT_JUDGE, judge_pairs
+
+    judges = args.judge or [DEFAULT_JUDGE]
+    if not args.dry_run and not args.out:
+        raise ValueError("--out DIR is required (the run folder for verdicts.jsonl and summary.json), or use --dry-run")
+    if args.max_concurrency < 1:
+        raise ValueError(f"--max-concurrency must be >= 1, got {args.max_concurrency}")
+    predictions = read_predictions(args.predictions)
+    qids = list(predictions)
+    opponent = "LFRQA"
+    if args.versus:
+        other = read_predictions(args.versus)
+        qids = [q for q in qids if q in other]
+        if not qids:
+            raise ValueError(f"{args.predictions} and {args.versus} share no qid: nothing to judge")
+        opponent = args.versus_name or Path(args.versus).stem
+        references = [other[q]["answer"] for q in qids]
+        if all("question" in predictions[q] for q in qids):
+            questions = [predictions[q]["question"] for q in qids]
+            domains = [predictions[q].get("domain") for q in qids]
+        else:
+            info = lfrqa_rows(qids, args.data_dir)
+            questions = [info[q]["question"] for q in qids]
+            domains = [info[q]["domain"] for q in qids]
+    else:
+        info = lfrqa_rows(qids, args.data_dir)
+        questions = [info[q]["question"] for q in qids]
+        references = [info[q]["answer"] for q in qids]
+        domains = [info[q]["domain"] for q in qids]
+    answers = [predictions[q]["answer"] for q in qids]
+    if any(d is None for d in domains):
+        domains = None
+
+    if args.dry_run:
+        from metric_arena._cost import format_estimate, judge_dry_run
+
+        estimates = judge_dry_run(
+            answers, references, questions, ids=qids, judge=judges, base_url=args.base_url, order=args.order,
+            seed=args.seed, cache_dir=args.cache_dir, use_cache=not args.no_cache, data_dir=args.data_dir,
+        )
+        print(f"dry run: {len(qids):,} pairs, order {args.order!r}, nothing sent")
+        print(format_estimate(estimates))
+        return 0
+
+    system = _system_name(args.out, args.name)
+    api_key = args.api_key or os.environ.get("OPENAI_API_KEY")
+    try:
+        result = judge_pairs(
+            answers, references, questions, ids=qids, domains=domains, judge=judges, base_url=args.base_url,
+            api_key=api_key, order=args.order, seed=args.seed, max_concurrency=args.max_concurrency,
+            cache_dir=args.cache_dir, use_cache=not args.no_cache, out=args.out, system=system, opponent=opponent,
+            progress=not args.no_progress and sys.stderr.isatty(), data_dir=args.data_dir,
+            timeout=args.timeout,
+        )
+    except (AuthenticationFailed, ModelNotFound) as error:
+        print(f"rag-qa-arena: error: {error}", file=sys.stderr)
+        print(f"Verdicts finished before the error are in {args.out}/verdicts.jsonl; answers are cached.",
+              file=sys.stderr)
+        return 3
+    _print_summary(result, args.out)
+    return 0
+
+
+def _print_summary(result: dict, out: str) -> None:
+    def pct(value) -> str:
+        return "n/a" if value is None or value != value else f"{100 * value:.1f}%"
+
+    def ci(values) -> str:
+        return "" if not values or values[0] != values[0] else f" [{100 * values[0]:.1f}, {100 * values[1]:.1f}]"
+
+    lines = [
+        f"{result['system']} vs {result['opponent']} judged by {', '.join(result['judges'])} (order {result['order']})",
+        f"  pairs {result['n']:,}, failed {result['n_failed']:,}, requests sent {result['n_sent']:,}, "
+        f"from cache {result['n_cached']:,}",
+        f"  win {pct(result['win_rate'])}{ci(result['win_rate_ci'])}  tie {pct(result['tie_rate'])}  "
+        f"loss {pct(result['loss_rate'])}  win+tie {pct(result['win_tie_rate'])}{ci(result['win_tie_rate_ci'])}",
+    ]
+    if result.get("no_answer_rate") is not None:
+        lines.append(f"  no-answer rate {pct(result['no_answer_rate'])}")
+    if "position_flip_rate" in result:
+        lines.append(f"  position flip rate {pct(result['position_flip_rate'])}")
+    for domain, part in result.get("per_domain", {}).items():
+        lines.append(f"  {domain:<12} n {part['n']:>6,}  win {pct(part['win_rate']):>6}  win+tie {pct(part['win_tie_rate']):>6}")
+    if result.get("errors"):
+        lines.append("  errors " + ", ".join(f"{k}: {v}" for k, v in result["errors"].items()))
+    lines.append(f"  written to {out}/verdicts.jsonl and {out}/summary.json")
+    print("\n".join(lines))

@@ -1,10 +1,120 @@
-"""``rag-qa-arena retrieve``: top-k passages per LFRQA question (placeholder, being written)."""
+"""``rag-qa-arena retrieve``: top-k RobustQA passages for each LFRQA question (see :func:`retrieval.retrieve`)."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
+
+from builders._documents import CORPUS_DOMAINS
+from retrieval._pipeline import RETRIEVERS, retrieve
+
+_EPILOG = """examples:
+  rag-qa-arena retrieve --domain fiqa --retriever bm25 --data-dir data/ --out runs/fiqa.bm25.jsonl
+  rag-qa-arena retrieve --domain writing --retriever colbert --index-dir indexes/writing \\
+      --nranks 4 --k 5 --out runs/writing.colbert.jsonl
+
+Raw corpora are read from --data-dir (or $LFRQA_DATA_DIR) in their distributed layout:
+lotte/<domain>/test/collection.tsv (or lotte.tar.gz), fiqa/FiQA_train_doc_final.tsv (or BEIR's
+fiqa/corpus.jsonl / fiqa.zip), bioasq/documents.jsonl; with no data folder, LoTTE and FiQA are
+downloaded. Each output line: {"qid", "domain", "question", "passages": [{"pid", "doc_id", "text",
+"score", "rank"}]}, the input of answer generation."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("retrieve", help="retrieve top-k passages per question")
-    parser.set_defaults(func=lambda args: 1)
+    parser = subparsers.add_parser(
+        "retrieve",
+        help="retrieve the top-k corpus passages for each LFRQA question (ColBERTv2 or BM25)",
+        description="Retrieve the top-k RobustQA passages for each LFRQA question of a domain, write them as "
+        "JSON lines, and print hit@k / recall@k against LFRQA's gold documents.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--domain", required=True, choices=CORPUS_DOMAINS, help="LFRQA domain (and its corpus)")
+    parser.add_argument(
+        "--retriever", required=True, choices=RETRIEVERS,
+        help="colbert: ColBERTv2 PLAID index, as in the paper (GPU advised); bm25: bm25s, CPU only",
+    )
+    parser.add_argument("--k", type=int, default=5, help="passages kept per question (default: 5, as in the paper)")
+    parser.add_argument("--out", required=True, help="output JSONL file, one line per question")
+    parser.add_argument(
+        "--index-dir",
+        help="folder of the index: loaded if it holds one, else built there from the corpus and kept "
+        "(default: built in a temporary folder and dropped)",
+    )
+    parser.add_argument(
+        "--checkpoint",
+        help="ColBERT checkpoint: a Hugging Face id or a local folder (default: colbert-ir/colbertv2.0)",
+    )
+    parser.add_argument("--data-dir", help="folder of the raw corpora and LFRQA files (default: $LFRQA_DATA_DIR)")
+    parser.add_argument("--split", default="test", choices=("test", "dev"), help="LFRQA split / LoTTE collection (default: test)")
+    parser.add_argument("--limit", type=int, help="only the first N questions (for a quick check)")
+    parser.add_argument(
+        "--questions",
+        help="JSONL of your own questions ({'qid', 'question', optional 'gold_doc_ids'} per line) instead of LFRQA's",
+    )
+    parser.add_argument("--nranks", type=int, help="ColBERT indexing processes (default: one per GPU used)")
+    parser.add_argument("--gpus", help="GPUs for ColBERT's indexing ranks: a count or a list like 0,1 (default: all visible; "
+        "for CPU on a GPU machine set CUDA_VISIBLE_DEVICES= instead)")
+    parser.add_argument("--batch-size", type=int, default=256, help="questions searched and written per batch (default: 256)")
+    parser.add_argument("--resume", action="store_true", help="continue an interrupted run: keep --out's lines, skip their qids")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing --out")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    options = {}
+    if args.retriever == "colbert":
+        if args.nranks is not None:
+            options["nranks"] = args.nranks
+        if args.gpus is not None:
+            options["gpus"] = int(args.gpus) if args.gpus.isdigit() else args.gpus
+    elif args.nranks is not None or args.gpus is not None or args.checkpoint is not None:
+        raise ValueError("--nranks, --gpus and --checkpoint are ColBERT options; drop them with --retriever bm25")
+    metrics = retrieve(
+        args.domain,
+        args.out,
+        retriever=args.retriever,
+        k=args.k,
+        index_dir=args.index_dir,
+        checkpoint=args.checkpoint,
+        data_dir=args.data_dir,
+        split=args.split,
+        limit=args.limit,
+        questions=None if args.questions is None else _read_questions(args.questions),
+        resume=args.resume,
+        overwrite=args.overwrite,
+        batch_size=args.batch_size,
+        retriever_options=options,
+        show_progress=not args.no_progress,
+    )
+    _print_metrics(metrics, args.out)
+    return 0
+
+
+def _read_questions(path: str) -> list[dict]:
+    rows = []
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as error:
+                    raise ValueError(f"{path} line {number}: not valid JSON ({error.msg})") from None
+    return rows
+
+
+def _print_metrics(metrics: dict, out: str) -> None:
+    ks = sorted(int(key.split("@")[1]) for key in metrics if key.startswith("hit@"))
+    print(f"{metrics['retriever']} on {metrics['domain']}: {metrics['n']} questions with gold documents -> {out}")
+    if metrics["n_missing"]:
+        print(f"  {metrics['n_missing']} questions have no results", file=sys.stderr)
+    header = "  " + " ".join(f"{name + '@' + str(k):>10}" for k in ks for name in ("hit", "recall"))
+    print(header)
+    cells = []
+    for k in ks:
+        for name in ("hit", "recall"):
+            value = metrics.get(f"{name}@{k}")
+            cells.append(f"{'-' if value is None else format(value, '.4f'):>10}")
+    print("  " + " ".join(cells))

@@ -9,7 +9,7 @@ A batch moves ``validating -> in_progress -> completed`` one step per retrieve, 
 ``polls_to_finish`` retrieves; its output and error files are computed then, line by line,
 with ``reply(custom_id, body) -> str | BatchReply`` (like the chat server's reply callable).
 Invalid input files (bad JSON, wrong url, repeated custom_id, mixed models) end ``failed`` with
-``errors``, as the real API does.
+``errors``, as the real API does; ``fail_validation="message"`` fails every batch that way.
 
     with BatchAPIServer(reply=lambda cid, body: f"answer {cid}") as server:
         client = openai.OpenAI(base_url=server.base_url, api_key="test")
@@ -49,9 +49,16 @@ def _default_reply(custom_id: str, body: dict) -> str:
 class BatchAPIServer:
     """Context manager running the fake Files + Batches API. See the module docstring."""
 
-    def __init__(self, reply: Callable[[str, dict], str | BatchReply] | None = None, *, polls_to_finish: int = 2):
+    def __init__(
+        self,
+        reply: Callable[[str, dict], str | BatchReply] | None = None,
+        *,
+        polls_to_finish: int = 2,
+        fail_validation: str | None = None,
+    ):
         self.reply = reply or _default_reply
         self.polls_to_finish = polls_to_finish
+        self.fail_validation = fail_validation  # a message: every batch fails validation with it
         self.files: dict[str, dict] = {}
         self.batches: dict[str, dict] = {}
         self.calls: list[tuple[str, str]] = []  # (method, path) of every request
@@ -76,7 +83,7 @@ class BatchAPIServer:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
         return self
 
@@ -194,6 +201,9 @@ class BatchAPIServer:
         batch["_polls"] += 1
         if batch["status"] == "validating":
             requests, errors = _validate(self.files[batch["input_file_id"]]["data"], batch["endpoint"])
+            if self.fail_validation:
+                errors.append({"code": "token_limit_exceeded", "line": None, "message": self.fail_validation,
+                               "param": None})
             if errors:
                 batch.update(status="failed", failed_at=int(time.time()), errors={"object": "list", "data": errors})
                 return

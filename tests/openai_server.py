@@ -14,7 +14,7 @@ answers ``POST /v1/chat/completions`` with a scripted reply::
         client = openai.OpenAI(base_url=server.base_url, api_key="test")
         ...
         server.requests   # every JSON body received, in arrival order
-        server.headers    # the headers of each request, same order
+        server.headers    # the headers of each request (lower-case names), same order
 
 ``reply(body, attempt)`` returns the assistant text (a ``str``) or a :class:`Reply` that scripts
 anything else: an HTTP error status (with an OpenAI-style error body), extra headers
@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -99,6 +100,12 @@ class _Handler(BaseHTTPRequestHandler):
     timeout = 30  # idle keep-alive connections close after this many seconds
     server: "_Server"
 
+    def setup(self):
+        super().setup()
+        # One reply = headers + body in separate writes: without TCP_NODELAY, Nagle's algorithm and
+        # the client's delayed ACK add ~40 ms to every keep-alive request.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
     def log_message(self, format, *args):  # noqa: A002 - silence the default stderr log
         pass
 
@@ -122,7 +129,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         with state.lock:
             state.requests.append(body)
-            state.headers.append(dict(self.headers.items()))
+            state.headers.append({k.lower(): v for k, v in self.headers.items()})
             key = _body_key(body)
             attempt = state.seen.get(key, 0) + 1
             state.seen[key] = attempt
@@ -194,6 +201,12 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 1024  # many concurrent clients connect at once
     state: _State
+
+    def handle_error(self, request, client_address):
+        # A client that gave up (timeout, cancelled run) closes its socket: not a server error.
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
 
 class OpenAIServer:

@@ -71,8 +71,11 @@ class HFBackend(Backend):
             tokenizer = AutoTokenizer.from_pretrained(
                 self.model, revision=self.revision, trust_remote_code=self.trust_remote_code
             )
-        except OSError as error:
-            raise ModelNotFound(f"cannot load the tokenizer of {self.model!r}: {error}") from None
+        except (OSError, ValueError) as error:  # missing folder, unknown Hub id, bad repo id
+            raise ModelNotFound(
+                f"cannot load the tokenizer of {self.model!r}: {error}. Give a Hub id or a folder "
+                "written by save_pretrained"
+            ) from None
         if getattr(tokenizer, "chat_template", None) is None:
             raise BackendError(
                 f"the tokenizer of {self.model!r} has no chat_template: use an instruction-tuned (chat) model, "
@@ -90,7 +93,7 @@ class HFBackend(Backend):
             model = AutoModelForCausalLM.from_pretrained(
                 self.model, revision=self.revision, trust_remote_code=self.trust_remote_code, torch_dtype=dtype
             )
-        except OSError as error:
+        except (OSError, ValueError) as error:
             raise ModelNotFound(f"cannot load the model {self.model!r}: {error}") from None
         model.to(device)
         model.eval()
@@ -122,10 +125,7 @@ class HFBackend(Backend):
             for (max_tokens, temperature, top_p), indices in groups.items():
                 for start in range(0, len(indices), self.batch_size):
                     chunk = indices[start : start + self.batch_size]
-                    prompts = [
-                        tokenizer.apply_chat_template(requests[i].messages, tokenize=False, add_generation_prompt=True)
-                        for i in chunk
-                    ]
+                    prompts = [_chat_prompt(tokenizer, requests[i].messages) for i in chunk]
                     for i, completion in zip(chunk, self._generate_batch(prompts, max_tokens, temperature, top_p)):
                         results[i] = completion
             return results  # type: ignore[return-value]
@@ -137,7 +137,9 @@ class HFBackend(Backend):
         encoded_kwargs = {"return_tensors": "pt", "padding": True, "add_special_tokens": False}
         if self.max_input_tokens:
             encoded_kwargs.update(truncation=True, max_length=int(self.max_input_tokens))
-        encoded = tokenizer(prompts, **encoded_kwargs).to(self._device)
+        encoded = tokenizer(prompts, **encoded_kwargs)
+        encoded = {"input_ids": encoded["input_ids"].to(self._device),
+                   "attention_mask": encoded["attention_mask"].to(self._device)}
         generate_kwargs = {"max_new_tokens": int(max_tokens), "pad_token_id": tokenizer.pad_token_id}
         if temperature and temperature > 0:
             generate_kwargs.update(do_sample=True, temperature=float(temperature), top_p=float(top_p))
@@ -168,6 +170,18 @@ class HFBackend(Backend):
                 )
             )
         return completions
+
+
+def _chat_prompt(tokenizer, messages: list[dict]) -> str:
+    """The chat template's prompt. Templates without a system role (Mistral, Gemma) get the system
+    text as a first user turn answered "I understand.", as the reference implementation does."""
+    try:
+        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    except Exception:  # noqa: BLE001 - jinja2 TemplateError raised by the template itself
+        if not messages or messages[0].get("role") != "system":
+            raise
+    folded = [{"role": "user", "content": messages[0]["content"]}, {"role": "assistant", "content": "I understand."}]
+    return tokenizer.apply_chat_template(folded + list(messages[1:]), tokenize=False, add_generation_prompt=True)
 
 
 def _eos_ids(model, tokenizer) -> set[int]:

@@ -1,0 +1,323 @@
+"""ColBERTv2 retrieval through ``colbert-ai`` (a PLAID index, 2-bit residuals), as the paper did.
+
+RobustQA, whose retrieval the RAG-QA Arena paper reuses, indexed each corpus's 100-word passages
+(text only, no title) with the ``colbertv2.0`` checkpoint and ``nbits=2``; those are the defaults
+here. The index folder holds ColBERT's own PLAID index (``plaid/``), the ``collection.tsv`` it
+was built from (line ``i`` is ColBERT's passage ``i``), ``pids.json`` (ColBERT's integer ids ->
+our string pids) and ``retriever.json``.
+
+Real corpora need GPUs: encoding runs ~3 passages/s per CPU core, and LoTTE science has ~1.7M
+documents. Index building spreads over GPUs with ColBERT's ranks (``nranks``, ``gpus``); search
+uses one GPU when present. For example, on a machine with 8 GPUs::
+
+    # passages of a corpus -> PLAID index, one rank per GPU
+    rag-qa-arena retrieve --domain science --retriever colbert --index-dir indexes/science \\
+        --data-dir data/ --nranks 8 --k 5 --out runs/science.colbert.jsonl
+
+    # or from Python
+    from lfrqa import load_corpus
+    from retrieval import ColBERTRetriever
+    retriever = ColBERTRetriever("colbert-ir/colbertv2.0", index_dir="indexes/fiqa", nranks=8)
+    retriever.index(load_corpus("fiqa", data_dir="data/"))   # written to indexes/fiqa as it is built
+    hits = ColBERTRetriever.load("indexes/fiqa").search({"q1": "what is an index fund"}, k=5)
+
+With several ranks ColBERT starts worker processes (``spawn``): run such a script under
+``if __name__ == "__main__":``. On CPU, indexing runs in-process (``avoid_fork_if_possible``).
+ColBERT compiles four small C++ extensions the first time it searches (~100 s, cached in
+``$TORCH_EXTENSIONS_DIR``, default ``~/.cache/torch_extensions``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from retrieval._base import (
+    META_FILE,
+    Results,
+    Retriever,
+    check_queries,
+    iter_passage_texts,
+    rank,
+    read_pids,
+    write_meta,
+)
+
+DEFAULT_CHECKPOINT = "colbert-ir/colbertv2.0"
+INSTALL_HINT = 'ColBERT retrieval needs colbert-ai, faiss and torch: pip install "rag-qa-arena[colbert]"'
+_PLAID = "plaid"
+_COLLECTION = "collection.tsv"
+_TO_SPACE = str.maketrans({"\t": " ", "\n": " ", "\r": " "})
+
+
+class ColBERTRetriever(Retriever):
+    """ColBERTv2 (PLAID) over passages, built and searched with ``colbert-ai``.
+
+    Args:
+        checkpoint: a Hugging Face id (default ``colbert-ir/colbertv2.0``) or a local checkpoint folder.
+        index_dir: where :meth:`index` builds the index (a temporary folder if None; then :meth:`save` it).
+        nbits: bits per residual dimension (2, as RobustQA).
+        nranks: ColBERT processes for indexing; default one per GPU used (1 on CPU).
+        gpus: GPUs for the indexing ranks: a count, ``"0,1"``, or a list; default all visible. (To run
+            on CPU on a machine with GPUs, hide them: ``CUDA_VISIBLE_DEVICES=`` before starting Python.)
+        doc_maxlen, query_maxlen, kmeans_niters, index_bsize: ColBERT settings; None keeps the checkpoint's.
+        ncells, centroid_score_threshold, ndocs: PLAID search settings; None lets ColBERT pick them from k.
+        colbert_options: any other ``ColBERTConfig`` field.
+    """
+
+    kind = "colbert"
+
+    def __init__(
+        self,
+        checkpoint: str | os.PathLike = DEFAULT_CHECKPOINT,
+        *,
+        index_dir: str | os.PathLike | None = None,
+        nbits: int = 2,
+        nranks: int | None = None,
+        gpus: int | str | list[int] | None = None,
+        doc_maxlen: int | None = None,
+        query_maxlen: int | None = None,
+        kmeans_niters: int | None = None,
+        index_bsize: int | None = None,
+        ncells: int | None = None,
+        centroid_score_threshold: float | None = None,
+        ndocs: int | None = None,
+        show_progress: bool = True,
+        **colbert_options: Any,
+    ) -> None:
+        super().__init__()
+        checkpoint = str(checkpoint)
+        if os.path.exists(checkpoint):
+            checkpoint = str(Path(checkpoint).resolve())
+        self.checkpoint = checkpoint
+        self.index_dir = None if index_dir is None else Path(index_dir).resolve()
+        self.nbits, self.nranks, self.gpus = nbits, nranks, gpus
+        self.index_options = {
+            k: v
+            for k, v in dict(
+                doc_maxlen=doc_maxlen, query_maxlen=query_maxlen, kmeans_niters=kmeans_niters, index_bsize=index_bsize
+            ).items()
+            if v is not None
+        }
+        self.index_options.update(colbert_options)
+        self.search_options = {"ncells": ncells, "centroid_score_threshold": centroid_score_threshold, "ndocs": ndocs}
+        self.show_progress = show_progress
+        self._searcher = None
+
+    def settings(self) -> dict[str, Any]:
+        return {"checkpoint": self.checkpoint, "nbits": self.nbits, "index_options": self.index_options}
+
+    # -- indexing ------------------------------------------------------------------------------
+    def index(self, passages: Iterable[Mapping[str, Any]]) -> None:
+        _import_colbert()
+        nranks, gpus = self._ranks_and_gpus()  # fail before writing anything
+        work = self.index_dir or Path(tempfile.mkdtemp(prefix="colbert-index-"))
+        work.mkdir(parents=True, exist_ok=True)
+        (work / META_FILE).unlink(missing_ok=True)  # until the new index is complete, the folder holds none
+        pids: list[str] = []
+        collection = work / _COLLECTION
+        texts = iter_passage_texts(passages, pids)
+        if self.show_progress:
+            from tqdm.auto import tqdm
+
+            texts = tqdm(texts, desc="ColBERT: writing collection.tsv", unit=" passages", total=_length(passages))
+        with open(collection, "w", encoding="utf-8", newline="\n") as handle:
+            for number, text in enumerate(texts):
+                handle.write(f"{number}\t{text.translate(_TO_SPACE)}\n")
+        if not pids:
+            raise ValueError("No passages to index: the corpus is empty")
+        from colbert import Indexer
+        from colbert.infra import ColBERTConfig, RunConfig
+
+        config = ColBERTConfig(nbits=self.nbits, **self.index_options)
+        run = RunConfig(
+            nranks=nranks, gpus=gpus, root=str(work / "runs"), index_root=str(work), experiment="rag-qa-arena",
+            avoid_fork_if_possible=True,
+        )
+        with _colbert_context(run):
+            indexer = Indexer(checkpoint=self.checkpoint, config=config, verbose=1)
+            indexer.index(name=_PLAID, collection=str(collection), overwrite="force_silent_overwrite")
+        self.pids, self._positions, self._searcher, self.index_dir = pids, None, None, work
+        write_meta(work, self.kind, pids, self.settings())  # the folder is now a complete saved index
+
+    def _ranks_and_gpus(self) -> tuple[int, Any]:
+        import torch
+
+        visible = torch.cuda.device_count()
+        gpus = self.gpus
+        if gpus is None:
+            gpus = visible
+        if isinstance(gpus, str):
+            gpus = [int(g) for g in gpus.split(",") if g.strip()]
+        used = gpus if isinstance(gpus, int) else len(gpus)
+        if used > visible:
+            raise ValueError(f"gpus={self.gpus!r} asks for {used} GPU(s) but {visible} are visible")
+        nranks = self.nranks if self.nranks is not None else max(1, used)
+        if nranks < 1:
+            raise ValueError(f"nranks must be at least 1, got {nranks!r}")
+        if nranks > 1 and used == 0:
+            raise ValueError(f"nranks={nranks} needs GPUs (ColBERT's ranks share GPUs): on CPU use nranks=1")
+        return nranks, gpus
+
+    # -- search --------------------------------------------------------------------------------
+    def search(self, queries: Mapping[str, str], k: int = 5) -> Results:
+        check_queries(queries, k)
+        self._check_built()
+        qids = list(queries)
+        if not qids:
+            return {}
+        searcher = self._get_searcher()
+        k_colbert = min(k, len(self.pids))
+        results: Results = {}
+        with _quiet():
+            encoded = searcher.encode([queries[q] for q in qids])
+            rows = range(len(qids))
+            if self.show_progress and len(qids) > 1:
+                from tqdm.auto import tqdm
+
+                rows = tqdm(rows, desc="ColBERT: searching", unit=" queries", file=sys.stderr)
+            for row in rows:
+                searcher.configure(**self.search_options)  # let ColBERT pick PLAID settings for this k
+                ids, _, scores = searcher.dense_search(encoded[row : row + 1], k=k_colbert)
+                results[qids[row]] = rank(((self.pids[int(i)], float(s)) for i, s in zip(ids, scores)), k)
+        return results
+
+    def _get_searcher(self):
+        if self._searcher is None:
+            _import_colbert()
+            from colbert import Searcher
+            from colbert.data import Collection
+            from colbert.infra import ColBERTConfig, RunConfig
+
+            # The searcher never reads passage texts: give it a stand-in instead of loading millions of them.
+            collection = Collection(path=str(self.index_dir / _COLLECTION), data=["(not loaded)"])
+            run = RunConfig(root=str(self.index_dir / "runs"), index_root=str(self.index_dir), experiment="rag-qa-arena")
+            with _colbert_context(run):
+                self._searcher = Searcher(
+                    index=_PLAID, checkpoint=self.checkpoint, collection=collection,
+                    config=ColBERTConfig(**{k: v for k, v in self.search_options.items() if v is not None}),
+                    index_root=str(self.index_dir), verbose=1,
+                )
+        return self._searcher
+
+    # -- persistence ---------------------------------------------------------------------------
+    def save(self, path: str | os.PathLike) -> Path:
+        self._check_built()
+        path = Path(path).resolve()
+        if path != self.index_dir:
+            path.mkdir(parents=True, exist_ok=True)
+            for name in (_PLAID, _COLLECTION):
+                source, target = self.index_dir / name, path / name
+                if source.is_dir():
+                    shutil.copytree(source, target, dirs_exist_ok=True)
+                else:
+                    shutil.copy2(source, target)
+        write_meta(path, self.kind, self.pids, self.settings())
+        return path
+
+    @classmethod
+    def _load(cls, path: Path, meta: dict, checkpoint: str | None = None, **options: Any) -> ColBERTRetriever:
+        settings = meta["settings"]
+        retriever = cls(
+            checkpoint or settings["checkpoint"], index_dir=path, nbits=settings["nbits"],
+            **{**settings.get("index_options", {}), **options},
+        )
+        if not (path / _PLAID).is_dir():
+            raise FileNotFoundError(f"{path} has no ColBERT index folder {_PLAID}/: rebuild the index")
+        retriever.pids = read_pids(path, meta)
+        return retriever
+
+
+@contextlib.contextmanager
+def _colbert_context(run):
+    """ColBERT's Run context, with its chatter on stderr and the environment it edits restored."""
+    from colbert.infra import Run
+
+    saved = os.environ.get("CUDA_VISIBLE_DEVICES")
+    try:
+        with _quiet(), Run().context(run):
+            yield
+    finally:
+        if saved is None:
+            os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+        else:
+            os.environ["CUDA_VISIBLE_DEVICES"] = saved
+
+
+@contextlib.contextmanager
+def _quiet():
+    """Send ColBERT's and faiss' progress chatter (Python prints and C++ writes to fd 1) to stderr,
+    so that stdout stays free for results."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no real fd 1 (embedded interpreters): Python-level redirect only
+        saved = None
+    try:
+        if saved is not None:
+            os.dup2(2, 1)
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        sys.stdout.flush()
+        if saved is not None:
+            os.dup2(saved, 1)
+            os.close(saved)
+
+
+def _import_colbert():
+    try:
+        import colbert  # noqa: F401
+        import faiss  # noqa: F401  (ColBERT's k-means)
+        import torch  # noqa: F401
+    except ImportError as error:
+        raise ImportError(f"{INSTALL_HINT} ({error})") from error
+
+
+def _length(passages) -> int | None:
+    try:
+        return len(passages)
+    except TypeError:
+        return None
+
+
+def make_tiny_checkpoint(
+    path: str | os.PathLike, words: Iterable[str] = (), dim: int = 32, seed: int = 0, hidden: int = 32
+) -> Path:
+    """A tiny random ColBERT checkpoint, offline, for tests and benchmarks (retrieval quality: none).
+
+    The vocabulary holds BERT's special tokens, ``[unused0]``/``[unused1]`` (ColBERT's query and
+    document markers), single characters and ``words``.
+    """
+    _import_colbert()
+    import string
+
+    import torch
+    from colbert.infra import ColBERTConfig
+    from colbert.modeling.base_colbert import BaseColBERT
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    vocab = ["[PAD]", "[unused0]", "[unused1]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    vocab += [c for c in string.ascii_lowercase + string.digits + string.punctuation]
+    vocab += sorted({w.lower() for w in words} - set(vocab))
+    (path / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    torch.manual_seed(seed)
+    tokenizer = BertTokenizerFast.from_pretrained(str(path))
+    tokenizer.save_pretrained(str(path))
+    config = BertConfig(
+        vocab_size=len(vocab), hidden_size=hidden, num_hidden_layers=1, num_attention_heads=2,
+        intermediate_size=2 * hidden, max_position_embeddings=512,
+    )
+    BertModel(config).save_pretrained(str(path))
+    with _quiet():
+        model = BaseColBERT(str(path), colbert_config=ColBERTConfig(dim=dim, doc_maxlen=128, query_maxlen=32))
+        model.save(str(path))  # adds ColBERT's linear layer and artifact.metadata
+    return path

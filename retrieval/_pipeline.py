@@ -1,0 +1,233 @@
+"""LFRQA questions -> top-k RobustQA passages per question, as the JSONL that answer generation reads.
+
+Each output line is ``{"qid", "domain", "question", "passages": [{"pid", "doc_id", "text",
+"score", "rank"}]}`` (rank from 1). Lines are appended and flushed batch by batch, so a crash
+keeps what was done and ``resume=True`` carries on from there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from builders._documents import check_domain_split
+from builders._passages import doc_id_of
+from retrieval._base import META_FILE, Retriever
+from retrieval._metrics import DEFAULT_KS, evaluate
+
+RETRIEVERS: tuple[str, ...] = ("colbert", "bm25")
+
+
+def retrieve(
+    domain: str,
+    out: str | os.PathLike,
+    *,
+    retriever: str | Retriever = "bm25",
+    k: int = 5,
+    index_dir: str | os.PathLike | None = None,
+    checkpoint: str | os.PathLike | None = None,
+    data_dir: str | os.PathLike | None = None,
+    split: str = "test",
+    limit: int | None = None,
+    questions: Iterable[Mapping[str, Any]] | None = None,
+    resume: bool = False,
+    overwrite: bool = False,
+    batch_size: int = 256,
+    ks: Iterable[int] = DEFAULT_KS,
+    retriever_options: Mapping[str, Any] | None = None,
+    show_progress: bool = True,
+) -> dict[str, Any]:
+    """Retrieve the top-``k`` passages of ``domain``'s corpus for each question, write them to ``out``,
+    and return the retrieval metrics against the questions' gold documents (also written to
+    ``<out stem>.metrics.json``).
+
+    Questions are LFRQA's (``lfrqa.load(domain, split, data_dir)``) unless ``questions`` gives
+    rows with ``qid``, ``question`` and optionally ``gold_doc_ids``/``domain``. The index is loaded
+    from ``index_dir`` when it holds one, else built from ``lfrqa.load_corpus(domain, ...)`` (and
+    saved to ``index_dir`` when given). Metrics cover ``ks`` up to ``k``, and ``k``.
+
+    >>> metrics = retrieve("fiqa", "runs/fiqa.bm25.jsonl", retriever="bm25", data_dir="data/")  # doctest: +SKIP
+    >>> metrics["hit@5"], metrics["recall@5"], metrics["per_domain"]["fiqa"]["n"]  # doctest: +SKIP
+    """
+    check_domain_split(domain, split)
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ValueError(f"limit must be a positive integer, got {limit!r}")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {batch_size!r}")
+    out = Path(out)
+    if resume and overwrite:
+        raise ValueError("Pass either resume or overwrite, not both")
+    if out.exists() and not (resume or overwrite):
+        raise FileExistsError(f"{out} exists: pass --resume to continue it or --overwrite to replace it")
+
+    with _datasets_progress(show_progress):
+        rows = _questions(domain, split, data_dir, questions, limit)
+        from lfrqa._corpus import load_corpus
+
+        corpus = load_corpus(domain, split=split, data_dir=data_dir)
+    engine = _retriever(retriever, corpus, index_dir, checkpoint, retriever_options or {}, show_progress)
+    _check_same_corpus(engine, corpus, index_dir)
+
+    done = _prepare_output(out, overwrite=overwrite)
+    todo = [row for row in rows if row["qid"] not in done]
+    progress = None
+    if show_progress and todo:
+        from tqdm.auto import tqdm
+
+        progress = tqdm(total=len(todo), desc=f"{engine.kind}: retrieving {domain}", unit=" questions", file=sys.stderr)
+    with open(out, "a", encoding="utf-8") as handle:
+        for start in range(0, len(todo), batch_size):
+            batch = todo[start : start + batch_size]
+            hits = engine.search({row["qid"]: row["question"] for row in batch}, k=k)
+            for line in _lines(batch, hits, engine, corpus):
+                handle.write(json.dumps(line, ensure_ascii=False) + "\n")
+            handle.flush()
+            if progress is not None:
+                progress.update(len(batch))
+    if progress is not None:
+        progress.close()
+
+    wanted = {row["qid"]: row for row in rows}
+    results = {qid: passages for qid, passages in _read_results(out) if qid in wanted}
+    metrics = evaluate(
+        results,
+        {qid: row["gold_doc_ids"] for qid, row in wanted.items()},
+        ks=sorted({x for x in ks if x <= k} | {k}),
+        domains={qid: row["domain"] for qid, row in wanted.items()},
+    )
+    metrics = {"domain": domain, "retriever": engine.kind, "k": k, **metrics}
+    metrics_file = out.with_name(out.stem + ".metrics.json")
+    metrics_file.write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
+    return metrics
+
+
+@contextlib.contextmanager
+def _datasets_progress(show: bool):
+    import datasets
+
+    was_enabled = datasets.is_progress_bar_enabled()
+    if not show:
+        datasets.disable_progress_bars()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            datasets.enable_progress_bars()
+
+
+def _prepare_output(out: Path, *, overwrite: bool) -> set[str]:
+    """Empty ``out`` (new run) or keep its complete lines (resume); the qids already done."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if overwrite or not out.exists():
+        out.write_text("", encoding="utf-8")
+        return set()
+    lines = out.read_text(encoding="utf-8").splitlines(keepends=True)
+    kept, done = [], set()
+    for number, line in enumerate(lines, 1):
+        try:
+            record = json.loads(line)
+            done.add(record["qid"])
+            kept.append(line if line.endswith("\n") else line + "\n")
+        except (json.JSONDecodeError, KeyError, TypeError):
+            if number != len(lines):
+                raise ValueError(f"{out} line {number} is not a retrieval record; fix or delete the file") from None
+    if len(kept) != len(lines) or (lines and not lines[-1].endswith("\n")):  # drop a line cut by a crash
+        out.write_text("".join(kept), encoding="utf-8")
+    return done
+
+
+def _questions(domain, split, data_dir, questions, limit) -> list[dict[str, Any]]:
+    if questions is None:
+        import lfrqa
+
+        questions = lfrqa.load(domain, split=split, data_dir=data_dir)
+    rows: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for number, row in enumerate(questions):
+        if limit is not None and len(rows) >= limit:
+            break
+        try:
+            qid, question = str(row["qid"]), row["question"]
+        except (KeyError, TypeError):
+            raise ValueError(f"Question #{number} needs 'qid' and 'question' fields, got {row!r}") from None
+        if not isinstance(question, str) or not question.strip():
+            raise ValueError(f"Question {qid!r} has no text")
+        if qid in seen:
+            raise ValueError(f"Question id {qid!r} is repeated; qids must be unique")
+        seen.add(qid)
+        gold = row.get("gold_doc_ids") or []
+        rows.append({"qid": qid, "question": question, "domain": row.get("domain") or domain,
+                     "gold_doc_ids": [str(g) for g in gold]})
+    return rows
+
+
+def _retriever(choice, corpus, index_dir, checkpoint, options, show_progress) -> Retriever:
+    if isinstance(choice, Retriever):
+        if not len(choice):
+            choice.index(corpus)
+        return choice
+    if choice not in RETRIEVERS:
+        raise ValueError(f"Unknown retriever {choice!r}. Available: {', '.join(RETRIEVERS)}")
+    if index_dir is not None and (Path(index_dir) / META_FILE).is_file():
+        load_options = {"show_progress": show_progress}
+        if choice == "colbert" and checkpoint is not None:
+            load_options["checkpoint"] = str(checkpoint)
+        loaded = Retriever.load(index_dir, **load_options)
+        if loaded.kind != choice:
+            raise ValueError(f"{index_dir} holds a {loaded.kind!r} index, not a {choice!r} one: pick another --index-dir")
+        return loaded
+    if choice == "bm25":
+        from retrieval._bm25 import BM25Retriever
+
+        engine: Retriever = BM25Retriever(show_progress=show_progress, **options)
+    else:
+        from retrieval._colbert import DEFAULT_CHECKPOINT, ColBERTRetriever
+
+        engine = ColBERTRetriever(
+            checkpoint or DEFAULT_CHECKPOINT, index_dir=index_dir, show_progress=show_progress, **options
+        )
+    engine.index(corpus)
+    if index_dir is not None:
+        engine.save(index_dir)
+    return engine
+
+
+def _check_same_corpus(engine: Retriever, corpus, index_dir) -> None:
+    where = f"The index at {index_dir}" if index_dir is not None else "The index"
+    if len(engine.pids) != len(corpus):
+        raise ValueError(
+            f"{where} has {len(engine.pids)} passages but the corpus has {len(corpus)}: it was built from "
+            "another corpus; delete it (or pick another --index-dir) to rebuild it"
+        )
+    offset = 0
+    for batch in corpus.select_columns(["pid"]).iter(batch_size=50_000):
+        pids = batch["pid"]
+        if pids != engine.pids[offset : offset + len(pids)]:
+            raise ValueError(f"{where} lists its passages in another order or with other ids than the corpus: rebuild it")
+        offset += len(pids)
+
+
+def _lines(batch, hits, engine: Retriever, corpus) -> Iterator[dict[str, Any]]:
+    positions = sorted({engine.position(pid) for row in batch for pid, _ in hits.get(row["qid"], [])})
+    texts = dict(zip(positions, corpus.select_columns(["text"])[positions]["text"])) if positions else {}
+    for row in batch:
+        passages = [
+            {"pid": pid, "doc_id": doc_id_of(pid), "text": texts[engine.position(pid)], "score": score, "rank": rank}
+            for rank, (pid, score) in enumerate(hits.get(row["qid"], []), 1)
+        ]
+        yield {"qid": row["qid"], "domain": row["domain"], "question": row["question"], "passages": passages}
+
+
+def _read_results(out: Path) -> Iterator[tuple[str, list[str]]]:
+    with open(out, encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                record = json.loads(line)
+                yield record["qid"], [p["pid"] for p in record["passages"]]

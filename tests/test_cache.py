@@ -1,0 +1,106 @@
+"""The SQLite completion cache: keys, validity rules, WAL, two processes at once, no secrets."""
+
+from __future__ import annotations
+
+import multiprocessing
+import sqlite3
+
+import pytest
+
+from metric_arena import judge_pairs
+from metric_arena._backends import ChatRequest, Completion
+from metric_arena._cache import CompletionCache, cache_key, default_cache_dir
+from tests.openai_server import OpenAIServer
+
+IDENTITY = {"backend": "openai", "model": "gpt-4o", "host": "api.openai.com"}
+REQUEST = ChatRequest([{"role": "system", "content": "judge"}, {"role": "user", "content": "pair"}])
+
+
+def test_key_depends_on_everything_that_changes_the_answer():
+    base = cache_key(IDENTITY, REQUEST)
+    assert len(base) == 64 and base == cache_key(dict(IDENTITY), ChatRequest(list(REQUEST.messages)))
+    variants = [
+        cache_key({**IDENTITY, "model": "gpt-4o-mini"}, REQUEST),
+        cache_key({**IDENTITY, "host": "localhost"}, REQUEST),
+        cache_key({**IDENTITY, "backend": "hf"}, REQUEST),
+        cache_key(IDENTITY, ChatRequest(REQUEST.messages, max_tokens=128)),
+        cache_key(IDENTITY, ChatRequest(REQUEST.messages, temperature=0.7)),
+        cache_key(IDENTITY, ChatRequest(REQUEST.messages, top_p=0.9)),
+        cache_key(IDENTITY, ChatRequest([REQUEST.messages[0], {"role": "user", "content": "pair "}])),
+        cache_key(IDENTITY, REQUEST, attempt=1),
+    ]
+    assert len({base, *variants}) == len(variants) + 1
+
+
+def test_put_get_and_validity_rules(tmp_path):
+    cache = CompletionCache(tmp_path)
+    key = cache_key(IDENTITY, REQUEST)
+    assert cache.get(key) is None and key not in cache
+    cache.put(key, Completion("garbage", "stop"), valid=False, backend="openai:gpt-4o")
+    assert cache.get(key).valid is False and key not in cache  # an invalid reply is no answer
+    cache.put(key, Completion("<rating>1</rating>", "stop", {"prompt_tokens": 5}), valid=True)
+    entry = cache.get(key)
+    assert entry.valid and entry.text == "<rating>1</rating>" and entry.usage == {"prompt_tokens": 5}
+    cache.put(key, Completion("later garbage"), valid=False)
+    assert cache.get(key).text == "<rating>1</rating>"  # a valid answer is never replaced by an invalid one
+    assert len(cache) == 1 and cache.count(valid=True) == 1
+    assert cache.get_many([key, "missing", key]) == {key: entry}
+    cache.close()
+    reopened = CompletionCache(tmp_path / "completions.sqlite")
+    assert reopened.get(key) == entry
+    reopened.close()
+
+
+def test_wal_mode(tmp_path):
+    CompletionCache(tmp_path).close()
+    with sqlite3.connect(tmp_path / "completions.sqlite") as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_default_cache_dir_from_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("RAG_QA_ARENA_CACHE", str(tmp_path / "c"))
+    assert default_cache_dir() == tmp_path / "c"
+    monkeypatch.delenv("RAG_QA_ARENA_CACHE")
+    assert default_cache_dir().parts[-2:] == (".cache", "rag_qa_arena")
+
+
+def test_corrupt_cache_file_gives_a_clear_error(tmp_path):
+    (tmp_path / "completions.sqlite").write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(ValueError, match="not a usable SQLite database"):
+        CompletionCache(tmp_path)
+
+
+def _writer(path: str, offset: int, n: int) -> None:
+    cache = CompletionCache(path)
+    for i in range(offset, offset + n):
+        request = ChatRequest([{"role": "user", "content": f"pair {i}"}])
+        cache.put(cache_key(IDENTITY, request), Completion(f"<rating>{i % 3}</rating>"), valid=True)
+        cache.get(cache_key(IDENTITY, ChatRequest([{"role": "user", "content": f"pair {i - 1}"}])))
+    cache.close()
+
+
+def test_two_processes_share_one_cache(tmp_path):
+    context = multiprocessing.get_context("spawn")
+    processes = [context.Process(target=_writer, args=(str(tmp_path), k * 300, 300)) for k in range(2)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(60)
+        assert process.exitcode == 0
+    cache = CompletionCache(tmp_path)
+    assert len(cache) == 600 and cache.count(valid=True) == 600
+    with sqlite3.connect(tmp_path / "completions.sqlite") as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    cache.close()
+
+
+def test_api_key_never_reaches_the_cache(tmp_path):
+    key = "sk-live-VERYSECRETKEY42"
+    with OpenAIServer() as server:
+        judge_pairs(["a"], ["b"], ["q"], judge="openai:m", base_url=server.base_url, api_key=key, cache_dir=tmp_path)
+    with sqlite3.connect(tmp_path / "completions.sqlite") as conn:
+        conn.execute("PRAGMA wal_checkpoint(FULL)")
+        dump = "\n".join(conn.iterdump())
+    assert "openai:m" in dump and key not in dump
+    for path in tmp_path.iterdir():
+        assert key.encode() not in path.read_bytes()

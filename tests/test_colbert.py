@@ -1,0 +1,125 @@
+"""ColBERTv2 through colbert-ai on CPU with a tiny random checkpoint made offline (slow: indexing,
+and a one-time ~100 s compile of ColBERT's C++ extensions, cached in $TORCH_EXTENSIONS_DIR)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import random
+import shutil
+
+import pytest
+
+if importlib.util.find_spec("colbert") is None or importlib.util.find_spec("faiss") is None:
+    pytest.skip('needs pip install "rag-qa-arena[colbert]"', allow_module_level=True)  # checked without importing
+
+from rag_qa_arena.cli import main  # noqa: E402
+from retrieval import ColBERTRetriever, Retriever  # noqa: E402
+from retrieval._colbert import make_tiny_checkpoint  # noqa: E402
+from tests.test_cmd_retrieve import writing_dir  # noqa: E402,F401  (fixture)
+
+pytestmark = pytest.mark.slow
+
+WORDS = [f"w{i}" for i in range(2000)]
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    words = WORDS + [f"filler{i}" for i in range(400)]
+    return make_tiny_checkpoint(tmp_path_factory.mktemp("ckpt") / "tiny-colbert", words=words)
+
+
+@pytest.fixture(scope="module")
+def passages():
+    rng = random.Random(0)
+    rows = [{"pid": f"{i}-0", "text": " ".join(rng.choice(WORDS) for _ in range(40))} for i in range(300)]
+    rows[7]["text"] = "w1\tw2\nw3 " + rows[7]["text"]  # tabs/newlines must not break collection.tsv
+    return rows
+
+
+def test_tiny_checkpoint_is_a_colbert_checkpoint(checkpoint):
+    metadata = json.loads((checkpoint / "artifact.metadata").read_text())
+    assert metadata["dim"] == 32
+    vocab = (checkpoint / "vocab.txt").read_text().split("\n")
+    assert "[unused0]" in vocab and "[unused1]" in vocab and "w1999" in vocab
+
+
+def test_index_search_save_load(checkpoint, passages, tmp_path, capfd):
+    retriever = ColBERTRetriever(checkpoint, index_dir=tmp_path / "built", show_progress=False)
+    retriever.index(passages)
+    assert capfd.readouterr().out == ""  # ColBERT's and faiss' chatter goes to stderr
+    built = tmp_path / "built"
+    assert json.loads((built / "pids.json").read_text()) == [p["pid"] for p in passages]
+    assert len((built / "collection.tsv").read_text(encoding="utf-8").splitlines()) == len(passages)
+    assert json.loads((built / "retriever.json").read_text())["settings"]["nbits"] == 2
+    assert (built / "plaid" / "metadata.json").is_file()
+
+    queries = {f"q{i}": passages[i]["text"] for i in range(0, 300, 10)}
+    results = retriever.search(queries, k=5)
+    assert set(results) == set(queries)
+    for ranked in results.values():
+        assert len(ranked) == 5 and len({pid for pid, _ in ranked}) == 5
+        assert [s for _, s in ranked] == sorted((s for _, s in ranked), reverse=True)
+        assert ranked == sorted(ranked, key=lambda pair: (-pair[1], pair[0]))
+    assert sum(results[f"q{i}"][0][0] == f"{i}-0" for i in range(0, 300, 10)) >= 27  # a passage finds itself
+
+    saved = retriever.save(tmp_path / "moved")
+    shutil.rmtree(built)  # the saved copy must stand alone
+    loaded = Retriever.load(saved, show_progress=False)
+    assert isinstance(loaded, ColBERTRetriever) and loaded.pids == retriever.pids
+    assert loaded.search(queries, k=5) == results
+    assert 0 < len(loaded.search({"big": "w1 w2"}, k=1000)["big"]) <= len(passages)  # k beyond the corpus
+
+
+def test_index_in_a_temporary_folder_then_save(checkpoint, passages, tmp_path):
+    retriever = ColBERTRetriever(checkpoint, show_progress=False)
+    retriever.index(passages[:120])
+    path = retriever.save(tmp_path / "index")
+    assert sorted(p.name for p in path.iterdir()) == ["collection.tsv", "pids.json", "plaid", "retriever.json"]
+    again = ColBERTRetriever.load(path, show_progress=False)
+    query = {"q": passages[5]["text"]}
+    assert again.search(query, k=3) == retriever.search(query, k=3)
+
+
+def test_cli_with_colbert(writing_dir, checkpoint, tmp_path, capsys):  # noqa: F811
+    data_dir, chosen = writing_dir
+    out, index_dir = tmp_path / "writing.colbert.jsonl", tmp_path / "index"
+    args = ["retrieve", "--domain", "writing", "--retriever", "colbert", "--checkpoint", str(checkpoint),
+            "--data-dir", str(data_dir), "--index-dir", str(index_dir), "--limit", "40", "--k", "3",
+            "--gpus", "0", "--no-progress", "--out", str(out)]
+    assert main(args) == 0
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(records) == 40
+    assert all(len(r["passages"]) == 3 and [p["rank"] for p in r["passages"]] == [1, 2, 3] for r in records)
+    assert all(p["pid"].startswith(p["doc_id"] + "-") for r in records for p in r["passages"])
+    metrics = json.loads((tmp_path / "writing.colbert.metrics.json").read_text())
+    assert metrics["retriever"] == "colbert" and metrics["n"] == 40 and set(metrics) >= {"hit@1", "recall@3"}
+    assert "colbert on writing" in capsys.readouterr().out
+
+    stamp = (index_dir / "pids.json").stat().st_mtime_ns
+    assert main(args[:-1] + [str(tmp_path / "again.jsonl")]) == 0  # reuses the index
+    assert (index_dir / "pids.json").stat().st_mtime_ns == stamp
+    assert (tmp_path / "again.jsonl").read_text() == out.read_text()
+
+
+def test_bad_gpu_request(checkpoint, passages):
+    import torch
+
+    retriever = ColBERTRetriever(checkpoint, gpus=torch.cuda.device_count() + 1, show_progress=False)
+    with pytest.raises(ValueError, match="GPU"):
+        retriever.index(passages[:10])
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="nranks=2 needs GPUs"):
+            ColBERTRetriever(checkpoint, nranks=2, show_progress=False).index(passages[:10])
+
+
+@pytest.mark.gpu
+def test_index_and_search_on_gpu(checkpoint, passages, tmp_path):
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    retriever = ColBERTRetriever(checkpoint, index_dir=tmp_path / "gpu", gpus=1, show_progress=False)
+    retriever.index(passages)
+    results = retriever.search({f"q{i}": passages[i]["text"] for i in range(0, 300, 10)}, k=5)
+    assert sum(results[f"q{i}"][0][0] == f"{i}-0" for i in range(0, 300, 10)) >= 27

@@ -1,0 +1,155 @@
+"""Pushing a run folder to the Hub: the commit operations, the dataset card, the secret scan, and
+the calls made to the Hub API (a recording stand-in; no network)."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from metric_arena._hub import SecretFoundError, build_push_files, build_push_operations, find_secrets, push_run
+from rag_qa_arena.cli import main
+from tests.test_report import make_run
+
+FAKE_OPENAI = "sk-proj-" + "Ab3dEf6hIj9lMn2pQr5tUv8xYz" * 2
+FAKE_HF = "hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
+
+
+class RecordingHub:
+    """Stands in for HfApi: records what push_run asks of the Hub."""
+
+    def __init__(self):
+        self.calls = []
+
+    def create_repo(self, repo_id, **kwargs):
+        self.calls.append(("create_repo", repo_id, kwargs))
+        return f"https://huggingface.co/datasets/{repo_id}"
+
+    def create_commit(self, repo_id, operations, **kwargs):
+        self.calls.append(("create_commit", repo_id, list(operations), kwargs))
+
+        class Info:
+            commit_url = f"https://huggingface.co/datasets/{repo_id}/commit/abc"
+
+        return Info()
+
+
+@pytest.fixture(autouse=True)
+def _no_real_secrets(monkeypatch):
+    for name in ("OPENAI_API_KEY", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def _content(operation) -> bytes:
+    data = operation.path_or_fileobj
+    return data if isinstance(data, bytes) else Path(data).read_bytes()
+
+
+def test_operations_paths_and_contents(tmp_path):
+    run = make_run(tmp_path, "my<sys>", p_win=0.4, p_tie=0.2, n=30, folder="run")
+    operations = build_push_operations(run, repo_id="org/arena-run")
+    by_path = {op.path_in_repo: _content(op) for op in operations}
+    assert set(by_path) == {"data/verdicts.parquet", "summary.json", "README.md"}
+    assert json.loads(by_path["summary.json"]) == json.loads((run / "summary.json").read_text())
+
+    table = pq.read_table(io.BytesIO(by_path["data/verdicts.parquet"]))
+    rows = table.to_pylist()
+    source = [json.loads(line) for line in (run / "verdicts.jsonl").read_text().splitlines()]
+    assert [r["qid"] for r in rows] == [s["qid"] for s in source]
+    assert [r["outcome"] for r in rows] == [s["outcome"] for s in source]
+    assert rows[0]["judgments"][0]["judge"] == "openai:gpt-4o"
+    assert rows[0]["judgments"][0]["raw"] == source[0]["judgments"][0]["raw"]
+
+    card = by_path["README.md"].decode()
+    assert card.startswith("---\n") and "path: data/verdicts.parquet" in card and "split: test" in card
+    assert 'pretty_name: "RAG-QA Arena verdicts: my<sys> vs LFRQA"' in card
+    assert "my\\<sys\\>" in card  # escaped in the Markdown body
+    assert 'load_dataset("org/arena-run", split="test")' in card
+    assert "| all queries |" in card and "| fiqa |" in card
+
+
+def test_uploaded_folder_loads_with_datasets(tmp_path):
+    datasets = pytest.importorskip("datasets")
+    run = make_run(tmp_path, "sys", p_win=0.5, n=25, folder="run")
+    out = tmp_path / "repo"
+    assert main(["push", str(run), "--repo", "org/x", "--dry-run", str(out)]) == 0
+    assert (out / "README.md").is_file() and (out / "data" / "verdicts.parquet").is_file()
+    ds = datasets.load_dataset(str(out), split="test", cache_dir=str(tmp_path / "cache"))
+    assert ds.num_rows == 25 and ds[0]["system_a"] == "sys" and isinstance(ds[0]["judgments"], list)
+
+
+def test_extra_fields_are_kept_as_json(tmp_path):
+    run = make_run(tmp_path, "sys", p_win=0.5, n=3, folder="run")
+    lines = [json.loads(line) for line in (run / "verdicts.jsonl").read_text().splitlines()]
+    lines[0]["usage"] = {"prompt_tokens": 12}
+    (run / "verdicts.jsonl").write_text("\n".join(json.dumps(r) for r in lines) + "\n")
+    files = build_push_files(run, repo_id="org/x")
+    rows = pq.read_table(io.BytesIO(files["data/verdicts.parquet"])).to_pylist()
+    assert json.loads(rows[0]["usage"]) == {"prompt_tokens": 12} and rows[1]["usage"] is None
+
+
+@pytest.mark.parametrize("secret", [FAKE_OPENAI, FAKE_HF, "AKIAABCDEFGHIJKLMNOP", "Bearer abcdefghijklmnopqrstuvwxyz012"])
+def test_refuses_files_that_look_like_they_hold_secrets(tmp_path, secret):
+    run = make_run(tmp_path, "sys", p_win=0.5, n=5, folder="run")
+    lines = (run / "verdicts.jsonl").read_text().splitlines()
+    lines[3] = lines[3].replace("<thinking>...", f"<thinking>the key is {secret}")
+    (run / "verdicts.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(SecretFoundError, match="verdicts.jsonl line 4") as error:
+        build_push_operations(run, repo_id="org/x")
+    assert secret not in str(error.value) and secret[-10:] not in str(error.value)
+
+
+def test_refuses_the_values_of_key_environment_variables(tmp_path, monkeypatch):
+    run = make_run(tmp_path, "sys", p_win=0.5, n=5, folder="run")
+    summary = json.loads((run / "summary.json").read_text())
+    summary["note"] = "plainvalue-4242"
+    (run / "summary.json").write_text(json.dumps(summary))
+    build_push_operations(run, repo_id="org/x")  # fine while that is not a secret
+    monkeypatch.setenv("OPENAI_API_KEY", "plainvalue-4242")
+    with pytest.raises(SecretFoundError, match="summary.json line 1: the value of an API-key environment variable"):
+        build_push_operations(run, repo_id="org/x")
+
+
+def test_push_calls_the_hub_with_the_right_arguments(tmp_path, monkeypatch):
+    run = make_run(tmp_path, "sys", p_win=0.5, n=10, folder="my-run")
+    token = "hf_" + "Z" * 34
+    monkeypatch.setenv("HF_TOKEN", token)
+    hub = RecordingHub()
+    url = push_run(run, "org/arena", private=True, token_from_env=True, api=hub)
+    assert url == "https://huggingface.co/datasets/org/arena/commit/abc"
+    (kind, repo, kwargs), (kind2, repo2, operations, commit_kwargs) = hub.calls
+    assert (kind, repo, kind2, repo2) == ("create_repo", "org/arena", "create_commit", "org/arena")
+    assert kwargs == {"repo_type": "dataset", "private": True, "exist_ok": True, "token": token}
+    assert commit_kwargs["repo_type"] == "dataset" and commit_kwargs["token"] == token
+    assert "my-run" in commit_kwargs["commit_message"]
+    assert {op.path_in_repo for op in operations} == {"data/verdicts.parquet", "summary.json", "README.md"}
+    assert all(token.encode() not in _content(op) for op in operations)
+
+
+def test_token_problems_are_explained(tmp_path):
+    run = make_run(tmp_path, "sys", p_win=0.5, n=3, folder="run")
+    with pytest.raises(ValueError, match="HF_TOKEN is not set"):
+        push_run(run, "org/x", token_from_env=True, api=RecordingHub())
+    with pytest.raises(ValueError, match="Bad repo id 'no-slash'"):
+        push_run(run, "no-slash", api=RecordingHub())
+    assert main(["push", str(run), "--repo", "org/x", "--token-from-env"]) == 2
+
+
+def test_empty_or_missing_run(tmp_path):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "verdicts.jsonl").write_text("")
+    with pytest.raises(ValueError, match="has no verdicts"):
+        build_push_files(tmp_path / "empty", repo_id="org/x")
+    with pytest.raises(FileNotFoundError):
+        build_push_files(tmp_path / "missing", repo_id="org/x")
+
+
+def test_find_secrets_reports_kinds_and_lines_only():
+    text = f"fine\nkey={FAKE_OPENAI}\ntoken {FAKE_HF}\nsk-short"
+    hits = find_secrets(text, values=["tiny", "secret-value-1"])
+    assert [line for _, line in hits] == [2, 3]
+    assert find_secrets("x secret-value-1 y", values=["secret-value-1"])[0][1] == 1
+    assert find_secrets("x tiny y", values=["tiny"]) == []  # too short to be a real key
