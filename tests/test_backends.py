@@ -10,11 +10,11 @@ import pytest
 
 from metric_arena import judge_pairs, make_backend
 from metric_arena._backends import (
-    Backend,
-    Completion,
     AuthenticationFailed,
+    Backend,
     BadReply,
     ChatRequest,
+    Completion,
     ModelNotFound,
     TransientBackendError,
     parse_spec,

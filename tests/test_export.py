@@ -76,3 +76,25 @@ def test_cli_stats_prints_the_table(lfrqa_data_dir, capsys):
 def test_cli_unknown_domain_is_a_clear_error(lfrqa_data_dir, capsys):
     assert main(["data", "stats", "--name", "finance"]) == 2
     assert "Unknown LFRQA config 'finance'. Available:" in capsys.readouterr().err
+
+
+def test_export_adds_passage_corpora_when_the_raw_files_are_there(lfrqa_data_dir, tmp_path):
+    import shutil
+
+    data = tmp_path / "data"
+    shutil.copytree(lfrqa_data_dir, data)
+    for path in data.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    collection = data / "lotte" / "science" / "test" / "collection.tsv"
+    collection.parent.mkdir(parents=True)
+    long_doc = " ".join(f"w{i}" for i in range(150))
+    collection.write_text(f"0\tshort document\n1\t{long_doc}\n")
+    out = export_dataset(tmp_path / "hub", data_dir=data, domains=["science"])
+    readme = (out / "README.md").read_text(encoding="utf-8")
+    assert "- config_name: science_corpus\n" in readme
+
+    import datasets
+
+    passages = datasets.load_dataset(str(out), "science_corpus", split="test", cache_dir=str(tmp_path / "c"))
+    assert passages["pid"] == ["0-0", "1-0", "1-1"]
+    assert len(passages[1]["text"].split()) == 100 and len(passages[2]["text"].split()) == 50
