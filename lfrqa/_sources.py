@@ -92,7 +92,14 @@ def pinned_file(relpath: str, data_dir: str | os.PathLike | None = None) -> Path
     if location.startswith("https://"):
         from datasets.utils.file_utils import cached_path
 
-        location = cached_path(location)
+        try:
+            location = cached_path(location)
+        except Exception as error:  # offline, DNS, HTTP errors: say what to do instead
+            raise FileNotFoundError(
+                f"Could not download {relpath} from {location} ({type(error).__name__}: {error}). "
+                f"Without network access, put the benchmark's files in a folder in their published layout "
+                f"and pass data_dir=... or set ${DATA_DIR_ENV}."
+            ) from error
     return verify(relpath, location)
 
 

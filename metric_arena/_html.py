@@ -172,7 +172,7 @@ def render_html(board, *, images: dict[str, bytes] | None = None, title: str = "
         f'<span class="chip">judge{"s" if len(board.judges) != 1 else ""}: <b>{_e(", ".join(board.judges) or "unknown")}</b></span>',
     ]
     if board.domains:
-        parts.append(f'<span class="chip"><b>{len(board.domains)}</b> domains</span>')
+        parts.append(f'<span class="chip"><b>{len(board.domains)}</b> {"domain" if len(board.domains) == 1 else "domains"}</span>')
     parts.append(f'<span class="chip">{conf:.0%} bootstrap intervals, {board.settings.get("n_boot")} rounds</span>')
     parts.append("</div></header>")
 

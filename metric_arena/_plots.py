@@ -42,7 +42,7 @@ def plot_ratings(entries: Sequence[dict], *, reference: str = "LFRQA", confidenc
         color = _REFERENCE if entry["system"] == reference else _OTHER
         low, high = entry.get("rating_ci") or (entry["rating"], entry["rating"])
         axes.errorbar(
-            entry["rating"], y, xerr=[[entry["rating"] - low], [high - entry["rating"]]],
+            entry["rating"], y, xerr=[[max(entry["rating"] - low, 0.0)], [max(high - entry["rating"], 0.0)]],
             fmt="o", color=color, ecolor=color, elinewidth=2, capsize=4, markersize=6,
         )
         axes.annotate(f"{entry['rating']:.0f}", (high, y), xytext=(6, 0), textcoords="offset points",
@@ -74,7 +74,8 @@ def plot_win_rates(entries: Sequence[dict], *, confidence: float = 0.95) -> byte
     panels = ["all queries", *domains]
     ncols = min(4, len(panels))
     nrows = math.ceil(len(panels) / ncols)
-    figure = _figure(3.0 * ncols + 1.6, nrows * (0.8 + 0.32 * len(systems)) + 0.6)
+    height = nrows * (0.8 + 0.32 * len(systems)) + 1.0
+    figure = _figure(3.0 * ncols + 1.6, height)
     for k, panel in enumerate(panels):
         axes = figure.add_subplot(nrows, ncols, k + 1)
         for y, entry in enumerate(systems):
@@ -108,7 +109,7 @@ def plot_win_rates(entries: Sequence[dict], *, confidence: float = 0.95) -> byte
     figure.legend(handles=handles, loc="lower center", ncol=2, frameon=False,
                   title=f"against the reference, {confidence:.0%} bootstrap intervals", fontsize=9, title_fontsize=9,
                   bbox_to_anchor=(0.5, -0.02))
-    figure.tight_layout(rect=(0, 0.06, 1, 1))
+    figure.tight_layout(rect=(0, min(0.45, 0.7 / height), 1, 1))  # ~0.7 inch kept for the legend
     return _png(figure)
 
 

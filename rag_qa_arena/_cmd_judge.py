@@ -58,7 +58,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", metavar="DIR",
                         help="run folder for verdicts.jsonl and summary.json (required unless --dry-run)")
     parser.add_argument("--name", metavar="NAME",
-                        help="the evaluated system's name in verdicts and leaderboards (default: the --out folder's name)")
+                        help="the evaluated system's name in verdicts and leaderboards (default: the --out folder's "
+                        "name; with --versus, the --predictions file name without extension). Use the names of "
+                        "your runs against LFRQA so the leaderboard links the battles")
     parser.add_argument("--versus", metavar="FILE",
                         help="judge against this other system's prediction file instead of LFRQA, on the qids "
                              "both files answer (the order rule puts --predictions in the prediction's place)")
@@ -211,7 +213,9 @@ def run_judge(args: argparse.Namespace) -> int:
         print(format_estimate(estimates))
         return 0
 
-    system = _system_name(args.out, args.name)
+    # Against LFRQA the system is named after the run folder; in a --versus run the folder holds a
+    # pair, so both sides default to their prediction files' names.
+    system = args.name or Path(args.predictions).stem if args.versus else _system_name(args.out, args.name)
     api_key = args.api_key or os.environ.get("OPENAI_API_KEY")
     try:
         result = judge_pairs(
