@@ -91,7 +91,7 @@ def get_encoding(model: str):
     try:
         import tiktoken
     except ImportError as error:
-        raise ImportError(f'counting tokens needs tiktoken: pip install "rag-qa-arena[tokens]" ({error})') from error
+        raise ImportError(f'counting tokens needs tiktoken: pip install tiktoken bpe-openai ({error})') from error
     try:
         name, exact = tiktoken.encoding_name_for_model(model), True
     except KeyError:

@@ -27,9 +27,30 @@ Several judges
     three different votes make a tie). All judges failed: the pair is failed. Each judge's
     judgments are kept in the verdict, and ``per_judge`` holds each judge's own summary.
 
+Fewer pairs
+    ``sample=N`` judges a seeded sub-sample of N pairs stratified by domain
+    (:func:`~metric_arena._sampling.stratified_sample`, seeded with ``seed``). ``target_width=W``
+    judges the pairs in a seeded stratified order and starts no new pair once the 95% (Wilson)
+    interval of the win+tie rate is at most W wide (after at least 50 pairs); pairs in flight
+    then finish and are counted. The summary records ``stopped_early``, ``interval_width`` and
+    ``n_planned``; verdicts cover the judged pairs only.
+
 Verdicts follow the run-folder contract (``qid``, ``domain``, ``system_a``, ``system_b``,
 ``outcome``, ``failed``, ``flipped``, ``no_answer_a``, ``judgments``); a failed judgment also
 carries ``error``, the last failure's description.
+
+Hostile text
+    Question, answers and reference are data: prompt delimiters inside them are defused before
+    they are inserted (:func:`metric_arena._prompts.neutralize_delimiters`), and the verdict then
+    carries ``"neutralized": true`` (the key is absent otherwise).
+
+Pairs that are not sent
+    ``generation_failed[i]`` true (the prediction file marked the answer ``failed``): the pair is
+    failed at once, with no judgment and ``error``. With ``max_input_tokens``, a request whose
+    prompt is longer (tiktoken count; approximate for non-OpenAI models) is refused rather than
+    truncated: that judgment fails with the reason in ``error`` and counts as ``over_budget``.
+    Without a budget, a server that rejects an over-long prompt (HTTP 400) fails that judgment
+    the same way (not retried, counted as ``"400"``).
 """
 
 from __future__ import annotations
@@ -49,8 +70,9 @@ from pathlib import Path
 
 from metric_arena._backends import Backend, ChatRequest, Completion, make_backend, parse_spec
 from metric_arena._cache import CompletionCache
-from metric_arena._prompts import clean_response, is_no_answer, judge_messages
-from metric_arena._runner import RetryPolicy, Runner, gather_or_cancel
+from metric_arena._prompts import JUDGE_TAGS, clean_response, is_no_answer, judge_messages, neutralize_delimiters
+from metric_arena._runner import RequestResult, RetryPolicy, Runner, gather_or_cancel
+from metric_arena._sampling import IntervalStopper, pair_schedule, run_until_stopped
 from metric_arena._stats import summarize
 
 __all__ = [
@@ -125,6 +147,53 @@ def judge_request(
     )
 
 
+class InputBudget:
+    """Refuses requests whose prompt exceeds ``max_input_tokens`` tokens (refuse, never truncate).
+
+    Tokens are counted with tiktoken for ``model`` (OpenAI's chat counting rule; ``o200k_base``,
+    an approximation, for models tiktoken does not know).
+
+    >>> budget = InputBudget(10, "gpt-4o")
+    >>> budget.refusal(ChatRequest([{"role": "user", "content": "word " * 50}]))[:38]
+    'prompt has 58 tokens, over the max_inp'
+    """
+
+    def __init__(self, max_input_tokens: int, model: str):
+        if isinstance(max_input_tokens, bool) or not isinstance(max_input_tokens, int) or max_input_tokens < 1:
+            raise ValueError(f"max_input_tokens must be a positive integer, got {max_input_tokens!r}")
+        from metric_arena._cost import _Counter, get_encoding
+
+        self.limit = max_input_tokens
+        self.model = model
+        encoding, self.exact = get_encoding(model)
+        self._counter = _Counter(encoding)
+
+    def count(self, request: ChatRequest) -> int:
+        return self._counter.chat(request.messages)
+
+    def refusal(self, request: ChatRequest) -> str | None:
+        """None when the request fits, else why it is refused."""
+        n = self.count(request)
+        if n <= self.limit:
+            return None
+        approx = "" if self.exact else " (approximate count)"
+        return (f"prompt has {n} tokens{approx}, over the max_input_tokens budget of {self.limit}: not sent. "
+                "Raise --max-input-tokens up to the model's context window, or shorten the input")
+
+
+def make_budgets(backends: Sequence[Backend], max_input_tokens: int | None) -> dict[str, InputBudget]:
+    """One :class:`InputBudget` per backend spec, or none without a budget."""
+    if max_input_tokens is None:
+        return {}
+    return {b.spec: InputBudget(max_input_tokens, b.model) for b in backends}
+
+
+async def refused_result(runner: Runner, reason: str) -> RequestResult:
+    """The result of a request that was not sent (counted as ``over_budget``)."""
+    runner.errors["over_budget"] += 1
+    return RequestResult(None, False, 0, False, error=reason)
+
+
 def _outcome(rating: int | None, a_position: int) -> str | None:
     if rating is None:
         return None
@@ -189,6 +258,18 @@ def _check_inputs(predictions, references, questions, ids, domains) -> tuple[lis
     return ids, domains
 
 
+def _check_flags(flags, n: int) -> list[bool]:
+    if flags is None:
+        return [False] * n
+    flags = list(flags)
+    if len(flags) != n:
+        raise ValueError(f"generation_failed has {len(flags)} entries but predictions has {n}: give one per prediction")
+    for i, value in enumerate(flags):
+        if not isinstance(value, bool):
+            raise TypeError(f"generation_failed[{i}] is {value!r}: give True or False")
+    return flags
+
+
 def _make_backends(judge, base_url, api_key, backend_options, timeout=None) -> list[Backend]:
     specs = [judge] if isinstance(judge, (str, Backend)) else list(judge)
     if not specs:
@@ -236,7 +317,8 @@ class _RunWriter:
             self._handle.write(json.dumps(verdict, ensure_ascii=False) + "\n")
             self._handle.flush()
         except OSError as error:
-            raise OSError(f"Cannot append to {self.path}: {error.strerror or error} (disk full?)") from None
+            raise OSError(error.errno, f"Cannot append to {self.path}: {error.strerror or error} (disk full?)",
+                          str(self.dir)) from None
 
     def finish(self, verdicts: list[dict], summary: dict) -> None:
         self._handle.close()
@@ -257,7 +339,8 @@ def _atomic_write(path: Path, text: str) -> None:
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     except OSError as error:
-        raise OSError(f"Cannot write {path}: {error.strerror or error} (disk full or read-only?)") from None
+        raise OSError(error.errno, f"Cannot write {path}: {error.strerror or error} (disk full or read-only?)",
+                      str(path.parent)) from None
 
 
 def _package_version() -> str:
@@ -333,6 +416,10 @@ async def ajudge_pairs(
     backend_options: dict | None = None,
     timeout: float | None = None,
     use_cache: bool = True,
+    sample: int | None = None,
+    target_width: float | None = None,
+    generation_failed: Sequence[bool] | None = None,
+    max_input_tokens: int | None = None,
 ) -> dict:
     """Async form of :func:`judge_pairs` (same arguments, same result)."""
     if order not in ORDERS:
@@ -340,7 +427,14 @@ async def ajudge_pairs(
     if not isinstance(seed, int):
         raise TypeError(f"seed must be an integer, got {seed!r}")
     ids, domains = _check_inputs(predictions, references, questions, ids, domains)
+    skipped = _check_flags(generation_failed, len(predictions))
+    stopper = IntervalStopper(target_width) if target_width is not None else None
+    if sample is not None or stopper is not None:
+        schedule = pair_schedule(ids, domains, sample, seed)
+    else:
+        schedule = list(range(len(ids)))
     backends = _make_backends(judge, base_url, api_key, backend_options, timeout)
+    budgets = make_budgets(backends, max_input_tokens)
     judge_names = [b.spec for b in backends]
     if system is None:
         system = Path(out).resolve().name if out is not None else "system"
@@ -349,20 +443,33 @@ async def ajudge_pairs(
     writer = _RunWriter(out) if out is not None else None
     n = len(predictions)
     show = progress if progress is not None else (n >= 20 and sys.stderr.isatty())
-    bar = _Progress(n, bool(show), f"judging {system} vs {opponent}")
+    bar = _Progress(len(schedule), bool(show), f"judging {system} vs {opponent}")
     verdicts: list[dict | None] = [None] * n
     started = time.monotonic()
 
     async def judge_one(i: int) -> None:
+        if skipped[i]:
+            verdict = {"qid": ids[i], "domain": domains[i], "system_a": system, "system_b": opponent,
+                       "outcome": None, "failed": True, "flipped": None, "no_answer_a": False, "judgments": [],
+                       "error": "the prediction file marks this answer as failed to generate: not judged"}
+            verdicts[i] = verdict
+            if writer is not None:
+                writer.write(verdict)
+            bar.advance(True, False)
+            return
         question = questions[i]
         a_text = clean_response(predictions[i])
         b_text = clean_response(references[i])
+        neutralized = any(neutralize_delimiters(text, JUDGE_TAGS)[1] for text in (question, a_text, b_text))
         positions = answer_positions(order, ids[i], question, seed)
         requests = [(p, judge_request(question, a_text, b_text, p, data_dir=data_dir)) for p in positions]
         jobs = []
         for backend in backends:
             for position, request in requests:
-                jobs.append((backend, position, runner.run_one(backend, request, validate=_valid_reply, reask=1)))
+                refusal = budgets[backend.spec].refusal(request) if budgets else None
+                job = (refused_result(runner, refusal) if refusal else
+                       runner.run_one(backend, request, validate=_valid_reply, reask=1))
+                jobs.append((backend, position, job))
         results = await asyncio.gather(*(job[2] for job in jobs))
         judgments = []
         for (backend, position, _), result in zip(jobs, results):
@@ -402,15 +509,20 @@ async def ajudge_pairs(
             "flipped": (any(flips) if outcome is not None else None) if order == "both" else None,
             "no_answer_a": is_no_answer(a_text),
             "judgments": judgments,
+            **({"neutralized": True} if neutralized else {}),
         }
         verdicts[i] = verdict
         if writer is not None:
             writer.write(verdict)
         bar.advance(outcome is None, all(j["cached"] for j in judgments))
+        if stopper is not None:
+            stopper.update(outcome)
 
     try:
-        tasks = [asyncio.ensure_future(judge_one(i)) for i in range(n)]
-        await gather_or_cancel(tasks)
+        if stopper is None:
+            await gather_or_cancel([asyncio.ensure_future(judge_one(i)) for i in schedule])
+        else:  # start pairs in the stratified order until the interval is narrow enough
+            await run_until_stopped(judge_one, schedule, lambda: stopper.should_stop, runner.max_concurrency)
     finally:
         bar.close()
         if writer is not None:
@@ -420,8 +532,15 @@ async def ajudge_pairs(
         if cache is not None:
             cache.close()
 
-    done: list[dict] = verdicts  # type: ignore[assignment]
+    done: list[dict] = [v for v in verdicts if v is not None]  # input order; unjudged pairs left out
     summary = _summarize(done, judge_names, order=order, seed=seed, n_boot=n_boot)
+    if sample is not None or stopper is not None:
+        summary["n_planned"] = len(schedule)
+        if sample is not None:
+            summary["sample"] = sample
+    if stopper is not None:
+        summary.update(stopped_early=stopper.should_stop, interval_width=stopper.width, target_width=target_width,
+                       win_tie_rate_wilson=list(stopper.interval))
     summary = {
         "system": system,
         "opponent": opponent,
@@ -485,7 +604,9 @@ def judge_pairs(
     (names recorded in verdicts), ``progress``, ``limiter`` (an object with
     ``async acquire(n_tokens)``), ``retry`` (:class:`~metric_arena._runner.RetryPolicy`),
     ``n_boot``, ``data_dir`` (pinned benchmark files), ``backend_options`` (passed to
-    :func:`~metric_arena.make_backend`), ``timeout`` (per request, openai judges), ``use_cache``.
+    :func:`~metric_arena.make_backend`), ``timeout`` (per request, openai judges), ``use_cache``,
+    ``sample`` (judge a seeded, domain-stratified sub-sample of that many pairs),
+    ``target_width`` (stop once the win+tie rate's 95% interval is that narrow, e.g. 0.04).
 
     Returns the fields of :func:`metric_arena.summarize` (``n``, ``n_failed``, ``win_rate``,
     ``tie_rate``, ``loss_rate``, ``win_tie_rate``, their ``_ci``, ``no_answer_rate``,

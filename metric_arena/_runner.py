@@ -184,6 +184,13 @@ class Runner:
                 self.n_cached += 1
                 last, last_cached, error = entry.completion(), True, "invalid reply"
                 continue
+            if entry is None and attempt < reask and self.cache is not None:
+                # A previous run may have had an unusable body here (not cached) and a valid re-ask.
+                for later in range(attempt + 1, int(reask) + 1):
+                    found = self.cache.get(cache_key(identity, request, later))
+                    if found is not None and found.valid:
+                        self.n_cached += 1
+                        return RequestResult(found.completion(), True, later + 1, True)
             try:
                 completion = await self._send(backend, request)
             except BadReply as failure:
@@ -195,6 +202,8 @@ class Runner:
                     raise
                 # retries exhausted, or a non-retryable rejection (e.g. 400 context too long)
                 return RequestResult(last, False, attempts, last_cached, error=str(failure))
+            if completion.finish_reason == "length":
+                self.errors["truncated"] += 1  # cut at max_tokens: the caller decides what it means
             valid = True if validate is None else bool(validate(completion))
             if self.cache is not None:
                 self.cache.put(key, completion, valid=valid, backend=backend.spec)

@@ -13,13 +13,14 @@ wide (±2.6 points at 1,400 pairs, ±0.8 at 14,020).
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from fractions import Fraction
 from statistics import NormalDist
 
-__all__ = ["IntervalStopper", "stratified_sample", "wilson_interval"]
+__all__ = ["IntervalStopper", "pair_schedule", "run_until_stopped", "stratified_sample", "wilson_interval"]
 
 
 def _rank(seed: int, qid: str) -> str:
@@ -229,3 +230,68 @@ class IntervalStopper:
             "min_n": self.min_n,
             "stopped_early": self.should_stop,
         }
+
+
+def pair_schedule(
+    ids: Sequence[str], domains: Sequence[str | None] | None, sample: int | None = None, seed: int = 0
+) -> list[int]:
+    """Positions of the pairs to judge, in the order to judge them (see :func:`stratified_sample`).
+
+    ``sample=None`` keeps every pair, in a seeded stratified order (every prefix keeps each
+    domain near its share, so stopping early does not skew the domain mix). Without domains
+    (``None``, or any missing) the pairs form one stratum: a seeded order independent of the
+    input order.
+
+    >>> pair_schedule(["a", "b", "c", "d"], ["x", "x", "y", "y"], sample=2, seed=0)
+    [0, 3]
+    """
+    ids = list(ids)
+    if sample is not None and (isinstance(sample, bool) or not isinstance(sample, int) or sample < 1):
+        raise ValueError(f"sample={sample!r} must be a positive int (the number of pairs to judge), or None for all")
+    if domains is None or any(d is None for d in domains):
+        strata = ["all"] * len(ids)
+    else:
+        strata = list(domains)
+    chosen = stratified_sample(ids, strata, len(ids) if sample is None else sample, seed)
+    position = {qid: i for i, qid in enumerate(ids)}
+    return [position[qid] for qid in chosen]
+
+
+async def run_until_stopped(
+    work: Callable[[int], Awaitable[None]],
+    schedule: Sequence[int],
+    should_stop: Callable[[], bool],
+    max_in_flight: int,
+) -> int:
+    """Run ``await work(i)`` for ``i`` in ``schedule``, at most ``max_in_flight`` at once, in order.
+
+    No new item starts once ``should_stop()`` is true (checked before each start); items already
+    running finish. The first exception cancels the rest and is raised. Returns how many started.
+    """
+    if isinstance(max_in_flight, bool) or not isinstance(max_in_flight, int) or max_in_flight < 1:
+        raise ValueError(f"max_in_flight={max_in_flight!r} must be a positive int")
+    items = iter(schedule)
+    started = 0
+
+    async def worker() -> None:
+        nonlocal started
+        while not should_stop():
+            index = next(items, None)
+            if index is None:
+                return
+            started += 1
+            await work(index)
+
+    workers = [asyncio.ensure_future(worker()) for _ in range(min(max_in_flight, len(schedule)) or 1)]
+    try:
+        done, _ = await asyncio.wait(workers, return_when=asyncio.FIRST_EXCEPTION)
+        for task in done:
+            if not task.cancelled() and task.exception() is not None:
+                raise task.exception()
+    finally:
+        pending = [task for task in workers if not task.done()]
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+    return started

@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("Interrupted; everything finished so far is saved.", file=sys.stderr)
         return 130
-    except (ValueError, FileNotFoundError, FileExistsError, PermissionError, KeyError) as error:
+    except (ValueError, FileNotFoundError, FileExistsError, PermissionError, KeyError, ImportError) as error:
         message = error.args[0] if isinstance(error, KeyError) and error.args else error
         print(f"rag-qa-arena: error: {message}", file=sys.stderr)
         return 2

@@ -8,6 +8,8 @@ It runs on 127.0.0.1 (free port, background thread) and serves what ``openai.Ope
 A batch moves ``validating -> in_progress -> completed`` one step per retrieve, finishing after
 ``polls_to_finish`` retrieves; its output and error files are computed then, line by line,
 with ``reply(custom_id, body) -> str | BatchReply`` (like the chat server's reply callable).
+``POST /v1/chat/completions`` is answered online with the same callable (``custom_id`` None),
+so one server plays the whole API at one base URL: batch first, then online re-asks.
 Invalid input files (bad JSON, wrong url, repeated custom_id, mixed models) end ``failed`` with
 ``errors``, as the real API does; ``fail_validation="message"`` fails every batch that way.
 
@@ -62,6 +64,7 @@ class BatchAPIServer:
         self.files: dict[str, dict] = {}
         self.batches: dict[str, dict] = {}
         self.calls: list[tuple[str, str]] = []  # (method, path) of every request
+        self.chat_requests: list[dict] = []  # bodies of online chat completions
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._server: ThreadingHTTPServer | None = None
@@ -121,6 +124,8 @@ class BatchAPIServer:
         handler.wfile.write(body)
 
     def _route(self, method, path, headers, data):
+        if method == "POST" and path == "/v1/chat/completions":
+            return self._chat(json.loads(data or b"{}"))
         if method == "POST" and path == "/v1/files":
             return self._upload(headers, data)
         m = re.fullmatch(r"/v1/files/([^/]+)(/content)?", path)
@@ -173,6 +178,23 @@ class BatchAPIServer:
         self.files[file_id] = {"id": file_id, "data": data, "filename": filename, "purpose": purpose,
                                "created_at": int(time.time())}
         return file_id
+
+    # -- online chat completions ---------------------------------------------------------------
+    def _chat(self, body: dict):
+        self.chat_requests.append(body)
+        result = self.reply(None, body)
+        if isinstance(result, str):
+            result = BatchReply(content=result)
+        if result.error is not None or result.status_code != 200:
+            status = result.status_code if result.status_code != 200 else 500
+            return status, {"error": {"message": result.content or "error", "type": "invalid_request_error",
+                                      "param": None, "code": None}}
+        choices = result.choices if result.choices is not None else [{
+            "index": 0, "message": {"role": "assistant", "content": result.content},
+            "finish_reason": result.finish_reason, "logprobs": None}]
+        return 200, {"id": f"chatcmpl-online-{len(self.chat_requests)}", "object": "chat.completion",
+                     "created": int(time.time()), "model": body.get("model"), "choices": choices,
+                     "usage": {"prompt_tokens": 100, "completion_tokens": 7, "total_tokens": 107}}
 
     # -- batches -----------------------------------------------------------------------------
     def _create_batch(self, params: dict):

@@ -91,14 +91,14 @@ def write_jsonl(path, rows):
 
 
 def test_cli_versus_writes_a_run_folder_and_resumes(env, tmp_path, capsys):
-    a = write_jsonl(tmp_path / "A.jsonl", [
+    a = write_jsonl(tmp_path / "sys-a.jsonl", [
         {"qid": "1", "answer": "A one", "question": "first question here", "domain": "fiqa"},
         {"qid": "2", "answer": "A two", "question": "second question", "domain": "science"},
         {"qid": "3", "answer": "A three", "question": "third one", "domain": "science"},
     ])
     b = write_jsonl(tmp_path / "sys-b.jsonl", [{"qid": "2", "answer": "B two"}, {"qid": "3", "answer": "B three"},
                                                {"qid": "9", "answer": "B nine"}])
-    out = tmp_path / "runs" / "sys-a"
+    out = tmp_path / "runs" / "a-vs-b"  # a pair's folder: both sides are named after their files
     args = ["judge", "--predictions", str(a), "--versus", str(b), "--judge", "openai:m", "--out", str(out)]
     assert main(args) == 0
     printed = capsys.readouterr().out
@@ -138,7 +138,7 @@ def test_cli_judges_against_lfrqa(env, tmp_path, lfrqa_data_dir, capsys):
 
 
 def test_cli_dry_run_sends_nothing(env, tmp_path, capsys):
-    a = write_jsonl(tmp_path / "A.jsonl", [{"qid": str(i), "answer": "x " * 50, "question": f"q {i}"} for i in range(4)])
+    a = write_jsonl(tmp_path / "sys-a.jsonl", [{"qid": str(i), "answer": "x " * 50, "question": f"q {i}"} for i in range(4)])
     b = write_jsonl(tmp_path / "B.jsonl", [{"qid": str(i), "answer": "y " * 50} for i in range(4)])
     assert main(["judge", "--predictions", str(a), "--versus", str(b), "--judge", "openai:gpt-4-0125-preview",
                  "--order", "both", "--dry-run"]) == 0
@@ -156,7 +156,7 @@ def test_cli_dry_run_sends_nothing(env, tmp_path, capsys):
 
 def test_cli_auth_error_exits_with_a_message_and_no_key(env, tmp_path, capsys):
     env.reply = lambda body, attempt: Reply(status=401)
-    a = write_jsonl(tmp_path / "A.jsonl", [{"qid": "1", "answer": "x", "question": "q"}])
+    a = write_jsonl(tmp_path / "sys-a.jsonl", [{"qid": "1", "answer": "x", "question": "q"}])
     b = write_jsonl(tmp_path / "B.jsonl", [{"qid": "1", "answer": "y"}])
     code = main(["judge", "--predictions", str(a), "--versus", str(b), "--judge", "openai:m",
                  "--api-key", "sk-cli-SECRET-999", "--out", str(tmp_path / "run")])
