@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import asyncio
+import resource
 import time
 
 from metric_arena._ratelimit import RateLimiter
@@ -80,3 +81,4 @@ async def main() -> None:
 
 if __name__ == "__main__":
     asyncio.run(main())
+    print(f"peak memory (max RSS of this process): {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")

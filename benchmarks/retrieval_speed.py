@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import resource
 import sys
 import tempfile
 import time
@@ -133,6 +134,7 @@ def main() -> None:
         bench_bm25(passages, _queries(args.queries), work)
         if not args.skip_colbert:
             bench_colbert(args.colbert_passages, args.colbert_queries, work)
+    print(f"peak memory (max RSS of this process): {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
 
 
 if __name__ == "__main__":

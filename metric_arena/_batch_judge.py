@@ -49,7 +49,16 @@ from metric_arena._batch import (
     write_batch_files,
 )
 from metric_arena._cache import CompletionCache, cache_key
-from metric_arena._judge import DEFAULT_JUDGE, ORDERS, _check_inputs, answer_positions, judge_request, parse_rating
+from metric_arena._judge import (
+    DEFAULT_JUDGE,
+    ORDERS,
+    InputBudget,
+    _check_flags,
+    _check_inputs,
+    answer_positions,
+    judge_request,
+    parse_rating,
+)
 from metric_arena._prompts import clean_response
 from metric_arena._sampling import pair_schedule
 
@@ -123,22 +132,28 @@ def judge_batch_requests(
     cache_dir: str | os.PathLike | None = None,
     use_cache: bool = True,
     data_dir: str | os.PathLike | None = None,
+    generation_failed: Sequence[bool] | None = None,
+    max_input_tokens: int | None = None,
 ) -> dict[str, dict]:
     """What :func:`~metric_arena.judge_pairs` would send, as Batch API lines, per judge.
 
     Returns ``{spec: {"model", "identity", "requests": [(custom_id, body), ...], "n_cached",
     "n_reasks", "n_failed"}}``: ``custom_id`` is the request's cache key (attempt 0, or 1 for a
     re-ask after an invalid cached reply); requests the cache answers are left out
-    (``n_cached``), as are those whose every attempt is cached invalid (``n_failed``: the online
-    run would not send them either). Identical requests are sent once.
+    (``n_cached``). A request whose every attempt is cached invalid (a failed judgment) gets its
+    last attempt again, as a resumed online run does (``n_failed`` counts them, within
+    ``n_reasks``). Identical requests are sent once. As online, pairs flagged in
+    ``generation_failed`` are not judged and prompts over ``max_input_tokens`` are not sent
+    (``n_refused``).
     """
     if order not in ORDERS:
         raise ValueError(f"Unknown order policy {order!r}. Available: {', '.join(ORDERS)}")
     ids, domains = _check_inputs(predictions, references, questions, ids, domains)
+    skipped = _check_flags(generation_failed, len(ids))
     judges = _identities(judge, base_url, api_key)
     schedule = pair_schedule(ids, domains, sample, seed) if sample is not None else range(len(ids))
     requests: list[ChatRequest] = []
-    for i in schedule:
+    for i in (i for i in schedule if not skipped[i]):
         a_text, b_text = clean_response(predictions[i]), clean_response(references[i])
         for position in answer_positions(order, ids[i], questions[i], seed):
             requests.append(judge_request(questions[i], a_text, b_text, position, data_dir=data_dir))
@@ -146,11 +161,13 @@ def judge_batch_requests(
     plans: dict[str, dict] = {}
     try:
         for spec, identity, model in judges:
-            keys = [[cache_key(identity, r, attempt) for attempt in range(REASK + 1)] for r in requests]
+            budget = InputBudget(max_input_tokens, model) if max_input_tokens is not None else None
+            mine = [r for r in requests if budget is None or budget.refusal(r) is None]
+            keys = [[cache_key(identity, r, attempt) for attempt in range(REASK + 1)] for r in mine]
             found = cache.get_many([k for ks in keys for k in ks]) if cache is not None else {}
             lines: dict[str, dict] = {}
             n_cached = n_reasks = n_failed = 0
-            for request, attempt_keys in zip(requests, keys):
+            for request, attempt_keys in zip(mine, keys):
                 for attempt, key in enumerate(attempt_keys):
                     entry = found.get(key)
                     if entry is None:
@@ -160,10 +177,13 @@ def judge_batch_requests(
                     if entry.valid:
                         n_cached += 1
                         break
-                else:
+                else:  # every attempt failed before: the online runner asks the last one again
+                    lines.setdefault(attempt_keys[-1], chat_body(model, request))
+                    n_reasks += 1
                     n_failed += 1
             plans[spec] = {"model": model, "identity": identity, "requests": list(lines.items()),
-                           "n_cached": n_cached, "n_reasks": n_reasks, "n_failed": n_failed}
+                           "n_cached": n_cached, "n_reasks": n_reasks, "n_failed": n_failed,
+                           "n_refused": len(requests) - len(mine)}
     finally:
         if cache is not None:
             cache.close()
@@ -197,6 +217,8 @@ def submit_judge_batch(
     cache_dir: str | os.PathLike | None = None,
     use_cache: bool = True,
     data_dir: str | os.PathLike | None = None,
+    generation_failed: Sequence[bool] | None = None,
+    max_input_tokens: int | None = None,
     client=None,
     metadata: dict[str, str] | None = None,
     max_requests: int = MAX_REQUESTS,
@@ -216,7 +238,7 @@ def submit_judge_batch(
     plans = judge_batch_requests(
         predictions, references, questions, ids=ids, domains=domains, judge=judge, base_url=base_url,
         api_key=api_key, order=order, seed=seed, sample=sample, cache_dir=cache_dir, use_cache=use_cache,
-        data_dir=data_dir,
+        data_dir=data_dir, generation_failed=generation_failed, max_input_tokens=max_input_tokens,
     )
     folder = Path(batch_dir)
     total = sum(len(p["requests"]) for p in plans.values())
@@ -229,12 +251,14 @@ def submit_judge_batch(
         sub = old_folders.get(spec) or _slug(spec, taken)
         entries.append({"judge": spec, "folder": sub, "model": plan["model"], "identity": plan["identity"],
                         "n_requests": len(plan["requests"]), "n_reasks": plan["n_reasks"],
-                        "n_cached": plan["n_cached"], "n_failed": plan["n_failed"]})
+                        "n_cached": plan["n_cached"], "n_failed": plan["n_failed"], "n_refused": plan["n_refused"]})
     if total == 0:
         result["judges"] = [{**e, "files": [], "batch_ids": []} for e in entries]
         return result
     folder.mkdir(parents=True, exist_ok=True)
-    _write_json(folder / PLAN_FILE, {
+    files = {e["judge"]: _files_for(folder / e["folder"], plans[e["judge"]]["requests"], max_requests, max_bytes)
+             for e in entries if e["n_requests"]}  # refuses a folder submitted for other requests
+    _write_json(folder / PLAN_FILE, {  # recorded before anything is uploaded
         "format": _FORMAT, "version": 1, "order": order, "seed": seed, "sample": sample,
         "n_pairs": len(predictions), "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "judges": [e for e in entries if e["n_requests"]] + [
@@ -243,14 +267,9 @@ def submit_judge_batch(
     if client is None:
         client = batch_client(base_url, api_key)
     for entry in entries:
-        plan = plans[entry["judge"]]
-        sub = folder / entry["folder"]
-        files: list[Path] = []
-        batch_ids: list[str] = []
-        if plan["requests"]:
-            files = _files_for(sub, plan["requests"], max_requests, max_bytes)
-            batch_ids = submit_batches(files, client, metadata=metadata)
-        result["judges"].append({**entry, "files": [str(f) for f in files], "batch_ids": batch_ids})
+        mine = files.get(entry["judge"], [])
+        batch_ids = submit_batches(mine, client, metadata=metadata) if mine else []
+        result["judges"].append({**entry, "files": [str(f) for f in mine], "batch_ids": batch_ids})
     return result
 
 

@@ -25,6 +25,7 @@ never block the writer, and a busy timeout lets two processes share one cache fi
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -103,8 +104,10 @@ class CompletionCache:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as error:
             raise PermissionError(
+                error.errno,
                 f"Cannot create the cache folder {path.parent}: {error.strerror}. "
-                f"Choose another with cache_dir= / --cache-dir or ${CACHE_ENV}"
+                f"Choose another with cache_dir= / --cache-dir or ${CACHE_ENV}",
+                str(path.parent),
             ) from None
         self.path = path
         self._lock = threading.Lock()
@@ -113,6 +116,11 @@ class CompletionCache:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute(_SCHEMA)
+        except sqlite3.OperationalError as error:
+            failure = _os_error(error, path)
+            if failure is None:
+                raise
+            raise failure from None
         except sqlite3.DatabaseError as error:
             raise ValueError(
                 f"The cache file {path} is not a usable SQLite database ({error}). "
@@ -159,7 +167,7 @@ class CompletionCache:
     def put(self, key: str, completion: Completion, *, valid: bool, backend: str | None = None) -> None:
         """Store a completion (one transaction). A valid entry is never replaced by an invalid one."""
         usage = None if completion.usage is None else canonical_json(completion.usage)
-        with self._lock:
+        with self._lock, _writing(self.path):
             self._conn.execute(
                 "INSERT INTO completions (key, text, finish_reason, usage, valid, backend, created_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?) "
@@ -181,6 +189,46 @@ class CompletionCache:
 
     def __repr__(self) -> str:
         return f"CompletionCache({str(self.path)!r})"
+
+
+_SQLITE_ERRNO = {
+    "SQLITE_FULL": errno.ENOSPC,
+    "SQLITE_READONLY": errno.EROFS,
+    "SQLITE_READONLY_DIRECTORY": errno.EROFS,
+    "SQLITE_CANTOPEN": errno.EACCES,
+    "SQLITE_IOERR": errno.EIO,
+}
+
+
+def _os_error(error: sqlite3.OperationalError, path: Path) -> OSError | None:
+    """An ``OSError`` (with errno and the cache folder) for a full, read-only or unwritable cache."""
+    name = getattr(error, "sqlite_errorname", "") or ""
+    code = _SQLITE_ERRNO.get(name) or next((v for k, v in _SQLITE_ERRNO.items() if name.startswith(k)), None)
+    if code is None:
+        text = str(error).lower()
+        code = (errno.ENOSPC if "full" in text else errno.EROFS if "readonly" in text
+                else errno.EACCES if "unable to open" in text else None)
+    if code is None:
+        return None
+    return OSError(code, f"Cannot write to the cache {path}: {error} (disk full or read-only?). Free space, or "
+                         f"choose another folder with cache_dir= / --cache-dir or ${CACHE_ENV}", str(path.parent))
+
+
+class _writing:
+    """Turns SQLite's disk-full / read-only errors into an ``OSError`` naming the cache file."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, traceback):
+        if isinstance(error, sqlite3.OperationalError):
+            failure = _os_error(error, self.path)
+            if failure is not None:
+                raise failure from None
+        return False
 
 
 def _row_to_entry(row) -> CachedCompletion:

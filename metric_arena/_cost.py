@@ -33,8 +33,11 @@ __all__ = [
     "estimate_cost",
     "format_estimate",
     "get_encoding",
+    "judge_dry_run",
 ]
 
+#: The Batch API's price as a share of the list price.
+BATCH_DISCOUNT = 0.5
 #: USD per 1M tokens (input, output), OpenAI list prices of 2024.
 PRICES_2024: dict[str, tuple[float, float]] = {
     "gpt-4-0125-preview": (10.0, 30.0),
@@ -202,9 +205,10 @@ def expected_judge_reply_tokens(model: str, data_dir: str | os.PathLike | None =
     return sum(len(encoding.encode(r, disallowed_special=())) for r in replies) / len(replies)
 
 
-def format_estimate(estimates: Sequence[CostEstimate]) -> str:
+def format_estimate(estimates: Sequence[CostEstimate], *, batch: bool = False) -> str:
     """Human-readable lines, ending with the machine-readable ``estimated_cost_usd: <number>``
-    (``nan`` when a judge's price is unknown)."""
+    (``nan`` when a judge's price is unknown). ``batch``: at the Batch API's price (half)."""
+    factor = BATCH_DISCOUNT if batch else 1.0
     lines = []
     total = 0.0
     unknown = False
@@ -221,10 +225,11 @@ def format_estimate(estimates: Sequence[CostEstimate]) -> str:
             lines.append(f"  cost:                  unknown for model {est.model!r} "
                          f"(prices known for: {', '.join(PRICES_2024)})")
         else:
-            total += est.cost_usd
-            lines.append(f"  cost:                  ${est.cost_usd:,.2f} expected, at most ${est.cost_usd_max:,.2f} "
-                         f"(${est.input_price_per_m:g}/${est.output_price_per_m:g} per M tokens in/out, "
-                         "OpenAI list prices of 2024; retries not included)")
+            total += est.cost_usd * factor
+            lines.append(f"  cost:                  ${est.cost_usd * factor:,.2f} expected, at most "
+                         f"${est.cost_usd_max * factor:,.2f} "
+                         f"(${est.input_price_per_m * factor:g}/${est.output_price_per_m * factor:g} per M tokens "
+                         f"in/out, OpenAI {'Batch API' if batch else 'list'} prices of 2024; retries not included)")
     lines.append(f"estimated_cost_usd: {'nan' if unknown else f'{total:.4f}'}")
     return "\n".join(lines)
 
@@ -235,17 +240,20 @@ def judge_dry_run(
     questions: Sequence[str],
     *,
     ids: Sequence[str] | None = None,
+    domains: Sequence[str] | None = None,
     judge="openai:gpt-4-0125-preview",
     base_url: str | None = None,
     order: str = "paper",
     seed: int = 0,
+    sample: int | None = None,
     cache_dir: str | os.PathLike | None = None,
     use_cache: bool = True,
     data_dir: str | os.PathLike | None = None,
 ) -> list[CostEstimate]:
     """What :func:`~metric_arena.judge_pairs` would send, per judge, without sending anything.
 
-    Requests already answered in the cache are counted apart and cost nothing.
+    Requests already answered in the cache are counted apart and cost nothing. ``sample`` counts
+    the same stratified sub-sample the judge would draw (``domains``, ``seed``).
     """
     from metric_arena._cache import CompletionCache, cache_key
     from metric_arena._judge import _check_inputs, answer_positions, judge_request
@@ -253,8 +261,14 @@ def judge_dry_run(
 
     if order not in ("paper", "random", "both"):
         raise ValueError(f"Unknown order policy {order!r}. Available: paper, random, both")
-    ids, _ = _check_inputs(predictions, references, questions, ids, None)
+    ids, domains = _check_inputs(predictions, references, questions, ids, domains)
     specs = [judge] if isinstance(judge, str) else list(judge)
+    if sample is not None:
+        from metric_arena._sampling import pair_schedule
+
+        keep = pair_schedule(ids, domains, sample, seed)
+        ids, questions, predictions, references = (
+            [values[i] for i in keep] for values in (ids, questions, predictions, references))
     requests: list[ChatRequest] = []
     for qid, question, prediction, reference in zip(ids, questions, predictions, references):
         a_text, b_text = clean_response(prediction), clean_response(reference)

@@ -19,7 +19,9 @@ Parsing (strict)
     identical tag is accepted; two different ratings, a "3", an empty tag or no tag at all make
     the reply invalid). Digits elsewhere in the text are never read. An invalid reply is asked
     once more (a fresh request, not answered from the cache); if that fails too, the judgment is
-    failed: it counts in ``n_failed`` and in no rate — never as a tie.
+    failed: it counts in ``n_failed`` and in no rate — never as a tie. A reply cut at
+    ``max_tokens`` (``finish_reason: "length"``, counted as ``truncated``) is read the same way:
+    with a valid rating it counts; without one it is re-asked once, then the judgment fails.
 
 Several judges
     Each judge votes with its outcome (win/tie/loss); failed judges do not vote. The outcome with
@@ -309,7 +311,9 @@ class _RunWriter:
             self._handle = open(self.path, "w", encoding="utf-8")  # a re-run rebuilds it (from the cache)
         except OSError as error:
             raise PermissionError(
-                f"Cannot write the run folder {self.dir}: {error.strerror or error}. Choose a writable --out folder"
+                error.errno,
+                f"Cannot write the run folder {self.dir}: {error.strerror or error}. Choose a writable --out folder",
+                str(self.dir),
             ) from None
 
     def write(self, verdict: dict) -> None:
@@ -317,8 +321,7 @@ class _RunWriter:
             self._handle.write(json.dumps(verdict, ensure_ascii=False) + "\n")
             self._handle.flush()
         except OSError as error:
-            raise OSError(error.errno, f"Cannot append to {self.path}: {error.strerror or error} (disk full?)",
-                          str(self.dir)) from None
+            raise OSError(error.errno, f"{error.strerror or error} (disk full?)", str(self.path)) from None
 
     def finish(self, verdicts: list[dict], summary: dict) -> None:
         self._handle.close()
@@ -339,8 +342,7 @@ def _atomic_write(path: Path, text: str) -> None:
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     except OSError as error:
-        raise OSError(error.errno, f"Cannot write {path}: {error.strerror or error} (disk full or read-only?)",
-                      str(path.parent)) from None
+        raise OSError(error.errno, f"{error.strerror or error} (disk full or read-only?)", str(path)) from None
 
 
 def _package_version() -> str:
@@ -606,7 +608,9 @@ def judge_pairs(
     ``n_boot``, ``data_dir`` (pinned benchmark files), ``backend_options`` (passed to
     :func:`~metric_arena.make_backend`), ``timeout`` (per request, openai judges), ``use_cache``,
     ``sample`` (judge a seeded, domain-stratified sub-sample of that many pairs),
-    ``target_width`` (stop once the win+tie rate's 95% interval is that narrow, e.g. 0.04).
+    ``target_width`` (stop once the win+tie rate's 95% interval is that narrow, e.g. 0.04),
+    ``generation_failed`` (one bool per pair: True fails the pair without judging it),
+    ``max_input_tokens`` (refuse, and fail, judgments whose prompt is longer).
 
     Returns the fields of :func:`metric_arena.summarize` (``n``, ``n_failed``, ``win_rate``,
     ``tie_rate``, ``loss_rate``, ``win_tie_rate``, their ``_ci``, ``no_answer_rate``,

@@ -1,5 +1,221 @@
-"""``rag-qa-arena generate`` (being written)."""
+"""``rag-qa-arena generate``: answer retrieved questions with an LLM and the paper's prompt.
+
+A thin layer over :func:`metric_arena._generate.generate_answers` (and
+:func:`metric_arena._generate.generation_dry_run` for ``--dry-run``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import os
+import sys
+
+_EPILOG = """\
+input (--retrieved): the JSON Lines `rag-qa-arena retrieve` writes, one
+{"qid", "domain", "question", "passages": [{"pid", "doc_id", "text", "score", "rank"}]} per line.
+
+output (--out): one line per question, written as each answer arrives:
+{"qid", "domain", "question", "answer", "raw", "model", "prompt", "passages": [pids],
+ "finish_reason", "failed"}; "answer" is "raw" cleaned as the reference implementation does
+(no <thinking> block, no "Answer:"). A question without a reply after retries is written with
+"failed": true and "answer": null (never "I couldn't find an answer."); `judge` counts it as a
+failed pair. Replies cut at --max-tokens keep "finish_reason": "length". Counts go to
+<out stem>.summary.json. Running the same command again resumes: answered lines are kept,
+failed ones are asked again, the rest come from the cache or the model.
+
+exit codes: 0 done (see the failed count), 2 bad input or output folder not writable,
+3 key rejected or model not found (the run stops at once; answers so far are kept).
+
+examples:
+  rag-qa-arena generate --retrieved runs/fiqa.bm25.jsonl --model openai:gpt-4o --prompt v2 \\
+      --out runs/fiqa.gpt-4o.jsonl
+  rag-qa-arena generate --retrieved runs/fiqa.bm25.jsonl --model openai:gpt-4o --dry-run
+  rag-qa-arena generate --retrieved runs/fiqa.bm25.jsonl --model openai:meta-llama/Llama-3.1-8B-Instruct \\
+      --base-url http://localhost:8000/v1 --out runs/fiqa.llama.jsonl
+  rag-qa-arena generate --retrieved runs/fiqa.bm25.jsonl --model hf:Qwen/Qwen2.5-0.5B-Instruct \\
+      --batch-size 16 --out runs/fiqa.qwen.jsonl
+"""
+
+_WRITE_ERRNOS = {errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EPERM, errno.EDQUOT, errno.EFBIG, errno.EIO,
+                 errno.ENOTDIR, errno.EEXIST, errno.EISDIR}
 
 
-def register(subparsers) -> None:
-    subparsers.add_parser("generate", help="(under construction)")
+def cannot_write_message(error: OSError, where: str | None) -> str | None:
+    """``"cannot write to DIR: <reason> (disk full or read-only?)"`` for a failed write (full
+    disk, read-only or forbidden folder, a file where a folder should be), else None."""
+    if error.errno is None:
+        return str(error) if isinstance(error, PermissionError) else None
+    if error.errno not in _WRITE_ERRNOS:
+        return None
+    place = error.filename or where or "the output folder"
+    if error.errno in (errno.EEXIST, errno.ENOTDIR):
+        return f"cannot write to {place}: a file is where a folder should be (remove it or choose another path)"
+    return f"cannot write to {place}: {os.strerror(error.errno)} (disk full or read-only?)"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    from metric_arena._prompts import GENERATION_TEMPLATES
+
+    parser = subparsers.add_parser(
+        "generate",
+        help="Answer retrieved questions with an LLM, using the paper's answer-generation prompt.",
+        description=(
+            "Answer each retrieved question with an LLM using the RAG-QA Arena answer-generation prompt "
+            "(the pinned template, passages rendered as the reference implementation renders them, one user "
+            "message, greedy decoding), and write the answers as a prediction file for `rag-qa-arena judge`."
+        ),
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--retrieved", required=True, metavar="FILE",
+                        help="the `retrieve` output: JSONL with qid, question and ranked passages per line")
+    parser.add_argument("--model", required=True, metavar="BACKEND:MODEL",
+                        help="the answering model as '<backend>:<model>': openai:MODEL (any OpenAI-compatible "
+                             "server), hf:PATH_OR_HUB_ID (local transformers chat model), vllm:MODEL")
+    parser.add_argument("--prompt", choices=tuple(GENERATION_TEMPLATES), default="v1",
+                        help="prompt version: v1 asks for step-by-step <thinking> before the answer; v2 does not "
+                             "(the paper's choice for GPT-4o). Default: v1")
+    parser.add_argument("--passages", type=int, default=5, metavar="N",
+                        help="top-ranked passages shown per question (default: 5, as in the paper)")
+    parser.add_argument("--out", metavar="FILE",
+                        help="output JSONL of answers (required unless --dry-run); resumed if it exists")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace --out instead of resuming it")
+    parser.add_argument("--base-url", metavar="URL",
+                        help="OpenAI-compatible server for openai models, e.g. http://localhost:8000/v1 "
+                             "(default: $OPENAI_BASE_URL, else OpenAI)")
+    parser.add_argument("--api-key", metavar="KEY",
+                        help="API key for openai models (default: $OPENAI_API_KEY; prefer the environment "
+                             "variable: command lines end up in shell history). Never written anywhere.")
+    parser.add_argument("--max-concurrency", type=int, default=16, metavar="N",
+                        help="requests in flight at once (default: 16)")
+    parser.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
+                        help="per-request timeout for openai models (default: 120)")
+    parser.add_argument("--max-tokens", type=int, default=256, metavar="N",
+                        help="longest answer in tokens; longer ones are cut and marked finish_reason "
+                             "'length' (default: 256, as the reference)")
+    parser.add_argument("--max-input-tokens", type=int, metavar="N",
+                        help="refuse (do not send, record as failed with the reason) prompts longer than N "
+                             "tokens, counted with tiktoken (default: no limit; the server's own limit applies)")
+    parser.add_argument("--cache-dir", metavar="DIR",
+                        help="completion cache folder, shared with the judge (default: $RAG_QA_ARENA_CACHE, else "
+                             "~/.cache/rag_qa_arena)")
+    parser.add_argument("--no-cache", action="store_true", help="neither read nor write the completion cache")
+    parser.add_argument("--data-dir", metavar="DIR",
+                        help="local copy of the benchmark's pinned files (default: $LFRQA_DATA_DIR, else download)")
+    parser.add_argument("--batch-size", type=int, metavar="N",
+                        help="hf models: prompts generated together on the device (default: 8)")
+    parser.add_argument("--device", metavar="DEVICE",
+                        help="hf models: torch device, e.g. cuda, cuda:1, cpu (default: cuda if available)")
+    parser.add_argument("--trust-remote-code", action="store_true",
+                        help="hf/vllm models: run Python code shipped with the model (off by default: only for "
+                             "models you trust)")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print requests, tokens and an upper bound of the cost (ending with "
+                             "'estimated_cost_usd: N'), send nothing")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    from rag_qa_arena._scale_options import add_rate_limit_flags
+
+    add_rate_limit_flags(parser)  # --rpm, --tpm
+    parser.set_defaults(func=run_generate)
+
+
+def _backend_options(args: argparse.Namespace) -> dict:
+    from metric_arena._backends import parse_spec
+
+    backend, _ = parse_spec(args.model)
+    options: dict = {}
+    local = {"batch_size": args.batch_size, "device": args.device}
+    if backend == "openai":
+        given = [f"--{k.replace('_', '-')}" for k, v in local.items() if v is not None]
+        if args.trust_remote_code:
+            given.append("--trust-remote-code")
+        if given:
+            raise ValueError(f"{', '.join(given)} apply to hf/vllm models, not to {args.model!r}")
+        return options
+    if args.base_url or args.api_key:
+        raise ValueError(f"--base-url/--api-key apply to openai models, not to {args.model!r}")
+    if backend == "hf":
+        options.update({k: v for k, v in local.items() if v is not None})
+    elif args.batch_size is not None or args.device is not None:
+        raise ValueError(f"--batch-size/--device apply to hf models, not to {args.model!r}")
+    if args.trust_remote_code:
+        options["trust_remote_code"] = True
+    return options
+
+
+def run_generate(args: argparse.Namespace) -> int:
+    from metric_arena._backends import AuthenticationFailed, ModelNotFound
+    from metric_arena._generate import format_generation_estimate, generate_answers, generation_dry_run
+
+    if not args.dry_run and not args.out:
+        raise ValueError("--out FILE is required (the answers' JSONL file), or use --dry-run")
+    for flag, value in (("--passages", args.passages), ("--max-concurrency", args.max_concurrency),
+                        ("--max-tokens", args.max_tokens), ("--max-input-tokens", args.max_input_tokens),
+                        ("--batch-size", args.batch_size)):
+        if value is not None and value < 1:
+            raise ValueError(f"{flag} must be >= 1, got {value}")
+    if args.timeout <= 0:
+        raise ValueError(f"--timeout must be > 0 seconds, got {args.timeout:g}")
+    options = _backend_options(args)
+
+    if args.dry_run:
+        estimate = generation_dry_run(
+            args.retrieved, args.model, prompt=args.prompt, n_passages=args.passages, max_tokens=args.max_tokens,
+            base_url=args.base_url, cache_dir=args.cache_dir, use_cache=not args.no_cache, data_dir=args.data_dir,
+        )
+        print(f"dry run: {estimate.n_requests:,} questions, prompt {args.prompt}, {args.passages} passages, nothing sent")
+        print(format_generation_estimate(estimate))
+        return 0
+
+    api_key = args.api_key or os.environ.get("OPENAI_API_KEY")
+    try:
+        result = generate_answers(
+            args.retrieved, args.model, prompt=args.prompt, n_passages=args.passages, out=args.out,
+            overwrite=args.overwrite, base_url=args.base_url, api_key=api_key, max_concurrency=args.max_concurrency,
+            cache_dir=args.cache_dir, use_cache=not args.no_cache, max_tokens=args.max_tokens,
+            max_input_tokens=args.max_input_tokens, timeout=args.timeout,
+            progress=not args.no_progress and sys.stderr.isatty(), data_dir=args.data_dir,
+            backend_options=options, limiter=_limiter(args),
+        )
+    except (AuthenticationFailed, ModelNotFound) as error:
+        print(f"rag-qa-arena: error: {error}", file=sys.stderr)
+        print(f"Answers finished before the error are in {args.out}; re-run the same command to resume.",
+              file=sys.stderr)
+        return 3
+    except OSError as error:
+        message = cannot_write_message(error, os.path.dirname(os.path.abspath(args.out)))
+        if message is None:
+            raise
+        print(f"rag-qa-arena: error: {message}", file=sys.stderr)
+        print("Answers written so far are kept and cached; free space or choose another --out, then re-run.",
+              file=sys.stderr)
+        return 2
+    _print_summary(result)
+    return 0
+
+
+def _limiter(args: argparse.Namespace):
+    from rag_qa_arena._scale_options import make_limiter
+
+    return make_limiter(args)
+
+
+def _print_summary(result: dict) -> None:
+    lines = [
+        f"{result['model']} (prompt {result['prompt']}, {result['n_passages']} passages): {result['n']:,} questions",
+        f"  answered {result['n_answered']:,}, failed {result['n_failed']:,}, truncated {result['n_truncated']:,}, "
+        f"no answer {result['n_no_answer']:,}, resumed {result['n_resumed']:,}",
+        f"  requests sent {result['n_sent']:,}, from cache {result['n_cached']:,}",
+    ]
+    if result.get("n_neutralized"):
+        lines.append(f"  prompt delimiters defused in {result['n_neutralized']:,} inputs")
+    if result.get("errors"):
+        lines.append("  errors " + ", ".join(f"{k}: {v}" for k, v in result["errors"].items()))
+    out = result.get("out")
+    if out:
+        from metric_arena._generate import summary_path
+
+        lines.append(f"  written to {out} and {summary_path(out)}")
+    print("\n".join(lines))

@@ -15,7 +15,8 @@ from pathlib import Path
 _EPILOG = """\
 prediction files: JSON Lines, one {"qid": "...", "answer": "..."} per line (LFRQA qids).
 Questions, reference answers and domains come from LFRQA by qid; lines may also carry
-"question" and "domain" to judge without LFRQA (with --versus).
+"question" and "domain" to judge without LFRQA (with --versus). Lines marked "failed": true
+(written by `generate` when a question got no answer) are failed pairs and are never judged.
 
 run folder (--out): verdicts.jsonl (one line per pair, appended as each pair finishes) and
 summary.json (win/tie/loss rates with 95% bootstrap intervals, per domain). Judgments are cached
@@ -32,6 +33,7 @@ examples:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from metric_arena._judge import DEFAULT_JUDGE, ORDERS
+    from rag_qa_arena._scale_options import add_judge_scale_flags
 
     parser = subparsers.add_parser(
         "judge",
@@ -44,8 +46,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--predictions", required=True, metavar="FILE",
-                        help='the evaluated system\'s answers: JSONL with {"qid", "answer"} per line')
+    parser.add_argument("--predictions", metavar="FILE",
+                        help='the evaluated system\'s answers: JSONL with {"qid", "answer"} per line '
+                             "(required, except with --batch-status)")
     parser.add_argument("--judge", action="append", metavar="BACKEND:MODEL",
                         help=f"judge model as '<backend>:<model>' (backends: openai, hf, vllm); repeat the flag "
                              f"for several judges that vote (default: {DEFAULT_JUDGE})")
@@ -77,6 +80,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="requests in flight at once (default: 16)")
     parser.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
                         help="per-request timeout for openai judges (default: 120)")
+    parser.add_argument("--max-input-tokens", type=int, metavar="N",
+                        help="refuse (do not send; count the judgment as failed, with the reason) judge prompts "
+                             "longer than N tokens, counted with tiktoken (default: no limit; an over-long prompt "
+                             "rejected by the server also fails its pair)")
     parser.add_argument("--cache-dir", metavar="DIR",
                         help="judgment cache folder (default: $RAG_QA_ARENA_CACHE, else ~/.cache/rag_qa_arena)")
     parser.add_argument("--no-cache", action="store_true",
@@ -87,6 +94,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="print requests, tokens and estimated cost (ending with 'estimated_cost_usd: N'), "
                              "send nothing")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_judge_scale_flags(parser)
     parser.set_defaults(func=run_judge)
 
 
@@ -121,12 +129,15 @@ def read_predictions(path: str | os.PathLike) -> dict[str, dict]:
         if isinstance(qid, bool) or not isinstance(qid, (str, int)) or str(qid).strip() == "":
             raise ValueError(f"{path} line {number}: qid {qid!r} must be a non-empty string")
         qid = str(qid).strip()
-        if not isinstance(row["answer"], str):
+        failed = row.get("failed", False)
+        if not isinstance(failed, bool):
+            raise ValueError(f"{path} line {number} (qid {qid}): failed must be true or false, got {failed!r}")
+        if not failed and not isinstance(row["answer"], str):
             raise ValueError(f"{path} line {number} (qid {qid}): answer must be a string, got "
                              f"{type(row['answer']).__name__} ({row['answer']!r}); write \"\" for an empty answer")
         if qid in rows:
             raise ValueError(f"{path} line {number}: qid {qid!r} appears twice; keep one answer per qid")
-        entry = {"answer": row["answer"]}
+        entry = {"answer": "", "failed": True} if failed else {"answer": row["answer"]}
         for field in ("question", "domain"):
             if isinstance(row.get(field), str):
                 entry[field] = row[field]
@@ -172,7 +183,14 @@ def run_judge(args: argparse.Namespace) -> int:
     from metric_arena._judge import DEFAULT_JUDGE, judge_pairs
 
     judges = args.judge or [DEFAULT_JUDGE]
-    if not args.dry_run and not args.out:
+    from rag_qa_arena import _scale_options as scale
+
+    scale.check_judge_scale_args(args)
+    if args.batch_status:
+        return scale.run_batch_status(args)
+    if not args.predictions:
+        raise ValueError("--predictions FILE is required (the evaluated system's answers, JSONL)")
+    if not args.dry_run and not args.out and not args.batch:
         raise ValueError("--out DIR is required (the run folder for verdicts.jsonl and summary.json), or use --dry-run")
     if args.max_concurrency < 1:
         raise ValueError(f"--max-concurrency must be >= 1, got {args.max_concurrency}")
@@ -201,6 +219,12 @@ def run_judge(args: argparse.Namespace) -> int:
     answers = [predictions[q]["answer"] for q in qids]
     if any(d is None for d in domains):
         domains = None
+    # Lines marked "failed" (generation gave no answer) are failed pairs: never sent to a judge.
+    failed = [bool(predictions[q].get("failed")) or bool(args.versus and other[q].get("failed")) for q in qids]
+    if any(failed) and args.dry_run:  # (--batch/--batch-collect skip them like the online run)
+        keep = [i for i, f in enumerate(failed) if not f]
+        qids, answers, references, questions = ([xs[i] for i in keep] for xs in (qids, answers, references, questions))
+        domains = None if domains is None else [domains[i] for i in keep]
 
     if args.dry_run:
         from metric_arena._cost import format_estimate, judge_dry_run
@@ -208,28 +232,49 @@ def run_judge(args: argparse.Namespace) -> int:
         estimates = judge_dry_run(
             answers, references, questions, ids=qids, judge=judges, base_url=args.base_url, order=args.order,
             seed=args.seed, cache_dir=args.cache_dir, use_cache=not args.no_cache, data_dir=args.data_dir,
+            domains=domains, sample=args.sample,
         )
-        print(f"dry run: {len(qids):,} pairs, order {args.order!r}, nothing sent")
-        print(format_estimate(estimates))
+        n_pairs = len(qids) if args.sample is None else min(args.sample, len(qids))
+        print(f"dry run: {n_pairs:,} pairs{' (stratified sample)' if args.sample else ''}, order {args.order!r}"
+              f"{', Batch API prices' if args.batch else ''}, nothing sent"
+              f"{' (an upper bound: --target-width may stop earlier)' if args.target_width else ''}")
+        print(format_estimate(estimates, batch=bool(args.batch)))
         return 0
 
     # Against LFRQA the system is named after the run folder; in a --versus run the folder holds a
     # pair, so both sides default to their prediction files' names.
     system = args.name or Path(args.predictions).stem if args.versus else _system_name(args.out, args.name)
     api_key = args.api_key or os.environ.get("OPENAI_API_KEY")
+    if args.batch or args.batch_collect:
+        code = scale.run_batch_step(args, answers=answers, references=references, questions=questions, qids=qids,
+                                    domains=domains, judges=judges, generation_failed=failed)
+        if code is not None:
+            return code
     try:
         result = judge_pairs(
-            answers, references, questions, ids=qids, domains=domains, judge=judges, base_url=args.base_url,
+            answers, references, questions, ids=qids, domains=domains, judge=scale.judge_backends(judges, args),
+            base_url=args.base_url,
             api_key=api_key, order=args.order, seed=args.seed, max_concurrency=args.max_concurrency,
             cache_dir=args.cache_dir, use_cache=not args.no_cache, out=args.out, system=system, opponent=opponent,
             progress=not args.no_progress and sys.stderr.isatty(), data_dir=args.data_dir,
-            timeout=args.timeout,
+            timeout=args.timeout, limiter=scale.make_limiter(args), sample=args.sample,
+            target_width=args.target_width,
+            generation_failed=failed, max_input_tokens=args.max_input_tokens,
         )
     except (AuthenticationFailed, ModelNotFound) as error:
         print(f"rag-qa-arena: error: {error}", file=sys.stderr)
         print(f"Verdicts finished before the error are in {args.out}/verdicts.jsonl; answers are cached.",
               file=sys.stderr)
         return 3
+    except OSError as error:
+        from rag_qa_arena._cmd_generate import cannot_write_message
+
+        message = cannot_write_message(error, args.out)
+        if message is None:
+            raise
+        print(f"rag-qa-arena: error: {message}", file=sys.stderr)
+        print("Judgments so far are cached: free space or choose another --out, then re-run.", file=sys.stderr)
+        return 2
     _print_summary(result, args.out)
     return 0
 
@@ -252,6 +297,9 @@ def _print_summary(result: dict, out: str) -> None:
         lines.append(f"  no-answer rate {pct(result['no_answer_rate'])}")
     if "position_flip_rate" in result:
         lines.append(f"  position flip rate {pct(result['position_flip_rate'])}")
+    from rag_qa_arena._scale_options import stop_note
+
+    lines.extend(stop_note(result))
     for domain, part in result.get("per_domain", {}).items():
         lines.append(f"  {domain:<12} n {part['n']:>6,}  win {pct(part['win_rate']):>6}  win+tie {pct(part['win_tie_rate']):>6}")
     if result.get("errors"):

@@ -1,0 +1,243 @@
+"""Scale flags shared by ``rag-qa-arena judge`` and ``generate``: rate limits, sampling, early
+stopping, vLLM tensor parallelism and the OpenAI Batch API. Each command adds the flags it takes
+with one call and hands ``args`` to the helpers below; the work is done by public functions of
+:mod:`metric_arena` (``RateLimiter``, ``judge_pairs(sample=, target_width=)``,
+:mod:`metric_arena._batch_judge`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+
+__all__ = [
+    "BATCH_NOT_READY_EXIT",
+    "add_judge_scale_flags",
+    "add_rate_limit_flags",
+    "add_tensor_parallel_flag",
+    "check_judge_scale_args",
+    "judge_backends",
+    "make_limiter",
+    "run_batch_status",
+    "run_batch_step",
+    "stop_note",
+]
+
+#: Exit status of ``--batch-collect`` while batches are still running: try again later.
+BATCH_NOT_READY_EXIT = 4
+
+
+def add_rate_limit_flags(parser: argparse.ArgumentParser) -> None:
+    """``--rpm`` and ``--tpm``: the client-side limiter consulted before each API request."""
+    parser.add_argument("--rpm", type=float, metavar="N",
+                        help="at most N requests per minute (client-side limiter; give ~90%% of your API tier's "
+                             "limit). Default: no limit")
+    parser.add_argument("--tpm", type=float, metavar="N",
+                        help="at most N tokens per minute, counted as the API counts them (prompt tokens + "
+                             "max_tokens). Default: no limit")
+
+
+def add_tensor_parallel_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--tensor-parallel-size", type=int, metavar="N",
+                        help="vllm models: split the model across N GPUs of this machine (default 1)")
+
+
+def add_judge_scale_flags(parser: argparse.ArgumentParser) -> None:
+    """Rate limits, ``--sample``, ``--target-width``, ``--tensor-parallel-size`` and the batch flags."""
+    add_rate_limit_flags(parser)
+    parser.add_argument("--sample", type=int, metavar="N",
+                        help="judge a sub-sample of N pairs, stratified by domain and seeded with --seed (the "
+                             "same N and seed give the same questions for every system)")
+    parser.add_argument("--target-width", type=float, metavar="W",
+                        help="judge pairs in a seeded stratified order and stop once the win+tie rate's 95%% "
+                             "interval is narrower than W (e.g. 0.04; checked from 50 pairs on); summary.json "
+                             "records stopped_early, interval_width and n")
+    add_tensor_parallel_flag(parser)
+    group = parser.add_argument_group(
+        "OpenAI Batch API (half price, results within 24 h)",
+        "  1) --batch DIR writes and submits exactly the requests the online run would send;\n"
+        "  2) --batch-status DIR tells where they are;\n"
+        "  3) the same command with --batch-collect DIR --out RUN stores the answers in the judgment\n"
+        "     cache and writes the run folder the online run would write. Replies without a valid\n"
+        "     rating are asked once more online, unless --batch-only.",
+    )
+    group.add_argument("--batch", metavar="DIR",
+                       help="write the judge requests not already cached to DIR (split to the API's limits) and "
+                            "submit them; prints the batch ids")
+    group.add_argument("--batch-status", metavar="DIR", help="print the state of the batches in DIR")
+    group.add_argument("--batch-collect", metavar="DIR",
+                       help=f"download the answers of the batches in DIR into the judgment cache, then finish the "
+                            f"judge run (needs --out); exits {BATCH_NOT_READY_EXIT} while batches still run")
+    group.add_argument("--batch-only", action="store_true",
+                       help="with --batch-collect: send nothing online; pairs without a valid answer in the batch "
+                            "are failed and counted (submit another --batch folder for the re-asks)")
+
+
+def make_limiter(args: argparse.Namespace):
+    """A :class:`~metric_arena.RateLimiter` from ``--rpm``/``--tpm``, or None without them."""
+    rpm, tpm = getattr(args, "rpm", None), getattr(args, "tpm", None)
+    for flag, value in (("--rpm", rpm), ("--tpm", tpm)):
+        if value is not None and not (value > 0 and math.isfinite(value)):
+            raise ValueError(f"{flag} must be a positive number (per minute), got {value:g}")
+    if rpm is None and tpm is None:
+        return None
+    from metric_arena._ratelimit import RateLimiter
+
+    return RateLimiter(rpm, tpm)
+
+
+def check_judge_scale_args(args: argparse.Namespace) -> None:
+    """Reject flag combinations that cannot work, naming the fix."""
+    if args.sample is not None and args.sample < 1:
+        raise ValueError(f"--sample must be a positive number of pairs, got {args.sample}")
+    if args.target_width is not None and not 0 < args.target_width <= 1:
+        raise ValueError(f"--target-width must be in (0, 1], e.g. 0.04 for a 4-point interval; got {args.target_width}")
+    if args.tensor_parallel_size is not None and args.tensor_parallel_size < 1:
+        raise ValueError(f"--tensor-parallel-size must be >= 1, got {args.tensor_parallel_size}")
+    steps = [flag for flag, value in (("--batch", args.batch), ("--batch-status", args.batch_status),
+                                      ("--batch-collect", args.batch_collect)) if value]
+    if len(steps) > 1:
+        raise ValueError(f"{' and '.join(steps)} are separate steps: give one at a time")
+    if args.batch_only and not args.batch_collect:
+        raise ValueError("--batch-only goes with --batch-collect DIR")
+    if (args.batch or args.batch_collect) and args.no_cache:
+        raise ValueError("the batch path stores answers in the judgment cache: drop --no-cache")
+    if args.batch and args.target_width is not None:
+        raise ValueError("--target-width stops an online run early; a batch sends everything at once. "
+                         "Use --sample N with --batch")
+
+
+def judge_backends(judges: list[str], args: argparse.Namespace) -> list:
+    """The judge list for :func:`metric_arena.judge_pairs`: specs, with vllm judges built with
+    ``--tensor-parallel-size`` and, for ``--batch-only``, cache-only stand-ins."""
+    from metric_arena._backends import make_backend, parse_spec
+
+    kinds = [parse_spec(spec)[0] for spec in judges]
+    if args.tensor_parallel_size is not None and "vllm" not in kinds:
+        raise ValueError("--tensor-parallel-size applies to vllm judges: give --judge vllm:MODEL")
+    if getattr(args, "batch_only", False):
+        from metric_arena._batch_judge import CacheOnlyBackend
+
+        return [CacheOnlyBackend.like(spec, base_url=args.base_url, api_key=_api_key(args)) for spec in judges]
+    out = []
+    for spec, kind in zip(judges, kinds):
+        if kind == "vllm" and args.tensor_parallel_size is not None:
+            out.append(make_backend(spec, tensor_parallel_size=args.tensor_parallel_size))
+        else:
+            out.append(spec)
+    return out
+
+
+def _api_key(args: argparse.Namespace) -> str | None:
+    return args.api_key or os.environ.get("OPENAI_API_KEY")
+
+
+def run_batch_status(args: argparse.Namespace) -> int:
+    """``--batch-status DIR``: one line per request file."""
+    from metric_arena._batch import TERMINAL_STATUSES
+    from metric_arena._batch_judge import judge_batch_status
+
+    rows_by_judge = _api_call(lambda: judge_batch_status(args.batch_status, base_url=args.base_url,
+                                                         api_key=_api_key(args)), _api_key(args))
+    if isinstance(rows_by_judge, int):
+        return rows_by_judge
+    ended = True
+    for judge, rows in rows_by_judge.items():
+        print(f"judge {judge}")
+        for row in rows:
+            counts = row["request_counts"] or {}
+            done = f"{counts.get('completed', 0):,}/{counts.get('total', row['n_requests']):,} done" if counts else ""
+            failed = f", {counts['failed']:,} failed" if counts.get("failed") else ""
+            print(f"  {row['file']}  {row['batch_id'] or '-'}  {row['status']}  {done}{failed}")
+            for error in row["errors"]:
+                print(f"    error: {error}")
+            ended = ended and row["status"] in TERMINAL_STATUSES
+    if ended:
+        print(f"all batches ended: finish the run with the same command and --batch-collect {args.batch_status}")
+    return 0
+
+
+def run_batch_step(args: argparse.Namespace, *, answers, references, questions, qids, domains, judges,
+                   generation_failed=None) -> int | None:
+    """``--batch DIR`` (write + submit; returns the exit code) or the collection step of
+    ``--batch-collect DIR`` (returns None: the caller then runs the judge, which finds the answers
+    in the cache). Returns an exit code when the run cannot go on."""
+    from metric_arena._batch import BatchNotReady
+    from metric_arena._batch_judge import collect_judge_batch, submit_judge_batch
+
+    if args.batch:
+        result = _api_call(lambda: submit_judge_batch(
+            answers, references, questions, args.batch, ids=qids, domains=domains, judge=judges,
+            base_url=args.base_url, api_key=_api_key(args), order=args.order, seed=args.seed, sample=args.sample,
+            cache_dir=args.cache_dir, data_dir=args.data_dir, generation_failed=generation_failed,
+            max_input_tokens=getattr(args, "max_input_tokens", None)), _api_key(args))
+        if isinstance(result, int):
+            return result
+        for judge in result["judges"]:
+            print(f"judge {judge['judge']}: {judge['n_requests']:,} requests to send "
+                  f"({judge['n_reasks']:,} of them re-asks), {judge['n_cached']:,} already answered in the cache"
+                  + (f", {judge['n_refused']:,} over --max-input-tokens (not sent)" if judge["n_refused"] else ""))
+            for path, batch_id in zip(judge["files"], judge["batch_ids"]):
+                print(f"  {path} -> batch {batch_id}")
+        if result["n_requests"] == 0:
+            print("nothing to send: the cache answers every request; run the same command without --batch")
+            return 0
+        print(f"submitted. Check with --batch-status {args.batch}; once ended, run the same command with "
+              f"--batch-collect {args.batch} --out DIR")
+        return 0
+    if not args.out:
+        raise ValueError("--batch-collect finishes the judge run: give --out DIR for verdicts.jsonl and summary.json")
+    try:
+        counts = _api_call(lambda: collect_judge_batch(args.batch_collect, base_url=args.base_url,
+                                                       api_key=_api_key(args), cache_dir=args.cache_dir), _api_key(args))
+    except BatchNotReady as error:
+        print(f"rag-qa-arena: {error}", file=sys.stderr)
+        return BATCH_NOT_READY_EXIT
+    if isinstance(counts, int):
+        return counts
+    errors = ", ".join(f"{code}: {n}" for code, n in counts["errors"].items())
+    print(f"collected {counts['n_answers']:,} answers into the cache ({counts['n_valid']:,} with a valid rating, "
+          f"{counts['n_invalid']:,} without: {'failed' if args.batch_only else 're-asked online'}); "
+          f"{counts['n_errors']:,} requests failed in the batch{f' ({errors})' if errors else ''}"
+          f"{' and are failed' if args.batch_only else ' and are asked online'}")
+    return None
+
+
+def stop_note(result: dict) -> list[str]:
+    """Summary lines about sampling and early stopping, and about batch-only failures."""
+    lines = []
+    if "n_planned" in result:
+        line = f"  judged {result['n']:,} of {result['n_planned']:,} planned pairs"
+        if "stopped_early" in result:
+            line += (f"; {'stopped early' if result['stopped_early'] else 'did not reach the target'}: "
+                     f"win+tie 95% interval width {result['interval_width']:.4f} (target {result['target_width']:g})")
+        lines.append(line)
+    missing = result.get("errors", {}).get("not_in_batch")
+    if missing:
+        lines.append(f"  {missing:,} requests had no valid answer in the batch and were not sent (--batch-only): "
+                     "their pairs are failed")
+    return lines
+
+
+def _api_call(call, key: str | None):
+    """Run a Files/Batches API call; auth errors exit 3 and other API errors exit 2, with the server's words."""
+    import openai
+
+    from metric_arena._backends.openai import _redact
+
+    try:
+        return call()
+    except (openai.AuthenticationError, openai.PermissionDeniedError) as error:
+        print(f"rag-qa-arena: error: the Batch API refused the credentials (HTTP {error.status_code}): "
+              f"{_redact(error.message, key)}. Check OPENAI_API_KEY", file=sys.stderr)
+        return 3
+    except openai.APIStatusError as error:
+        print(f"rag-qa-arena: error: the Batch API answered HTTP {error.status_code}: "
+              f"{_redact(error.message, key)}", file=sys.stderr)
+        return 2
+    except openai.APIConnectionError as error:
+        print(f"rag-qa-arena: error: cannot reach the Batch API ({type(error).__name__}); check --base-url and the "
+              "network, then run the same command again (nothing is submitted twice)", file=sys.stderr)
+        return 2
