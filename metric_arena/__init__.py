@@ -11,6 +11,7 @@ from pathlib import Path
 
 from metric_arena._backends import Backend, ChatRequest, Completion, make_backend
 from metric_arena._cache import CompletionCache
+from metric_arena._generate import generate_answers, read_retrieved
 from metric_arena._judge import DEFAULT_JUDGE, ORDERS, ajudge_pairs, judge_pairs, parse_rating
 from metric_arena._prompts import clean_response, generation_messages, is_no_answer, judge_messages
 from metric_arena._agreement import agreement, load_human_labels
@@ -42,6 +43,7 @@ __all__ = [
     "build_leaderboard",
     "clean_response",
     "fit_bradley_terry",
+    "generate_answers",
     "generation_messages",
     "is_no_answer",
     "judge_messages",
@@ -52,6 +54,7 @@ __all__ = [
     "paired_comparison",
     "parse_rating",
     "push_run",
+    "read_retrieved",
     "stratified_sample",
     "summarize",
     "write_report",

@@ -15,6 +15,9 @@ Output: one JSON line per question, appended and flushed as each answer arrives:
      "finish_reason", "failed"}
 
 ``answer`` is ``raw`` cleaned the reference's way (:func:`~metric_arena._prompts.clean_response`).
+A failed line also has ``error``; a line whose question or passages held the prompt's own tags
+(``<passage…>``, ``</passage>``, ``<query>``, ``</query>``: defused before sending, see
+:func:`~metric_arena._prompts.neutralize_delimiters`) has ``"neutralized": true``.
 
 What can go wrong, and what happens
     - transient errors (429 with or without ``Retry-After``, 5xx, timeouts, dropped connections)
@@ -121,7 +124,8 @@ def _check_rows(rows: Sequence[Any], where: Sequence[str]) -> list[dict]:
     seen: dict[str, str] = {}
     for row, place in zip(rows, where):
         if not isinstance(row, Mapping):
-            raise ValueError(f"{place}: expected a JSON object with qid, question and passages, got {type(row).__name__}")
+            raise ValueError(f"{place}: expected a JSON object with qid, question and passages, "
+                             f"got {type(row).__name__}")
         for field in ("qid", "question", "passages"):
             if field not in row:
                 raise ValueError(f"{place}: missing field {field!r} (each row needs qid, question and passages)")
@@ -134,7 +138,8 @@ def _check_rows(rows: Sequence[Any], where: Sequence[str]) -> list[dict]:
         seen[qid] = place
         question = row["question"]
         if not isinstance(question, str):
-            raise ValueError(f"{place} (qid {qid}): question must be a string, got {type(question).__name__} ({question!r})")
+            raise ValueError(f"{place} (qid {qid}): question must be a string, "
+                             f"got {type(question).__name__} ({question!r})")
         domain = row.get("domain")
         if domain is not None and not isinstance(domain, str):
             raise ValueError(f"{place} (qid {qid}): domain must be a string, got {domain!r}")
@@ -172,10 +177,8 @@ def _rows(retrieved) -> list[dict]:
 
 
 def _check_settings(model, prompt, n_passages, max_tokens, max_concurrency=1) -> None:
-    if isinstance(model, Backend):
-        pass
-    else:
-        parse_spec(model)
+    if not isinstance(model, Backend):
+        parse_spec(model)  # names a bad spec or backend
     if prompt not in GENERATION_TEMPLATES:
         raise ValueError(f"Unknown prompt version {prompt!r}. Available: {', '.join(GENERATION_TEMPLATES)}")
     for name, value in (("n_passages", n_passages), ("max_tokens", max_tokens), ("max_concurrency", max_concurrency)):
@@ -360,20 +363,24 @@ async def agenerate_answers(
         except OSError as error:
             raise _write_error(error, out_path.parent) from None
     with _exclusive(out_path) if out_path is not None else contextlib.nullcontext():
+        wanted = {row["qid"]: [p["pid"] for p in row["passages"][:n_passages]] for row in rows}
         previous: dict[str, str] = {}
+        resumed: dict[str, dict] = {}
         if out_path is not None:
+            dropped = 0
             if out_path.exists() and not overwrite:
                 previous, dropped = _previous_lines(out_path, spec, prompt)
-                if dropped:
-                    _atomic_write(out_path, "".join(previous.values()))
-            else:
-                _atomic_write(out_path, "")
-        wanted = {row["qid"]: [p["pid"] for p in row["passages"][:n_passages]] for row in rows}
-        resumed = {}
-        for qid, line in previous.items():
-            record = json.loads(line)
-            if record.get("passages") == wanted.get(qid):  # same question, same passages: keep it
-                resumed[qid] = record
+                for qid, line in list(previous.items()):
+                    record = json.loads(line)
+                    if qid not in wanted:
+                        continue  # another question: kept as it is
+                    if record.get("passages") == wanted[qid]:  # same question, same passages: keep it
+                        resumed[qid] = record
+                    else:
+                        del previous[qid]  # retrieved again since: answered again
+                        dropped += 1
+            if dropped or not out_path.exists() or overwrite:
+                _atomic_write(out_path, "".join(previous.values()))
         todo = [i for i, row in enumerate(rows) if row["qid"] not in resumed]
 
         cache = CompletionCache(cache_dir) if use_cache else None

@@ -165,7 +165,8 @@ def run_generate(args: argparse.Namespace) -> int:
             args.retrieved, args.model, prompt=args.prompt, n_passages=args.passages, max_tokens=args.max_tokens,
             base_url=args.base_url, cache_dir=args.cache_dir, use_cache=not args.no_cache, data_dir=args.data_dir,
         )
-        print(f"dry run: {estimate.n_requests:,} questions, prompt {args.prompt}, {args.passages} passages, nothing sent")
+        print(f"dry run: {estimate.n_requests:,} questions, prompt {args.prompt}, {args.passages} passages, "
+              "nothing sent")
         print(format_generation_estimate(estimate))
         return 0
 

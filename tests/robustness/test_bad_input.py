@@ -15,7 +15,7 @@ import pytest
 from metric_arena import judge_pairs
 from metric_arena._generate import generate_answers
 from tests.openai_server import OpenAIServer
-from tests.robustness.helpers import cli, query_of, read_jsonl, retrieved_rows, write_jsonl
+from tests.robustness.helpers import cli, query_of, read_jsonl, retrieved_rows
 
 NOWHERE = {"base_url": "http://127.0.0.1:9/v1", "api_key": "k"}  # never reached: input is checked first
 
@@ -147,7 +147,7 @@ def generate_with(retrieved: str | bytes, *extra: str):
 
 
 def plain(*args: str):
-    return lambda tmp: [a if a != "TMP" else tmp for a in args]
+    return lambda tmp: [a.replace("TMP", str(tmp)) for a in args]
 
 
 def report_with(verdicts: bytes | None, summary: bytes | None = None):
@@ -195,7 +195,8 @@ CLI_CASES = [
      r"1 qid\(s\) are not in LFRQA's test set, e.g. 'no-such-qid'"),
     ("judge: order", judge_with(GOOD_PRED, "--order", "sideways"), "invalid choice: 'sideways'"),
     ("judge: backend", judge_with(GOOD_PRED, "--judge", "claude:x"), "Unknown backend 'claude'"),
-    ("judge: missing file", plain("judge", "--predictions", "TMP", "--out", "TMP"), "does not exist"),
+    ("judge: missing file", plain("judge", "--predictions", "TMP/none.jsonl", "--out", "TMP"),
+     "none.jsonl does not exist"),
     ("judge: budget", judge_with(GOOD_PRED, "--max-input-tokens", "0"), "max_input_tokens must be a positive"),
     # generate
     ("generate: empty file", generate_with(""), "retrieved.jsonl holds no questions"),
