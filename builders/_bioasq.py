@@ -16,9 +16,10 @@ repeated passage ids when they index.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
+
+from lfrqa._jsonl import iter_jsonl
 
 BIOASQ_DOCUMENTS = "bioasq/documents.jsonl"
 
@@ -33,19 +34,12 @@ HOW_TO = (
 def iter_bioasq_documents(path: str | Path) -> Iterator[dict[str, str]]:
     """Documents from a JSON Lines file of PubMed articles (see the module docstring)."""
     path = Path(path)
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{path} line {number}: not valid JSON ({error.msg}). {HOW_TO}") from error
-            doc_id = record.get("doc_id", record.get("pmid")) if isinstance(record, dict) else None
-            text = record.get("text", record.get("abstractText")) if isinstance(record, dict) else None
-            if doc_id is None or str(doc_id).strip() == "" or text is None:
-                raise ValueError(
-                    f"{path} line {number}: expected an object with 'doc_id' (or 'pmid') and 'text' "
-                    f"(or 'abstractText'). {HOW_TO}"
-                )
-            yield {"doc_id": str(doc_id).strip(), "title": record.get("title") or "", "text": str(text)}
+    for number, record in iter_jsonl(path, hint=HOW_TO):
+        doc_id = record.get("doc_id", record.get("pmid"))
+        text = record.get("text", record.get("abstractText"))
+        if doc_id is None or str(doc_id).strip() == "" or text is None:
+            raise ValueError(
+                f"{path} line {number}: expected an object with 'doc_id' (or 'pmid') and 'text' "
+                f"(or 'abstractText'). {HOW_TO}"
+            )
+        yield {"doc_id": str(doc_id).strip(), "title": record.get("title") or "", "text": str(text)}

@@ -14,11 +14,11 @@ an empty document stays empty (and so yields no passage).
 from __future__ import annotations
 
 import csv
-import io
-import json
 from collections.abc import Iterator
-from typing import BinaryIO
 from pathlib import Path
+from typing import BinaryIO
+
+from lfrqa._jsonl import iter_jsonl
 
 FIQA_TSV = "fiqa/FiQA_train_doc_final.tsv"
 FIQA_BEIR = "fiqa/corpus.jsonl"
@@ -61,14 +61,8 @@ def _iter_tsv(path: Path) -> Iterator[dict[str, str]]:
 def iter_beir_documents(handle: BinaryIO, source: str = FIQA_BEIR) -> Iterator[dict[str, str]]:
     """Documents of BEIR's ``corpus.jsonl``, read from a binary stream."""
     seen: set[str] = set()
-    for number, line in enumerate(io.TextIOWrapper(handle, encoding="utf-8"), 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{source} line {number}: not valid JSON ({error.msg})") from error
-        if not isinstance(record, dict) or "_id" not in record:
+    for number, record in iter_jsonl(handle, name=source, hint="Expected BEIR's corpus.jsonl."):
+        if "_id" not in record:
             raise ValueError(f"{source} line {number}: expected BEIR's {{'_id', 'title', 'text'}} object")
         yield _document(source, number, record["_id"], record.get("title") or "", record.get("text") or "", seen)
 

@@ -7,7 +7,6 @@
 """
 
 from lfrqa._audit import audit
-from lfrqa._corpus import load_corpus
 from lfrqa._domains import DOMAINS, PUBLISHED_DOMAINS, SPLITS
 from lfrqa._load import load
 from lfrqa._records import InvalidRecord
@@ -26,3 +25,12 @@ __all__ = [
     "load",
     "load_corpus",
 ]
+
+
+def __getattr__(name: str):
+    # load_corpus stands on builders/, which itself reads LFRQA: import it on first use.
+    if name == "load_corpus":
+        from lfrqa._corpus import load_corpus
+
+        return load_corpus
+    raise AttributeError(f"module 'lfrqa' has no attribute {name!r}")

@@ -9,7 +9,6 @@ hashes in :mod:`lfrqa._sources` before a single row is built.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import datasets
 
 from lfrqa import _bioasq, _sources
 from lfrqa._domains import DOMAINS, PUBLISHED_DOMAINS, annotation_relpath, dev_relpath
+from lfrqa._jsonl import iter_jsonl
 from lfrqa._records import InvalidRecord, normalize_record
 
 FEATURES = datasets.Features(
@@ -165,16 +165,10 @@ def _iter_raw(kind: str, paths: list[str], data_dir):
         yield from _bioasq.iter_bioasq_records(files, qids[0] if qids else None)
         return
     for path in paths:
-        with open(path, "rb") as handle:
-            for number, line in enumerate(handle, 1):
-                if not line.strip():
-                    continue
-                try:
-                    raw = json.loads(line.decode("utf-8"))
-                except UnicodeDecodeError as error:
-                    raise InvalidRecord(f"{path} line {number}: not UTF-8 ({error}); save the file as UTF-8") from error
-                except json.JSONDecodeError as error:
-                    raise InvalidRecord(f"{path} line {number}: not valid JSON ({error.msg})") from error
-                if not isinstance(raw, dict):
-                    raise InvalidRecord(f"{path} line {number}: expected a JSON object, got {type(raw).__name__}")
+        try:
+            for number, raw in iter_jsonl(path, hint="Each line is one annotation in the published format."):
                 yield path, number, raw
+        except ValueError as error:
+            if isinstance(error, InvalidRecord):
+                raise
+            raise InvalidRecord(str(error)) from None

@@ -23,13 +23,14 @@ is installed), raw agreement, and the confusion matrix.
 
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import numpy as np
+
+from lfrqa._jsonl import iter_jsonl
 
 OUTCOMES = ("win", "tie", "loss")
 _LABELS = {0: "tie", 1: "win", 2: "loss", "tie": "tie", "win": "win", "loss": "loss"}
@@ -42,17 +43,8 @@ def load_human_labels(path: str | Path) -> list[dict]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"Human labels file {str(path)!r} not found: give a JSONL file of {{qid, system_a, system_b, label}} rows")
-    rows = []
-    with path.open(encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{path}:{line_no}: not valid JSON ({error.msg})") from None
-            rows.append(_check_label_row(row, f"{path}:{line_no}"))
-    return rows
+    hint = 'Each line must be one {"qid", "system_a", "system_b", "label"} object'
+    return [_check_label_row(row, f"{path}:{line_no}") for line_no, row in iter_jsonl(path, hint=hint)]
 
 
 def majority_labels(rows: Iterable[Mapping]) -> dict[tuple[str, str, str], str]:

@@ -59,9 +59,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from lfrqa._jsonl import iter_jsonl
 from metric_arena._backends import Backend, ChatRequest, make_backend, parse_spec
 from metric_arena._cache import CompletionCache
-from metric_arena._judge import _atomic_write, _package_version, _Progress, make_budgets, refused_result
+from metric_arena._judge import (
+    _atomic_write,
+    _package_version,
+    _Progress,
+    make_budgets,
+    refused_result,
+)
 from metric_arena._prompts import (
     GENERATION_TAGS,
     GENERATION_TEMPLATES,
@@ -96,23 +103,10 @@ def read_retrieved(path: str | os.PathLike) -> list[dict]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"Retrieved file {path} does not exist: write it with `rag-qa-arena retrieve --out`")
-    data = path.read_bytes()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line = data[: error.start].count(b"\n") + 1
-        raise ValueError(f"{path} line {line}: not UTF-8 text ({error.reason}). Save the file as UTF-8") from None
     rows, where = [], []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError as error:
-            raise ValueError(
-                f"{path} line {number}: not valid JSON ({error.msg}). Each line must be one "
-                '{"qid", "question", "passages": [...]} object, as `rag-qa-arena retrieve` writes'
-            ) from None
+    hint = 'Each line must be one {"qid", "question", "passages": [...]} object, as `rag-qa-arena retrieve` writes'
+    for number, row in iter_jsonl(path, hint=hint):
+        rows.append(row)
         where.append(f"{path} line {number}")
     if not rows:
         raise ValueError(f"Retrieved file {path} holds no questions")

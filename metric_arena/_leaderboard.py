@@ -70,7 +70,9 @@ def load_run(path: str | Path) -> Run:
     summary_path = path / "summary.json"
     if summary_path.is_file():
         try:
-            summary = json.loads(summary_path.read_text(encoding="utf-8"))
+            summary = json.loads(summary_path.read_bytes().decode("utf-8"))
+        except UnicodeDecodeError as error:
+            raise ValueError(f"{summary_path}: not UTF-8 text ({error.reason}); delete it and re-run the judge") from None
         except json.JSONDecodeError as error:
             raise ValueError(f"{summary_path}: not valid JSON ({error.msg}); delete it and re-run the report") from None
         if not isinstance(summary, dict):
@@ -78,7 +80,11 @@ def load_run(path: str | Path) -> Run:
     else:
         warnings.append(f"{path.name}: no summary.json (unfinished run?); using verdicts.jsonl only")
 
-    lines = verdicts_path.read_text(encoding="utf-8").splitlines()
+    try:
+        lines = verdicts_path.read_bytes().decode("utf-8").splitlines()
+    except UnicodeDecodeError as error:
+        line = verdicts_path.read_bytes()[: error.start].count(b"\n") + 1
+        raise ValueError(f"{verdicts_path}:{line}: not UTF-8 text ({error.reason}); re-run the judge") from None
     rows: list[dict] = []
     for line_no, line in enumerate(lines, 1):
         if not line.strip():

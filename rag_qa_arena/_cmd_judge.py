@@ -7,10 +7,11 @@ for ``--dry-run``).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
+
+from lfrqa._jsonl import iter_jsonl
 
 _EPILOG = """\
 prediction files: JSON Lines, one {"qid": "...", "answer": "..."} per line (LFRQA qids).
@@ -107,21 +108,7 @@ def read_predictions(path: str | os.PathLike) -> dict[str, dict]:
     if not path.is_file():
         raise FileNotFoundError(f"Prediction file {path} does not exist")
     rows: dict[str, dict] = {}
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as error:
-        line = path.read_bytes()[: error.start].count(b"\n") + 1
-        raise ValueError(f"{path} line {line}: not UTF-8 text ({error.reason}). Save the file as UTF-8") from None
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{path} line {number}: not valid JSON ({error.msg}). Each line must be one "
-                             '{"qid": ..., "answer": ...} object') from None
-        if not isinstance(row, dict):
-            raise ValueError(f"{path} line {number}: expected a JSON object, got {type(row).__name__}")
+    for number, row in iter_jsonl(path, hint='Each line must be one {"qid": ..., "answer": ...} object'):
         for field in ("qid", "answer"):
             if field not in row:
                 raise ValueError(f"{path} line {number}: missing field {field!r} (each line needs qid and answer)")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from builders._documents import CORPUS_DOMAINS
@@ -94,14 +93,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _read_questions(path: str) -> list[dict]:
-    rows = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as error:
-                    raise ValueError(f"{path} line {number}: not valid JSON ({error.msg})") from None
+    from lfrqa._jsonl import iter_jsonl
+
+    hint = 'Each line must be one {"qid", "question"} object.'
+    rows = [row for _, row in iter_jsonl(path, hint=hint)]
+    if not rows:
+        raise ValueError(f"{path} holds no questions: write one {{\"qid\", \"question\"}} object per line")
     return rows
 
 

@@ -174,7 +174,6 @@ def retrieve_with(questions: bytes, *extra: str):
 
 VERDICT = json.dumps({"qid": "1", "domain": "fiqa", "system_a": "sys", "system_b": "LFRQA", "outcome": "win",
                       "failed": False, "flipped": None, "no_answer_a": False, "judgments": []})
-NOT_OURS = "owned by another engineer's command; reported to the lead"
 
 CLI_CASES = [
     # judge
@@ -222,17 +221,14 @@ CLI_CASES = [
     ("report: missing folder", plain("report", "TMP/nowhere", "--out", "TMP/lb"), "'.*nowhere' does not exist"),
     ("report: no verdicts", report_with(None), "has no verdicts.jsonl"),
     ("report: bad JSON line", report_with(b"{oops\n" + VERDICT.encode() + b"\n"), r"verdicts.jsonl:1: not valid JSON"),
-    pytest.param("report: not UTF-8", report_with(VERDICT.encode() + b"\n", b"\xff\xfe"), r"summary.json.*UTF-8",
-                 marks=pytest.mark.xfail(strict=True, reason=NOT_OURS + ": names neither file nor fix")),
+    ("report: not UTF-8", report_with(VERDICT.encode() + b"\n", b"\xff\xfe"), r"summary.json.*UTF-8"),
     # retrieve
     ("retrieve: domain", plain("retrieve", "--domain", "medicine", "--retriever", "bm25", "--out", "TMP/r.jsonl"),
      "invalid choice: 'medicine'"),
     ("retrieve: k", retrieve_with(b'{"qid": "1", "question": "x"}\n', "--k", "0"), "k must be a positive integer, got 0"),
     ("retrieve: bad JSON line", retrieve_with(b'{"qid": "1", "question": "x"}\nnope\n'), r"q.jsonl line 2: not valid JSON"),
-    pytest.param("retrieve: not UTF-8", retrieve_with(b'{"qid": "\xff"}\n'), r"q.jsonl line 1.*UTF-8",
-                 marks=pytest.mark.xfail(strict=True, reason=NOT_OURS + ": names neither file nor line")),
-    pytest.param("retrieve: empty file", retrieve_with(b""), r"q.jsonl.*no questions",
-                 marks=pytest.mark.xfail(strict=True, reason=NOT_OURS + ": an empty file goes on to the corpus")),
+    ("retrieve: not UTF-8", retrieve_with(b'{"qid": "\xff"}\n'), r"q.jsonl line 1.*UTF-8"),
+    ("retrieve: empty file", retrieve_with(b""), r"q.jsonl.*no questions"),
 ]
 
 
