@@ -49,18 +49,7 @@ from metric_arena._batch import (
     write_batch_files,
 )
 from metric_arena._cache import CompletionCache, cache_key
-from metric_arena._judge import (
-    DEFAULT_JUDGE,
-    ORDERS,
-    InputBudget,
-    _check_flags,
-    _check_inputs,
-    answer_positions,
-    judge_request,
-    parse_rating,
-)
-from metric_arena._prompts import clean_response
-from metric_arena._sampling import pair_schedule
+from metric_arena._judge import DEFAULT_JUDGE, InputBudget, _planned_requests, parse_rating
 
 __all__ = [
     "PLAN_FILE",
@@ -146,17 +135,9 @@ def judge_batch_requests(
     ``generation_failed`` are not judged and prompts over ``max_input_tokens`` are not sent
     (``n_refused``).
     """
-    if order not in ORDERS:
-        raise ValueError(f"Unknown order policy {order!r}. Available: {', '.join(ORDERS)}")
-    ids, domains = _check_inputs(predictions, references, questions, ids, domains)
-    skipped = _check_flags(generation_failed, len(ids))
+    requests = _planned_requests(predictions, references, questions, ids=ids, domains=domains, order=order, seed=seed,
+                                 sample=sample, generation_failed=generation_failed, data_dir=data_dir)
     judges = _identities(judge, base_url, api_key)
-    schedule = pair_schedule(ids, domains, sample, seed) if sample is not None else range(len(ids))
-    requests: list[ChatRequest] = []
-    for i in (i for i in schedule if not skipped[i]):
-        a_text, b_text = clean_response(predictions[i]), clean_response(references[i])
-        for position in answer_positions(order, ids[i], questions[i], seed):
-            requests.append(judge_request(questions[i], a_text, b_text, position, data_dir=data_dir))
     cache = CompletionCache(cache_dir) if use_cache else None
     plans: dict[str, dict] = {}
     try:
@@ -206,26 +187,22 @@ def submit_judge_batch(
     questions: Sequence[str],
     batch_dir: str | os.PathLike,
     *,
-    ids: Sequence[str] | None = None,
-    domains: Sequence[str] | None = None,
-    judge=DEFAULT_JUDGE,
     base_url: str | None = None,
     api_key: str | None = None,
     order: str = "paper",
     seed: int = 0,
     sample: int | None = None,
-    cache_dir: str | os.PathLike | None = None,
-    use_cache: bool = True,
-    data_dir: str | os.PathLike | None = None,
-    generation_failed: Sequence[bool] | None = None,
-    max_input_tokens: int | None = None,
     client=None,
     metadata: dict[str, str] | None = None,
     max_requests: int = MAX_REQUESTS,
     max_bytes: int = MAX_BYTES,
+    **options,
 ) -> dict:
     """Write the judge's requests as Batch API files under ``batch_dir`` and submit them.
 
+    The requests are those of :func:`judge_batch_requests`, which gets the same arguments
+    (``options``: ``ids``, ``domains``, ``judge``, ``cache_dir``, ``use_cache``, ``data_dir``,
+    ``generation_failed``, ``max_input_tokens``).
     One sub-folder per judge; files split to the API's limits (50,000 requests, ``max_bytes``).
     ``judge_batch.json`` records the plan before anything is uploaded. Calling again with the
     same inputs after a crash resumes the submission without uploading or creating anything
@@ -235,11 +212,8 @@ def submit_judge_batch(
     Returns ``{"batch_dir", "n_requests", "judges": [{"judge", "folder", "n_requests",
     "n_reasks", "n_cached", "n_failed", "files", "batch_ids"}]}``.
     """
-    plans = judge_batch_requests(
-        predictions, references, questions, ids=ids, domains=domains, judge=judge, base_url=base_url,
-        api_key=api_key, order=order, seed=seed, sample=sample, cache_dir=cache_dir, use_cache=use_cache,
-        data_dir=data_dir, generation_failed=generation_failed, max_input_tokens=max_input_tokens,
-    )
+    plans = judge_batch_requests(predictions, references, questions, base_url=base_url, api_key=api_key, order=order,
+                                 seed=seed, sample=sample, **options)
     folder = Path(batch_dir)
     total = sum(len(p["requests"]) for p in plans.values())
     result = {"batch_dir": str(folder), "n_requests": total, "judges": []}

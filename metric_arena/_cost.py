@@ -256,24 +256,11 @@ def judge_dry_run(
     the same stratified sub-sample the judge would draw (``domains``, ``seed``).
     """
     from metric_arena._cache import CompletionCache, cache_key
-    from metric_arena._judge import _check_inputs, answer_positions, judge_request
-    from metric_arena._prompts import clean_response
+    from metric_arena._judge import _planned_requests
 
-    if order not in ("paper", "random", "both"):
-        raise ValueError(f"Unknown order policy {order!r}. Available: paper, random, both")
-    ids, domains = _check_inputs(predictions, references, questions, ids, domains)
+    requests = _planned_requests(predictions, references, questions, ids=ids, domains=domains, order=order, seed=seed,
+                                 sample=sample, data_dir=data_dir)
     specs = [judge] if isinstance(judge, str) else list(judge)
-    if sample is not None:
-        from metric_arena._sampling import pair_schedule
-
-        keep = pair_schedule(ids, domains, sample, seed)
-        ids, questions, predictions, references = (
-            [values[i] for i in keep] for values in (ids, questions, predictions, references))
-    requests: list[ChatRequest] = []
-    for qid, question, prediction, reference in zip(ids, questions, predictions, references):
-        a_text, b_text = clean_response(prediction), clean_response(reference)
-        for position in answer_positions(order, qid, question, seed):
-            requests.append(judge_request(question, a_text, b_text, position, data_dir=data_dir))
     cache = CompletionCache(cache_dir) if use_cache else None
     estimates = []
     try:

@@ -52,7 +52,6 @@ import contextlib
 import json
 import os
 import sys
-import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
@@ -78,6 +77,7 @@ from metric_arena._prompts import (
     neutralize_delimiters,
 )
 from metric_arena._runner import RetryPolicy, Runner, gather_or_cancel
+from metric_arena._sync import run_sync
 
 __all__ = [
     "GENERATION_MAX_TOKENS",
@@ -486,25 +486,7 @@ def generate_answers(
     ...                        "openai:gpt-4o-mini", prompt="v2")  # doctest: +SKIP
     >>> res["predictions"][0]["answer"]  # doctest: +SKIP
     """
-    coroutine = agenerate_answers(retrieved, model, prompt=prompt, n_passages=n_passages, **kwargs)
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coroutine)
-    box: dict = {}
-
-    def target():  # called from a running event loop (a notebook): use a fresh loop in a thread
-        try:
-            box["result"] = asyncio.run(coroutine)
-        except BaseException as error:  # noqa: BLE001 - re-raised in the caller's thread
-            box["error"] = error
-
-    thread = threading.Thread(target=target)
-    thread.start()
-    thread.join()
-    if "error" in box:
-        raise box["error"]
-    return box["result"]
+    return run_sync(agenerate_answers(retrieved, model, prompt=prompt, n_passages=n_passages, **kwargs))
 
 
 # --------------------------------------------------------------------------------------------

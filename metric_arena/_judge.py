@@ -63,7 +63,6 @@ import os
 import random
 import re
 import sys
-import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -76,6 +75,7 @@ from metric_arena._prompts import JUDGE_TAGS, clean_response, is_no_answer, judg
 from metric_arena._runner import RequestResult, RetryPolicy, Runner, gather_or_cancel
 from metric_arena._sampling import IntervalStopper, pair_schedule, run_until_stopped
 from metric_arena._stats import summarize
+from metric_arena._sync import run_sync
 
 __all__ = [
     "DEFAULT_JUDGE",
@@ -225,8 +225,7 @@ def majority_vote(outcomes: Sequence[str | None]) -> str | None:
 def _check_inputs(predictions, references, questions, ids, domains) -> tuple[list[str], list[str | None]]:
     n = len(predictions)
     for name, values in (("references", references), ("questions", questions)):
-        if len(values) != n:
-            raise ValueError(f"{name} has {len(values)} entries but predictions has {n}: give one per prediction")
+        _check_length(name, values, n)
     for name, values in (("predictions", predictions), ("references", references), ("questions", questions)):
         for i, value in enumerate(values):
             if not isinstance(value, str):
@@ -237,39 +236,60 @@ def _check_inputs(predictions, references, questions, ids, domains) -> tuple[lis
     if ids is None:
         ids = [str(i) for i in range(n)]
     else:
-        if len(ids) != n:
-            raise ValueError(f"ids has {len(ids)} entries but predictions has {n}: give one id per prediction")
-        ids = list(ids)
-        for i, value in enumerate(ids):
-            if not isinstance(value, str) or not value:
-                raise TypeError(f"ids[{i}] is {value!r}: ids must be non-empty strings (e.g. LFRQA's qid)")
+        ids = _check_names("ids", ids, n, one="one id", example=" (e.g. LFRQA's qid)")
         seen: dict[str, int] = {}
         for i, value in enumerate(ids):
             if value in seen:
                 raise ValueError(f"Duplicate id {value!r} at positions {seen[value]} and {i}: ids must be unique")
             seen[value] = i
-    if domains is None:
-        domains = [None] * n
-    else:
-        if len(domains) != n:
-            raise ValueError(f"domains has {len(domains)} entries but predictions has {n}: give one per prediction")
-        domains = list(domains)
-        for i, value in enumerate(domains):
-            if not isinstance(value, str) or not value:
-                raise TypeError(f"domains[{i}] is {value!r}: domains must be non-empty strings")
+    domains = [None] * n if domains is None else _check_names("domains", domains, n)
     return ids, domains
+
+
+def _check_length(name: str, values, n: int, one: str = "one") -> None:
+    if len(values) != n:
+        raise ValueError(f"{name} has {len(values)} entries but predictions has {n}: give {one} per prediction")
+
+
+def _check_names(name: str, values, n: int, *, one: str = "one", example: str = "") -> list[str]:
+    """``values`` as a list, one non-empty string per prediction."""
+    _check_length(name, values, n, one)
+    values = list(values)
+    for i, value in enumerate(values):
+        if not isinstance(value, str) or not value:
+            raise TypeError(f"{name}[{i}] is {value!r}: {name} must be non-empty strings{example}")
+    return values
 
 
 def _check_flags(flags, n: int) -> list[bool]:
     if flags is None:
         return [False] * n
     flags = list(flags)
-    if len(flags) != n:
-        raise ValueError(f"generation_failed has {len(flags)} entries but predictions has {n}: give one per prediction")
+    _check_length("generation_failed", flags, n)
     for i, value in enumerate(flags):
         if not isinstance(value, bool):
             raise TypeError(f"generation_failed[{i}] is {value!r}: give True or False")
     return flags
+
+
+def _planned_requests(
+    predictions, references, questions, *, ids=None, domains=None, order: str = "paper", seed: int = 0,
+    sample: int | None = None, generation_failed=None, data_dir=None,
+) -> list[ChatRequest]:
+    """Every request :func:`ajudge_pairs` would build for one judge, in schedule order (all pairs,
+    or the ``sample``), leaving out the pairs flagged in ``generation_failed``: what the dry run
+    counts and the Batch API path sends."""
+    if order not in ORDERS:
+        raise ValueError(f"Unknown order policy {order!r}. Available: {', '.join(ORDERS)}")
+    ids, domains = _check_inputs(predictions, references, questions, ids, domains)
+    skipped = _check_flags(generation_failed, len(ids))
+    schedule = pair_schedule(ids, domains, sample, seed) if sample is not None else range(len(ids))
+    requests: list[ChatRequest] = []
+    for i in (i for i in schedule if not skipped[i]):
+        a_text, b_text = clean_response(predictions[i]), clean_response(references[i])
+        for position in answer_positions(order, ids[i], questions[i], seed):
+            requests.append(judge_request(questions[i], a_text, b_text, position, data_dir=data_dir))
+    return requests
 
 
 def _make_backends(judge, base_url, api_key, backend_options, timeout=None) -> list[Backend]:
@@ -621,23 +641,4 @@ def judge_pairs(
     ...                   judge="openai:gpt-4o-mini")  # doctest: +SKIP
     >>> res["win_rate"], res["verdicts"][0]["judgments"][0]["raw"]  # doctest: +SKIP
     """
-    coroutine = ajudge_pairs(predictions, references, questions, **kwargs)
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coroutine)
-    # Called from a running event loop (a notebook): run in a fresh loop in another thread.
-    box: dict = {}
-
-    def target():
-        try:
-            box["result"] = asyncio.run(coroutine)
-        except BaseException as error:  # noqa: BLE001 - re-raised in the caller's thread
-            box["error"] = error
-
-    thread = threading.Thread(target=target)
-    thread.start()
-    thread.join()
-    if "error" in box:
-        raise box["error"]
-    return box["result"]
+    return run_sync(ajudge_pairs(predictions, references, questions, **kwargs))

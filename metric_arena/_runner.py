@@ -43,6 +43,7 @@ from metric_arena._backends._base import (
     TransientBackendError,
 )
 from metric_arena._cache import CompletionCache, cache_key
+from metric_arena._sync import run_sync
 
 __all__ = ["FatalBackendError", "RequestResult", "RetryPolicy", "Runner", "run_requests"]
 
@@ -303,7 +304,7 @@ def run_requests(
     limiter=None,
     retry: RetryPolicy | None = None,
 ) -> tuple[list[RequestResult], dict]:
-    """Synchronous helper: answer ``requests`` and return (results, counters)."""
+    """Synchronous helper (also in a notebook): answer ``requests`` and return (results, counters)."""
 
     async def main():
         runner = Runner(cache, max_concurrency=max_concurrency, retry=retry, limiter=limiter)
@@ -312,7 +313,7 @@ def run_requests(
         finally:
             await backend.aclose()
 
-    return asyncio.run(main())
+    return run_sync(main())
 
 
 def _estimate_tokens(request: ChatRequest) -> int:

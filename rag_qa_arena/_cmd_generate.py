@@ -7,9 +7,10 @@ A thin layer over :func:`metric_arena._generate.generate_answers` (and
 from __future__ import annotations
 
 import argparse
-import errno
 import os
 import sys
+
+from rag_qa_arena._common_options import cannot_write_message  # noqa: F401 - importable here as before
 
 _EPILOG = """\
 input (--retrieved): the JSON Lines `rag-qa-arena retrieve` writes, one
@@ -37,25 +38,11 @@ examples:
       --batch-size 16 --out runs/fiqa.qwen.jsonl
 """
 
-_WRITE_ERRNOS = {errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EPERM, errno.EDQUOT, errno.EFBIG, errno.EIO,
-                 errno.ENOTDIR, errno.EEXIST, errno.EISDIR}
-
-
-def cannot_write_message(error: OSError, where: str | None) -> str | None:
-    """``"cannot write to DIR: <reason> (disk full or read-only?)"`` for a failed write (full
-    disk, read-only or forbidden folder, a file where a folder should be), else None."""
-    if error.errno is None:
-        return str(error) if isinstance(error, PermissionError) else None
-    if error.errno not in _WRITE_ERRNOS:
-        return None
-    place = error.filename or where or "the output folder"
-    if error.errno in (errno.EEXIST, errno.ENOTDIR):
-        return f"cannot write to {place}: a file is where a folder should be (remove it or choose another path)"
-    return f"cannot write to {place}: {os.strerror(error.errno)} (disk full or read-only?)"
-
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from metric_arena._prompts import GENERATION_TEMPLATES
+    from rag_qa_arena._common_options import add_backend_flags, add_run_flags
+    from rag_qa_arena._scale_options import add_rate_limit_flags
 
     parser = subparsers.add_parser(
         "generate",
@@ -82,28 +69,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="output JSONL of answers (required unless --dry-run); resumed if it exists")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace --out instead of resuming it")
-    parser.add_argument("--base-url", metavar="URL",
-                        help="OpenAI-compatible server for openai models, e.g. http://localhost:8000/v1 "
-                             "(default: $OPENAI_BASE_URL, else OpenAI)")
-    parser.add_argument("--api-key", metavar="KEY",
-                        help="API key for openai models (default: $OPENAI_API_KEY; prefer the environment "
-                             "variable: command lines end up in shell history). Never written anywhere.")
-    parser.add_argument("--max-concurrency", type=int, default=16, metavar="N",
-                        help="requests in flight at once (default: 16)")
-    parser.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
-                        help="per-request timeout for openai models (default: 120)")
+    add_backend_flags(parser, "models")  # --base-url, --api-key, --max-concurrency, --timeout
     parser.add_argument("--max-tokens", type=int, default=256, metavar="N",
                         help="longest answer in tokens; longer ones are cut and marked finish_reason "
                              "'length' (default: 256, as the reference)")
     parser.add_argument("--max-input-tokens", type=int, metavar="N",
                         help="refuse (do not send, record as failed with the reason) prompts longer than N "
                              "tokens, counted with tiktoken (default: no limit; the server's own limit applies)")
-    parser.add_argument("--cache-dir", metavar="DIR",
-                        help="completion cache folder, shared with the judge (default: $RAG_QA_ARENA_CACHE, else "
-                             "~/.cache/rag_qa_arena)")
-    parser.add_argument("--no-cache", action="store_true", help="neither read nor write the completion cache")
-    parser.add_argument("--data-dir", metavar="DIR",
-                        help="local copy of the benchmark's pinned files (default: $LFRQA_DATA_DIR, else download)")
     parser.add_argument("--batch-size", type=int, metavar="N",
                         help="hf models: prompts generated together on the device (default: 8)")
     parser.add_argument("--device", metavar="DEVICE",
@@ -111,12 +83,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--trust-remote-code", action="store_true",
                         help="hf/vllm models: run Python code shipped with the model (off by default: only for "
                              "models you trust)")
-    parser.add_argument("--dry-run", action="store_true",
-                        help="print requests, tokens and an upper bound of the cost (ending with "
-                             "'estimated_cost_usd: N'), send nothing")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    from rag_qa_arena._scale_options import add_rate_limit_flags
-
+    # --cache-dir, --no-cache, --data-dir, --dry-run, --no-progress
+    add_run_flags(parser, cache="completion cache", cost="an upper bound of the cost")
     add_rate_limit_flags(parser)  # --rpm, --tpm
     parser.set_defaults(func=run_generate)
 
@@ -146,18 +114,17 @@ def _backend_options(args: argparse.Namespace) -> dict:
 
 
 def run_generate(args: argparse.Namespace) -> int:
-    from metric_arena._backends import AuthenticationFailed, ModelNotFound
     from metric_arena._generate import format_generation_estimate, generate_answers, generation_dry_run
+    from rag_qa_arena._common_options import api_key, check_backend_args, run_reporting_failures
+    from rag_qa_arena._scale_options import make_limiter
 
     if not args.dry_run and not args.out:
         raise ValueError("--out FILE is required (the answers' JSONL file), or use --dry-run")
-    for flag, value in (("--passages", args.passages), ("--max-concurrency", args.max_concurrency),
-                        ("--max-tokens", args.max_tokens), ("--max-input-tokens", args.max_input_tokens),
-                        ("--batch-size", args.batch_size)):
+    check_backend_args(args)
+    for flag, value in (("--passages", args.passages), ("--max-tokens", args.max_tokens),
+                        ("--max-input-tokens", args.max_input_tokens), ("--batch-size", args.batch_size)):
         if value is not None and value < 1:
             raise ValueError(f"{flag} must be >= 1, got {value}")
-    if args.timeout <= 0:
-        raise ValueError(f"--timeout must be > 0 seconds, got {args.timeout:g}")
     options = _backend_options(args)
 
     if args.dry_run:
@@ -170,37 +137,23 @@ def run_generate(args: argparse.Namespace) -> int:
         print(format_generation_estimate(estimate))
         return 0
 
-    api_key = args.api_key or os.environ.get("OPENAI_API_KEY")
-    try:
-        result = generate_answers(
+    result = run_reporting_failures(
+        lambda: generate_answers(
             args.retrieved, args.model, prompt=args.prompt, n_passages=args.passages, out=args.out,
-            overwrite=args.overwrite, base_url=args.base_url, api_key=api_key, max_concurrency=args.max_concurrency,
-            cache_dir=args.cache_dir, use_cache=not args.no_cache, max_tokens=args.max_tokens,
-            max_input_tokens=args.max_input_tokens, timeout=args.timeout,
+            overwrite=args.overwrite, base_url=args.base_url, api_key=api_key(args),
+            max_concurrency=args.max_concurrency, cache_dir=args.cache_dir, use_cache=not args.no_cache,
+            max_tokens=args.max_tokens, max_input_tokens=args.max_input_tokens, timeout=args.timeout,
             progress=not args.no_progress and sys.stderr.isatty(), data_dir=args.data_dir,
-            backend_options=options, limiter=_limiter(args),
-        )
-    except (AuthenticationFailed, ModelNotFound) as error:
-        print(f"rag-qa-arena: error: {error}", file=sys.stderr)
-        print(f"Answers finished before the error are in {args.out}; re-run the same command to resume.",
-              file=sys.stderr)
-        return 3
-    except OSError as error:
-        message = cannot_write_message(error, os.path.dirname(os.path.abspath(args.out)))
-        if message is None:
-            raise
-        print(f"rag-qa-arena: error: {message}", file=sys.stderr)
-        print("Answers written so far are kept and cached; free space or choose another --out, then re-run.",
-              file=sys.stderr)
-        return 2
+            backend_options=options, limiter=make_limiter(args),
+        ),
+        stopped=f"Answers finished before the error are in {args.out}; re-run the same command to resume.",
+        where=os.path.dirname(os.path.abspath(args.out)),
+        kept="Answers written so far are kept and cached; free space or choose another --out, then re-run.",
+    )
+    if isinstance(result, int):
+        return result
     _print_summary(result)
     return 0
-
-
-def _limiter(args: argparse.Namespace):
-    from rag_qa_arena._scale_options import make_limiter
-
-    return make_limiter(args)
 
 
 def _print_summary(result: dict) -> None:

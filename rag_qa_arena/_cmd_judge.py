@@ -34,6 +34,7 @@ examples:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from metric_arena._judge import DEFAULT_JUDGE, ORDERS
+    from rag_qa_arena._common_options import add_backend_flags, add_run_flags
     from rag_qa_arena._scale_options import add_judge_scale_flags
 
     parser = subparsers.add_parser(
@@ -53,12 +54,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--judge", action="append", metavar="BACKEND:MODEL",
                         help=f"judge model as '<backend>:<model>' (backends: openai, hf, vllm); repeat the flag "
                              f"for several judges that vote (default: {DEFAULT_JUDGE})")
-    parser.add_argument("--base-url", metavar="URL",
-                        help="OpenAI-compatible server for openai judges, e.g. http://localhost:8000/v1 "
-                             "(default: $OPENAI_BASE_URL, else OpenAI)")
-    parser.add_argument("--api-key", metavar="KEY",
-                        help="API key for openai judges (default: $OPENAI_API_KEY; prefer the environment "
-                             "variable: command lines end up in shell history). Never written anywhere.")
+    add_backend_flags(parser, "judges")  # --base-url, --api-key, --max-concurrency, --timeout
     parser.add_argument("--out", metavar="DIR",
                         help="run folder for verdicts.jsonl and summary.json (required unless --dry-run)")
     parser.add_argument("--name", metavar="NAME",
@@ -77,24 +73,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "Default: paper")
     parser.add_argument("--seed", type=int, default=0,
                         help="seed of the random order and of the bootstrap intervals (default: 0)")
-    parser.add_argument("--max-concurrency", type=int, default=16, metavar="N",
-                        help="requests in flight at once (default: 16)")
-    parser.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
-                        help="per-request timeout for openai judges (default: 120)")
     parser.add_argument("--max-input-tokens", type=int, metavar="N",
                         help="refuse (do not send; count the judgment as failed, with the reason) judge prompts "
                              "longer than N tokens, counted with tiktoken (default: no limit; an over-long prompt "
                              "rejected by the server also fails its pair)")
-    parser.add_argument("--cache-dir", metavar="DIR",
-                        help="judgment cache folder (default: $RAG_QA_ARENA_CACHE, else ~/.cache/rag_qa_arena)")
-    parser.add_argument("--no-cache", action="store_true",
-                        help="neither read nor write the judgment cache")
-    parser.add_argument("--data-dir", metavar="DIR",
-                        help="local copy of the benchmark's pinned files (default: $LFRQA_DATA_DIR, else download)")
-    parser.add_argument("--dry-run", action="store_true",
-                        help="print requests, tokens and estimated cost (ending with 'estimated_cost_usd: N'), "
-                             "send nothing")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    # --cache-dir, --no-cache, --data-dir, --dry-run, --no-progress
+    add_run_flags(parser, cache="judgment cache", cost="estimated cost")
     add_judge_scale_flags(parser)
     parser.set_defaults(func=run_judge)
 
@@ -166,11 +150,11 @@ def _system_name(out: str | None, name: str | None) -> str:
 # The command
 # --------------------------------------------------------------------------------------------
 def run_judge(args: argparse.Namespace) -> int:
-    from metric_arena._backends import AuthenticationFailed, ModelNotFound
     from metric_arena._judge import DEFAULT_JUDGE, judge_pairs
+    from rag_qa_arena import _scale_options as scale
+    from rag_qa_arena._common_options import api_key, check_backend_args, run_reporting_failures
 
     judges = args.judge or [DEFAULT_JUDGE]
-    from rag_qa_arena import _scale_options as scale
 
     scale.check_judge_scale_args(args)
     if args.batch_status:
@@ -179,8 +163,7 @@ def run_judge(args: argparse.Namespace) -> int:
         raise ValueError("--predictions FILE is required (the evaluated system's answers, JSONL)")
     if not args.dry_run and not args.out and not args.batch:
         raise ValueError("--out DIR is required (the run folder for verdicts.jsonl and summary.json), or use --dry-run")
-    if args.max_concurrency < 1:
-        raise ValueError(f"--max-concurrency must be >= 1, got {args.max_concurrency}")
+    check_backend_args(args)
     predictions = read_predictions(args.predictions)
     qids = list(predictions)
     opponent = "LFRQA"
@@ -231,37 +214,26 @@ def run_judge(args: argparse.Namespace) -> int:
     # Against LFRQA the system is named after the run folder; in a --versus run the folder holds a
     # pair, so both sides default to their prediction files' names.
     system = args.name or Path(args.predictions).stem if args.versus else _system_name(args.out, args.name)
-    api_key = args.api_key or os.environ.get("OPENAI_API_KEY")
     if args.batch or args.batch_collect:
         code = scale.run_batch_step(args, answers=answers, references=references, questions=questions, qids=qids,
                                     domains=domains, judges=judges, generation_failed=failed)
         if code is not None:
             return code
-    try:
-        result = judge_pairs(
+    result = run_reporting_failures(
+        lambda: judge_pairs(
             answers, references, questions, ids=qids, domains=domains, judge=scale.judge_backends(judges, args),
-            base_url=args.base_url,
-            api_key=api_key, order=args.order, seed=args.seed, max_concurrency=args.max_concurrency,
-            cache_dir=args.cache_dir, use_cache=not args.no_cache, out=args.out, system=system, opponent=opponent,
-            progress=not args.no_progress and sys.stderr.isatty(), data_dir=args.data_dir,
-            timeout=args.timeout, limiter=scale.make_limiter(args), sample=args.sample,
-            target_width=args.target_width,
-            generation_failed=failed, max_input_tokens=args.max_input_tokens,
-        )
-    except (AuthenticationFailed, ModelNotFound) as error:
-        print(f"rag-qa-arena: error: {error}", file=sys.stderr)
-        print(f"Verdicts finished before the error are in {args.out}/verdicts.jsonl; answers are cached.",
-              file=sys.stderr)
-        return 3
-    except OSError as error:
-        from rag_qa_arena._cmd_generate import cannot_write_message
-
-        message = cannot_write_message(error, args.out)
-        if message is None:
-            raise
-        print(f"rag-qa-arena: error: {message}", file=sys.stderr)
-        print("Judgments so far are cached: free space or choose another --out, then re-run.", file=sys.stderr)
-        return 2
+            base_url=args.base_url, api_key=api_key(args), order=args.order, seed=args.seed,
+            max_concurrency=args.max_concurrency, cache_dir=args.cache_dir, use_cache=not args.no_cache,
+            out=args.out, system=system, opponent=opponent, progress=not args.no_progress and sys.stderr.isatty(),
+            data_dir=args.data_dir, timeout=args.timeout, limiter=scale.make_limiter(args), sample=args.sample,
+            target_width=args.target_width, generation_failed=failed, max_input_tokens=args.max_input_tokens,
+        ),
+        stopped=f"Verdicts finished before the error are in {args.out}/verdicts.jsonl; answers are cached.",
+        where=args.out,
+        kept="Judgments so far are cached: free space or choose another --out, then re-run.",
+    )
+    if isinstance(result, int):
+        return result
     _print_summary(result, args.out)
     return 0
 

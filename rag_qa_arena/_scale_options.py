@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import sys
+
+from rag_qa_arena._common_options import api_key as _api_key
 
 __all__ = [
     "BATCH_NOT_READY_EXIT",
@@ -128,10 +129,6 @@ def judge_backends(judges: list[str], args: argparse.Namespace) -> list:
         else:
             out.append(spec)
     return out
-
-
-def _api_key(args: argparse.Namespace) -> str | None:
-    return args.api_key or os.environ.get("OPENAI_API_KEY")
 
 
 def run_batch_status(args: argparse.Namespace) -> int:

@@ -93,6 +93,12 @@ class Retriever(abc.ABC):
         if not self.pids:
             raise ValueError(f"The {self.kind} retriever has no index yet: call index(passages) or load(path) first")
 
+    def _query_ids(self, queries: Mapping[str, str], k: int) -> list[str]:
+        """The ids of ``queries`` in order, once the queries, ``k`` and the index are checked."""
+        check_queries(queries, k)
+        self._check_built()
+        return list(queries)
+
 
 def iter_passage_texts(passages: Iterable[Mapping[str, Any]], pids: list[str]) -> Iterator[str]:
     """Texts of ``passages`` in order, appending their ids to ``pids`` and refusing repeats or bad rows."""

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from retrieval._base import Results, Retriever, check_queries, iter_passage_texts, rank, read_pids, write_meta
+from retrieval._base import Results, Retriever, iter_passage_texts, rank, read_pids, write_meta
 
 _STOPWORDS_FILE = "stopwords.tokenizer.json"
 _VOCAB_FILE = "vocab.tokenizer.json"
@@ -68,9 +68,7 @@ class BM25Retriever(Retriever):
         self._model, self._tokenizer, self.pids, self._positions = model, tokenizer, pids, None
 
     def search(self, queries: Mapping[str, str], k: int = 5) -> Results:
-        check_queries(queries, k)
-        self._check_built()
-        qids = list(queries)
+        qids = self._query_ids(queries, k)
         if not qids:
             return {}
         tokens = self._tokenizer.tokenize(

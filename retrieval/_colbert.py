@@ -42,7 +42,6 @@ from retrieval._base import (
     META_FILE,
     Results,
     Retriever,
-    check_queries,
     iter_passage_texts,
     rank,
     read_pids,
@@ -167,9 +166,7 @@ class ColBERTRetriever(Retriever):
 
     # -- search --------------------------------------------------------------------------------
     def search(self, queries: Mapping[str, str], k: int = 5) -> Results:
-        check_queries(queries, k)
-        self._check_built()
-        qids = list(queries)
+        qids = self._query_ids(queries, k)
         if not qids:
             return {}
         searcher = self._get_searcher()

@@ -8,15 +8,15 @@ Greedy decoding when ``temperature == 0`` (the paper's setting), sampling otherw
 
 from __future__ import annotations
 
-import asyncio
 import threading
 
-from metric_arena._backends._base import Backend, BackendError, ChatRequest, Completion, ModelNotFound
+from metric_arena._backends._base import BackendError, ChatRequest, Completion, ModelNotFound
+from metric_arena._backends._local import LocalBackend
 
 _INSTALL_HINT = 'the hf backend needs transformers and torch: pip install "rag-qa-arena[hf]"'
 
 
-class HFBackend(Backend):
+class HFBackend(LocalBackend):
     """Any local chat model (a Hub id or a folder made with ``save_pretrained``).
 
     ``trust_remote_code`` stays off unless you ask for it: it runs code shipped with the model.
@@ -106,14 +106,6 @@ class HFBackend(Backend):
         self._tokenizer = None
 
     # -- generation --------------------------------------------------------------------------
-    async def complete(self, request: ChatRequest) -> Completion:
-        return (await self.complete_many([request]))[0]
-
-    async def complete_many(self, requests: list[ChatRequest]) -> list[Completion]:
-        if not requests:
-            return []
-        return await asyncio.to_thread(self._generate_sync, list(requests))
-
     def _generate_sync(self, requests: list[ChatRequest]) -> list[Completion]:
         with self._lock:
             tokenizer, _ = self._load()

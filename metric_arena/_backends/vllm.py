@@ -12,12 +12,12 @@ decoding when ``temperature == 0`` (the paper's setting), as vLLM does.
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import importlib.util
 import threading
 
-from metric_arena._backends._base import Backend, BackendError, ChatRequest, Completion, ModelNotFound
+from metric_arena._backends._base import BackendError, ChatRequest, Completion, ModelNotFound
+from metric_arena._backends._local import LocalBackend
 
 __all__ = ["VLLMBackend"]
 
@@ -34,7 +34,7 @@ def _import_vllm():
         raise ImportError(f"{_INSTALL_HINT} ({error})") from error
 
 
-class VLLMBackend(Backend):
+class VLLMBackend(LocalBackend):
     """A chat model served by an in-process ``vllm.LLM`` (Hub id or local folder).
 
     ``engine_kwargs`` go to ``vllm.LLM`` as they are (``max_model_len=``,
@@ -112,14 +112,6 @@ class VLLMBackend(Backend):
         )
 
     # -- generation --------------------------------------------------------------------------
-    async def complete(self, request: ChatRequest) -> Completion:
-        return (await self.complete_many([request]))[0]
-
-    async def complete_many(self, requests: list[ChatRequest]) -> list[Completion]:
-        if not requests:
-            return []
-        return await asyncio.to_thread(self._generate_sync, list(requests))
-
     def _generate_sync(self, requests: list[ChatRequest]) -> list[Completion]:
         with self._lock:  # one engine, one batch at a time; vLLM schedules within the batch
             llm = self._engine()
