@@ -205,6 +205,23 @@ def expected_judge_reply_tokens(model: str, data_dir: str | os.PathLike | None =
     return sum(len(encoding.encode(r, disallowed_special=())) for r in replies) / len(replies)
 
 
+#: Words of the reply each generation prompt asks for: v2 asks for at most 50-60 words; v1 asks for
+#: a <thinking> block under 50 words, then an answer with no stated limit, taken as LFRQA's mean
+#: answer length (79.5 words over the 14,020 test answers).
+_GENERATION_REPLY_WORDS = {"v1": (50, 80), "v2": (0, 60)}
+_TOKENS_PER_WORD = 4 / 3  # OpenAI's rule of thumb for English: 100 tokens ~ 75 words
+
+
+def expected_generation_reply_tokens(model: str, prompt: str) -> float:
+    """Expected tokens of one generated answer for the paper's prompt ``v1`` or ``v2`` (see above)."""
+    thinking_words, answer_words = _GENERATION_REPLY_WORDS[prompt]
+    tokens = (thinking_words + answer_words) * _TOKENS_PER_WORD
+    if thinking_words:
+        encoding, _ = get_encoding(model)
+        tokens += len(encoding.encode("<thinking></thinking>\n", disallowed_special=()))
+    return tokens
+
+
 def format_estimate(estimates: Sequence[CostEstimate], *, batch: bool = False) -> str:
     """Human-readable lines, ending with the machine-readable ``estimated_cost_usd: <number>``
     (``nan`` when a judge's price is unknown). ``batch``: at the Batch API's price (half)."""

@@ -504,13 +504,14 @@ def generation_dry_run(
     use_cache: bool = True,
     data_dir: str | os.PathLike | None = None,
 ):
-    """Requests, input tokens and an upper bound of the cost of :func:`generate_answers`; sends nothing.
+    """Requests, input tokens, expected output tokens and the cost of :func:`generate_answers`; sends nothing.
 
-    Output tokens are bounded by ``max_tokens`` per request (answers are usually shorter), so
-    the cost is an upper bound. Returns a :class:`metric_arena._cost.CostEstimate`.
+    Expected output comes from the length the prompt asks for (``_cost._GENERATION_REPLY_WORDS``);
+    the ``max_tokens`` bound and the cost at that bound are reported apart. Returns a
+    :class:`metric_arena._cost.CostEstimate`.
     """
     from metric_arena._cache import cache_key
-    from metric_arena._cost import _identity_for, estimate_cost
+    from metric_arena._cost import _identity_for, estimate_cost, expected_generation_reply_tokens
 
     _check_settings(model, prompt, n_passages, max_tokens)
     rows = _rows(retrieved)
@@ -523,24 +524,27 @@ def generation_dry_run(
             keys = [cache_key(identity, r, 0) for r in requests]
             found = cache.get_many(keys)
         cached = [k in found and found[k].valid for k in keys]
-    return estimate_cost(requests, model, expected_output_tokens=max_tokens, cached=cached)
+    expected = min(max_tokens, expected_generation_reply_tokens(model, prompt))
+    return estimate_cost(requests, model, expected_output_tokens=expected, cached=cached)
 
 
 def format_generation_estimate(estimate) -> str:
-    """Lines for ``generate --dry-run``, ending with ``estimated_cost_usd: N`` (an upper bound)."""
+    """Lines for ``generate --dry-run``, ending with ``estimated_cost_usd: N`` (the expected cost)."""
     lines = [
         f"model {estimate.judge}",
         f"  requests:       {estimate.n_requests:,} ({estimate.n_cached:,} already cached, "
         f"{estimate.n_requests - estimate.n_cached:,} to send)",
         f"  input tokens:   {estimate.input_tokens:,}"
         + ("" if estimate.exact_tokenizer else " (approximate: o200k_base tokenizer, not the model's own)"),
-        f"  output tokens:  at most {estimate.output_tokens_max:,} (max_tokens per request)",
+        f"  output tokens:  ~{estimate.output_tokens_estimate:,} expected "
+        f"(at most {estimate.output_tokens_max:,} with max_tokens)",
     ]
     if estimate.cost_usd_max is None:
         lines.append(f"  cost:           unknown for model {estimate.model!r}")
         lines.append("estimated_cost_usd: nan")
     else:
-        lines.append(f"  cost:           at most ${estimate.cost_usd_max:,.2f} (${estimate.input_price_per_m:g}/"
-                     f"${estimate.output_price_per_m:g} per M tokens in/out, OpenAI list prices of 2024)")
-        lines.append(f"estimated_cost_usd: {estimate.cost_usd_max:.4f}")
+        lines.append(f"  cost:           ~${estimate.cost_usd:,.2f} expected, at most ${estimate.cost_usd_max:,.2f} "
+                     f"(${estimate.input_price_per_m:g}/${estimate.output_price_per_m:g} per M tokens in/out, "
+                     "OpenAI list prices of 2024)")
+        lines.append(f"estimated_cost_usd: {estimate.cost_usd:.4f}")
     return "\n".join(lines)
