@@ -42,7 +42,7 @@ examples:
 def register(subparsers: argparse._SubParsersAction) -> None:
     from metric_arena._prompts import GENERATION_TEMPLATES
     from rag_qa_arena._common_options import add_backend_flags, add_run_flags
-    from rag_qa_arena._scale_options import add_rate_limit_flags
+    from rag_qa_arena._scale_options import add_rate_limit_flags, add_tensor_parallel_flag
 
     parser = subparsers.add_parser(
         "generate",
@@ -84,8 +84,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="hf/vllm models: run Python code shipped with the model (off by default: only for "
                              "models you trust)")
     # --cache-dir, --no-cache, --data-dir, --dry-run, --no-progress
-    add_run_flags(parser, cache="completion cache", cost="an upper bound of the cost")
+    add_run_flags(parser, cache="completion cache", cost="the expected cost and its max_tokens bound")
     add_rate_limit_flags(parser)  # --rpm, --tpm
+    add_tensor_parallel_flag(parser)
     parser.set_defaults(func=run_generate)
 
 
@@ -99,6 +100,8 @@ def _backend_options(args: argparse.Namespace) -> dict:
         given = [f"--{k.replace('_', '-')}" for k, v in local.items() if v is not None]
         if args.trust_remote_code:
             given.append("--trust-remote-code")
+        if args.tensor_parallel_size is not None:
+            given.append("--tensor-parallel-size")
         if given:
             raise ValueError(f"{', '.join(given)} apply to hf/vllm models, not to {args.model!r}")
         return options
@@ -108,6 +111,12 @@ def _backend_options(args: argparse.Namespace) -> dict:
         options.update({k: v for k, v in local.items() if v is not None})
     elif args.batch_size is not None or args.device is not None:
         raise ValueError(f"--batch-size/--device apply to hf models, not to {args.model!r}")
+    if args.tensor_parallel_size is not None:
+        if backend != "vllm":
+            raise ValueError(f"--tensor-parallel-size applies to vllm models, not to {args.model!r}")
+        if args.tensor_parallel_size < 1:
+            raise ValueError(f"--tensor-parallel-size must be >= 1, got {args.tensor_parallel_size}")
+        options["tensor_parallel_size"] = args.tensor_parallel_size
     if args.trust_remote_code:
         options["trust_remote_code"] = True
     return options

@@ -326,8 +326,8 @@ def test_target_width_not_reached_judges_everything(tmp_path, monkeypatch, capsy
 # --------------------------------------------------------------------------------------------
 # vLLM
 # --------------------------------------------------------------------------------------------
-def test_vllm_judge_gets_the_tensor_parallel_size(tmp_path, monkeypatch, capsys):
-    # A stand-in for the vllm package (vLLM needs a CUDA GPU): it records what the backend hands it.
+def _stand_in_vllm(monkeypatch, reply: str) -> list:
+    """A stand-in for the vllm package (vLLM needs a CUDA GPU): it records the engines the backend builds."""
     module = types.ModuleType("vllm")
     module.__spec__ = importlib.machinery.ModuleSpec("vllm", None)
     engines = []
@@ -344,11 +344,16 @@ def test_vllm_judge_gets_the_tensor_parallel_size(tmp_path, monkeypatch, capsys)
         def chat(self, conversations, params, use_tqdm=True):
             self.batches.append(len(conversations))
             out = types.SimpleNamespace
-            return [out(prompt_token_ids=[0], outputs=[out(text="<rating>1</rating>", token_ids=[1], finish_reason="stop")])
+            return [out(prompt_token_ids=[0], outputs=[out(text=reply, token_ids=[1], finish_reason="stop")])
                     for _ in conversations]
 
     module.LLM, module.SamplingParams = LLM, SamplingParams
     monkeypatch.setitem(sys.modules, "vllm", module)
+    return engines
+
+
+def test_vllm_judge_gets_the_tensor_parallel_size(tmp_path, monkeypatch, capsys):
+    engines = _stand_in_vllm(monkeypatch, "<rating>1</rating>")
     a, b = pair_files(tmp_path, n=6)
     assert main(["judge", "--predictions", str(a), "--versus", str(b), "--judge", "vllm:org/judge-7b",
                  "--tensor-parallel-size", "2", "--cache-dir", str(tmp_path / "c"), "--out", str(tmp_path / "run"),
@@ -357,6 +362,19 @@ def test_vllm_judge_gets_the_tensor_parallel_size(tmp_path, monkeypatch, capsys)
     assert engines[0].kwargs["model"] == "org/judge-7b" and sum(engines[0].batches) == 12
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["judges"] == ["vllm:org/judge-7b"] and summary["n"] == 6 and summary["tie_rate"] == 1.0
+
+
+def test_vllm_generator_gets_the_tensor_parallel_size(tmp_path, monkeypatch, capsys):
+    engines = _stand_in_vllm(monkeypatch, "<thinking>ok</thinking>Answer: An answer.")
+    retrieved, rows = retrieved_file(tmp_path, 3)
+    out = tmp_path / "preds.jsonl"
+    assert main(["generate", "--retrieved", str(retrieved), "--model", "vllm:org/gen-8b", "--tensor-parallel-size", "4",
+                 "--cache-dir", str(tmp_path / "c"), "--out", str(out), "--no-progress"]) == 0
+    assert len(engines) == 1 and engines[0].kwargs["tensor_parallel_size"] == 4
+    assert [json.loads(line)["answer"] for line in out.read_text().splitlines()] == ["An answer."] * 3
+    assert main(["generate", "--retrieved", str(retrieved), "--model", "openai:m", "--tensor-parallel-size", "2",
+                 "--out", str(tmp_path / "x.jsonl")]) == 2
+    assert "--tensor-parallel-size apply to hf/vllm models" in capsys.readouterr().err
 
 
 # --------------------------------------------------------------------------------------------
