@@ -197,3 +197,14 @@ def test_cli_help_explains_every_flag():
                  "--seed", "--max-concurrency", "--cache-dir", "--dry-run", "--timeout", "--data-dir", "--no-cache"):
         assert flag in result.stdout
     assert "estimated_cost_usd" in result.stdout
+
+
+def test_metric_refuses_prompts_over_the_token_budget(env, arena, tmp_path):
+    long_answer = "word " * 3000
+    results = arena.compute(
+        predictions=["Paris.", long_answer], references=["The capital is Paris.", "Short."],
+        questions=["capital of france", "a long one"], judge="openai:gpt-4o-mini",
+        cache_dir=str(tmp_path / "c"), max_input_tokens=2500,
+    )
+    assert results["n"] == 2 and results["n_failed"] == 1 and len(env.requests) == 1
+    assert results["verdicts"][1]["failed"] and "over_budget" in json.dumps(results["errors"])

@@ -53,6 +53,8 @@ Args:
     cache_dir (`str`, optional): judgment cache folder; default $RAG_QA_ARENA_CACHE or
         ~/.cache/rag_qa_arena.
     out (`str`, optional): a run folder to write verdicts.jsonl and summary.json into.
+    max_input_tokens (`int`, optional): refuse (fail, never truncate) pairs whose judge prompt is
+        longer than this many tokens, e.g. the judge's context window minus 256.
     system, opponent (`str`, optional): names recorded in the verdicts (default: the run
         folder's name or "system", and "LFRQA").
 
@@ -129,6 +131,7 @@ class RagQaArena(evaluate.Metric):
         system=None,
         opponent="LFRQA",
         progress=None,
+        max_input_tokens=None,
     ):
         if ids is not None:
             ids = [str(i) if isinstance(i, int) and not isinstance(i, bool) else i for i in ids]
@@ -149,4 +152,5 @@ class RagQaArena(evaluate.Metric):
             progress=progress,
             system=system,
             opponent=opponent,
+            max_input_tokens=max_input_tokens,
         )
