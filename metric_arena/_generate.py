@@ -102,7 +102,8 @@ def read_retrieved(path: str | os.PathLike) -> list[dict]:
     """The rows of a ``retrieve`` output file, checked (line numbers in every error)."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"Retrieved file {path} does not exist: write it with `rag-qa-arena retrieve --out`")
+        what = "is a folder, not a file" if path.is_dir() else "does not exist"
+        raise FileNotFoundError(f"Retrieved file {path} {what}: write it with `rag-qa-arena retrieve --out`")
     rows, where = [], []
     hint = 'Each line must be one {"qid", "question", "passages": [...]} object, as `rag-qa-arena retrieve` writes'
     for number, row in iter_jsonl(path, hint=hint):

@@ -62,8 +62,10 @@ def load_run(path: str | Path) -> Run:
     verdicts_path = path / "verdicts.jsonl"
     if not verdicts_path.is_file():
         what = "does not exist" if not path.exists() else "has no verdicts.jsonl"
+        inside = sorted(p.parent.name for p in path.glob("*/verdicts.jsonl")) if path.is_dir() else []
+        hint = f" (it holds run folders: pass {str(path / '*')!r}, e.g. {str(path / inside[0])!r})" if inside else ""
         raise FileNotFoundError(
-            f"{str(path)!r} {what}: pass run folders written by `rag-qa-arena judge --out DIR`"
+            f"{str(path)!r} {what}: pass run folders written by `rag-qa-arena judge --out DIR`{hint}"
         )
     warnings: list[str] = []
     summary: dict = {}

@@ -124,7 +124,7 @@ def _backend_options(args: argparse.Namespace) -> dict:
 
 def run_generate(args: argparse.Namespace) -> int:
     from metric_arena._generate import format_generation_estimate, generate_answers, generation_dry_run
-    from rag_qa_arena._common_options import api_key, check_backend_args, run_reporting_failures
+    from rag_qa_arena._common_options import api_key, check_backend_args, run_reporting_failures, unreachable_hint
     from rag_qa_arena._scale_options import make_limiter
 
     if not args.dry_run and not args.out:
@@ -162,6 +162,9 @@ def run_generate(args: argparse.Namespace) -> int:
     if isinstance(result, int):
         return result
     _print_summary(result)
+    hint = unreachable_hint(result, args.base_url)
+    if hint:
+        print(hint, file=sys.stderr)
     return 0
 
 

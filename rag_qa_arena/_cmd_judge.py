@@ -90,7 +90,9 @@ def read_predictions(path: str | os.PathLike) -> dict[str, dict]:
     """``{qid: {"answer", ["question"], ["domain"]}}`` from a JSONL prediction file, validated."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"Prediction file {path} does not exist")
+        what = "is a folder, not a file" if path.is_dir() else "does not exist"
+        raise FileNotFoundError(f"Prediction file {path} {what}: give a JSONL file with one "
+                                '{"qid": ..., "answer": ...} per line (`rag-qa-arena generate --out` writes one)')
     rows: dict[str, dict] = {}
     for number, row in iter_jsonl(path, hint='Each line must be one {"qid": ..., "answer": ...} object'):
         for field in ("qid", "answer"):
@@ -152,7 +154,7 @@ def _system_name(out: str | None, name: str | None) -> str:
 def run_judge(args: argparse.Namespace) -> int:
     from metric_arena._judge import DEFAULT_JUDGE, judge_pairs
     from rag_qa_arena import _scale_options as scale
-    from rag_qa_arena._common_options import api_key, check_backend_args, run_reporting_failures
+    from rag_qa_arena._common_options import api_key, check_backend_args, run_reporting_failures, unreachable_hint
 
     judges = args.judge or [DEFAULT_JUDGE]
 
@@ -235,6 +237,9 @@ def run_judge(args: argparse.Namespace) -> int:
     if isinstance(result, int):
         return result
     _print_summary(result, args.out)
+    hint = unreachable_hint(result, args.base_url)
+    if hint:
+        print(hint, file=sys.stderr)
     return 0
 
 

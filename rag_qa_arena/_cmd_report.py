@@ -60,6 +60,8 @@ def _run(args: argparse.Namespace) -> int:
 
     from metric_arena._leaderboard import write_report
 
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        raise ValueError(f"--out {args.out} is a file: give a folder for the report (created if missing)")
     err = Console(stderr=True)
     tasks: dict[str, int] = {}
     with Progress(
@@ -156,14 +158,20 @@ def _f(value, digits: int) -> str:
 
 
 def _positive_int(text: str) -> int:
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text!r} must be a positive integer, e.g. 1000")
     return value
 
 
 def _confidence(text: str) -> float:
-    value = float(text)
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
     if not 0.0 < value < 1.0:
         raise argparse.ArgumentTypeError(f"{text!r} must be between 0 and 1, e.g. 0.95")
     return value

@@ -93,9 +93,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _read_questions(path: str) -> list[dict]:
+    import os
+
     from lfrqa._jsonl import iter_jsonl
 
     hint = 'Each line must be one {"qid", "question"} object.'
+    if not os.path.isfile(path):
+        what = "is a folder, not a file" if os.path.isdir(path) else "does not exist"
+        raise FileNotFoundError(f"Questions file {path} {what}: give a JSONL file with one "
+                                '{"qid", "question"} object per line, or drop --questions to use LFRQA\'s')
     rows = [row for _, row in iter_jsonl(path, hint=hint)]
     if not rows:
         raise ValueError(f"{path} holds no questions: write one {{\"qid\", \"question\"}} object per line")

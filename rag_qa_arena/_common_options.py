@@ -25,6 +25,7 @@ __all__ = [
     "cannot_write_message",
     "check_backend_args",
     "run_reporting_failures",
+    "unreachable_hint",
 ]
 
 #: Exit status when the server rejects the key or does not serve the model (the run stops at once).
@@ -90,7 +91,22 @@ def cannot_write_message(error: OSError, where: str | None) -> str | None:
     place = error.filename or where or "the output folder"
     if error.errno in (errno.EEXIST, errno.ENOTDIR):
         return f"cannot write to {place}: a file is where a folder should be (remove it or choose another path)"
+    if error.errno == errno.EISDIR:
+        return f"cannot write to {place}: it is a folder, not a file (give a file path or remove the folder)"
     return f"cannot write to {place}: {os.strerror(error.errno)} (disk full or read-only?)"
+
+
+def unreachable_hint(result: dict, base_url: str | None) -> str | None:
+    """A line saying what to check when every item failed and only for connection errors or
+    timeouts (a wrong ``--base-url``, no network), else None."""
+    errors = result.get("errors") or {}
+    if not result.get("n") or result.get("n_failed") != result["n"] or not errors:
+        return None
+    if not set(errors) <= {"connection", "timeout"}:
+        return None
+    where = base_url or os.environ.get("OPENAI_BASE_URL") or "the OpenAI API"
+    return (f"rag-qa-arena: warning: no request got through to {where} (connection errors or timeouts only): "
+            "check --base-url and the network, then run the same command again (failed items are asked again)")
 
 
 def run_reporting_failures(call: Callable[[], T], *, stopped: str, where: str | None, kept: str) -> T | int:

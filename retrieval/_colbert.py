@@ -116,6 +116,7 @@ class ColBERTRetriever(Retriever):
     def index(self, passages: Iterable[Mapping[str, Any]]) -> None:
         _import_colbert()
         nranks, gpus = self._ranks_and_gpus()  # fail before writing anything
+        _check_checkpoint(self.checkpoint)
         work = self.index_dir or Path(tempfile.mkdtemp(prefix="colbert-index-"))
         work.mkdir(parents=True, exist_ok=True)
         (work / META_FILE).unlink(missing_ok=True)  # until the new index is complete, the folder holds none
@@ -188,6 +189,7 @@ class ColBERTRetriever(Retriever):
     def _get_searcher(self):
         if self._searcher is None:
             _import_colbert()
+            _check_checkpoint(self.checkpoint)
             from colbert import Searcher
             from colbert.data import Collection
             from colbert.infra import ColBERTConfig, RunConfig
@@ -275,6 +277,21 @@ def _import_colbert():
         import torch  # noqa: F401
     except ImportError as error:
         raise ImportError(f"{INSTALL_HINT} ({error})") from error
+
+
+def _check_checkpoint(checkpoint: str) -> None:
+    """Fail early, naming the fix, when ``checkpoint`` is neither a model folder nor a Hub id that
+    can be downloaded or is cached (offline, ColBERT would otherwise fail deep inside, with a traceback)."""
+    from transformers import AutoConfig
+
+    try:
+        AutoConfig.from_pretrained(checkpoint)
+    except (OSError, ValueError) as error:
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ValueError(
+            f"Cannot load the ColBERT checkpoint {checkpoint!r} ({reason.rstrip('.')}). Give --checkpoint (checkpoint=) "
+            "a local checkpoint folder, or run once with network access so that the Hub id is cached"
+        ) from None
 
 
 def _length(passages) -> int | None:

@@ -185,3 +185,16 @@ def test_a_run_that_cannot_start_leaves_no_output(writing_dir, tmp_path, capsys)
                  "--out", str(out), "--no-progress"]) == 2
     assert "lotte/recreation/test/collection.tsv" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_an_unloadable_colbert_checkpoint_is_named_before_anything_is_written(writing_dir, tmp_path, capsys):
+    data_dir, _ = writing_dir
+    out, index = tmp_path / "never.jsonl", tmp_path / "index"
+    for checkpoint in (str(tmp_path / "no-such-checkpoint"), "nobody/no-such-colbert"):  # offline: no Hub
+        assert main(["retrieve", "--domain", "writing", "--retriever", "colbert", "--checkpoint", checkpoint,
+                     "--index-dir", str(index), "--data-dir", str(data_dir), "--out", str(out), "--limit", "2",
+                     "--no-progress"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"Cannot load the ColBERT checkpoint {checkpoint!r}" in err
+        assert "Give --checkpoint (checkpoint=) a local checkpoint folder" in err
+    assert not out.exists() and not index.exists()

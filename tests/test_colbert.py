@@ -111,15 +111,3 @@ def test_bad_gpu_request(checkpoint, passages):
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="nranks=2 needs GPUs"):
             ColBERTRetriever(checkpoint, nranks=2, show_progress=False).index(passages[:10])
-
-
-@pytest.mark.gpu
-def test_index_and_search_on_gpu(checkpoint, passages, tmp_path):
-    import torch
-
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA device")
-    retriever = ColBERTRetriever(checkpoint, index_dir=tmp_path / "gpu", gpus=1, show_progress=False)
-    retriever.index(passages)
-    results = retriever.search({f"q{i}": passages[i]["text"] for i in range(0, 300, 10)}, k=5)
-    assert sum(results[f"q{i}"][0][0] == f"{i}-0" for i in range(0, 300, 10)) >= 27

@@ -3,8 +3,11 @@ the calls made to the Hub API (a recording stand-in; no network)."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -153,3 +156,70 @@ def test_find_secrets_reports_kinds_and_lines_only():
     assert [line for _, line in hits] == [2, 3]
     assert find_secrets("x secret-value-1 y", values=["secret-value-1"])[0][1] == 1
     assert find_secrets("x tiny y", values=["tiny"]) == []  # too short to be a real key
+
+
+class _RefusingHub(BaseHTTPRequestHandler):
+    """A Hub endpoint that answers every POST with 401, as huggingface.co does for a bad token."""
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        body = b'{"error": "Invalid username or password."}'
+        self.send_response(401)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@contextlib.contextmanager
+def _hub(offline: bool, endpoint: str | None = None):
+    """huggingface_hub's offline switch and endpoint, set for the block (its HTTP sessions are
+    cached with the switch baked in, so they are reset on the way in and out)."""
+    from huggingface_hub import constants
+    from huggingface_hub.utils import reset_sessions
+
+    old = constants.HF_HUB_OFFLINE, constants.ENDPOINT
+    constants.HF_HUB_OFFLINE, constants.ENDPOINT = offline, endpoint or old[1]
+    reset_sessions()
+    try:
+        yield
+    finally:
+        constants.HF_HUB_OFFLINE, constants.ENDPOINT = old
+        reset_sessions()
+
+
+@pytest.mark.parametrize("command", ["push", "data push"])
+def test_hub_failures_are_one_line_errors(tmp_path, monkeypatch, capsys, command):
+    run = make_run(tmp_path, "sys", p_win=0.5, n=3, folder="run")
+    folder = tmp_path / "lfrqa"
+    folder.mkdir()
+    (folder / "README.md").write_text("---\nconfigs: []\n---\n")
+    argv = (["push", str(run), "--repo", "org/x"] if command == "push"
+            else ["data", "push", "org/x", "--from", str(folder)])
+    monkeypatch.setenv("HF_TOKEN", FAKE_HF)
+
+    with _hub(offline=True):
+        assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot upload to org/x: HF_HUB_OFFLINE is set; unset it" in err
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _RefusingHub)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with _hub(offline=False, endpoint=f"http://127.0.0.1:{server.server_address[1]}"):
+            assert main(argv) == 2
+    finally:
+        server.shutdown()
+        server.server_close()
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err and FAKE_HF not in err
+    assert "the Hugging Face Hub refused the upload to org/x (HTTP 401)" in err
+    assert "check the token (HF_TOKEN or `huggingface-cli login`): it needs write access to org" in err
+
+    with _hub(offline=False, endpoint="http://127.0.0.1:9"):  # nothing listens there
+        assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot reach the Hugging Face Hub to upload to org/x (ConnectionError)" in err

@@ -149,10 +149,22 @@ def test_generation_versions_differ_and_unknown_version_is_named():
         generation_prompt("q", ["p"], "v3")
 
 
-def test_no_prompt_text_in_the_package():
-    # Prompts are read from the pinned files at run time, never copied into the code.
-    source = open(_prompts.__file__, encoding="utf-8").read()
-    template = load_template("templates/pairwise_lfrqa.cfg")
-    for line in template.splitlines():
-        if len(line) > 30:
-            assert line not in source
+def test_no_prompt_text_in_the_package(lfrqa_data_dir):
+    # Prompts are read from the pinned files at run time, never copied into the code, docs or tests.
+    from pathlib import Path
+
+    root = Path(_prompts.__file__).resolve().parents[1]
+    sources = [p for folder in ("lfrqa", "builders", "retrieval", "metric_arena", "rag_qa_arena", "tests", "benchmarks",
+                                "docs") for p in sorted((root / folder).rglob("*")) if p.suffix in (".py", ".md", ".txt")]
+    sources += [root / "README.md", root / "dataset_card.md"]
+    assert len(sources) > 50 and _prompts.__file__ in map(str, sources)
+    pinned = "\n".join((lfrqa_data_dir / "templates" / name).read_text(encoding="utf-8") for name in (
+        "pairwise_lfrqa.cfg", "ans_generation_v1.cfg", "ans_generation_v2.cfg", "pairwise_lfrqa_system.txt"))
+    examples = json.loads((lfrqa_data_dir / "templates/pairwise_lfrqa_examples.json").read_text(encoding="utf-8"))
+    pinned += "\n" + "\n".join(str(v) for example in examples for v in example.values())
+    lines = {line.strip() for line in pinned.splitlines() if len(line.strip()) > 40}
+    assert len(lines) > 20
+    for path in sources:
+        text = path.read_text(encoding="utf-8")
+        copied = [line for line in lines if line in text]
+        assert copied == [], f"{path.relative_to(root)} holds text of the pinned prompts: {copied[0][:60]!r}"

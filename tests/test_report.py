@@ -281,12 +281,12 @@ def test_report_command_errors(tmp_path, capsys):
 
 
 def test_help_explains_commands(capsys):
-    for command in ("report", "push"):
+    for command, flag in (("report", "--out"), ("push", "--repo")):
         with pytest.raises(SystemExit) as exit_info:
             main([command, "--help"])
         assert exit_info.value.code == 0
         text = capsys.readouterr().out
-        assert "examples:" in text and "--out" in text or "--repo" in text
+        assert "examples:" in text and f"rag-qa-arena {command} " in text and flag in text
 
 
 def test_run_folders_written_by_the_judge_make_a_leaderboard(tmp_path):

@@ -181,8 +181,7 @@ def _tiny_chat_model(folder) -> str:
     return str(folder)
 
 
-@pytest.mark.gpu
-@pytest.mark.slow
+@pytest.mark.gpu  # only: `-m slow` on a CPU machine would just skip it; run with `-m gpu`
 def test_real_vllm_engine(tmp_path):
     pytest.importorskip("vllm")
     torch = pytest.importorskip("torch")

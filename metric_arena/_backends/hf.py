@@ -73,7 +73,7 @@ class HFBackend(LocalBackend):
             )
         except (OSError, ValueError) as error:  # missing folder, unknown Hub id, bad repo id
             raise ModelNotFound(
-                f"cannot load the tokenizer of {self.model!r}: {error}. Give a Hub id or a folder "
+                f"cannot load the tokenizer of {self.model!r}: {str(error).rstrip('.')}. Give a Hub id or a folder "
                 "written by save_pretrained"
             ) from None
         if getattr(tokenizer, "chat_template", None) is None:
@@ -94,7 +94,7 @@ class HFBackend(LocalBackend):
                 self.model, revision=self.revision, trust_remote_code=self.trust_remote_code, torch_dtype=dtype
             )
         except (OSError, ValueError) as error:
-            raise ModelNotFound(f"cannot load the model {self.model!r}: {error}") from None
+            raise ModelNotFound(f"cannot load the model {self.model!r}: {str(error).rstrip('.')}") from None
         model.to(device)
         model.eval()
         self._tokenizer, self._model, self._device = tokenizer, model, device

@@ -197,6 +197,8 @@ CLI_CASES = [
     ("judge: missing file", plain("judge", "--predictions", "TMP/none.jsonl", "--out", "TMP"),
      "none.jsonl does not exist"),
     ("judge: budget", judge_with(GOOD_PRED, "--max-input-tokens", "0"), "max_input_tokens must be a positive"),
+    ("judge: folder as file", plain("judge", "--predictions", "TMP", "--out", "TMP/run"),
+     r"Prediction file .* is a folder, not a file: give a JSONL file"),
     # generate
     ("generate: empty file", generate_with(""), "retrieved.jsonl holds no questions"),
     ("generate: bad JSON line", generate_with(GOOD_RETRIEVED * 2 + "nope\n"), "retrieved.jsonl line 3: not valid JSON"),
@@ -217,11 +219,21 @@ CLI_CASES = [
     ("generate: missing file", plain("generate", "--retrieved", "TMP/none.jsonl", "--model", "openai:m", "--out", "TMP"),
      r"none.jsonl does not exist.*rag-qa-arena retrieve"),
     ("generate: no --out", plain("generate", "--retrieved", "x", "--model", "openai:m"), "--out FILE is required"),
+    ("generate: --out is a folder", lambda tmp: generate_with(GOOD_RETRIEVED)(tmp) + ["--out", tmp],
+     r"cannot write to .*: it is a folder, not a file \(give a file path or remove the folder\)"),
+    ("generate: folder as file", plain("generate", "--retrieved", "TMP", "--model", "openai:m", "--out", "TMP/p.jsonl"),
+     r"Retrieved file .* is a folder, not a file: write it with `rag-qa-arena retrieve --out`"),
     # report
     ("report: missing folder", plain("report", "TMP/nowhere", "--out", "TMP/lb"), "'.*nowhere' does not exist"),
     ("report: no verdicts", report_with(None), "has no verdicts.jsonl"),
     ("report: bad JSON line", report_with(b"{oops\n" + VERDICT.encode() + b"\n"), r"verdicts.jsonl:1: not valid JSON"),
     ("report: not UTF-8", report_with(VERDICT.encode() + b"\n", b"\xff\xfe"), r"summary.json.*UTF-8"),
+    ("report: parent of the runs", lambda tmp: report_with(VERDICT.encode() + b"\n")(tmp)[:1] + [
+        tmp / "runs", "--out", tmp / "lb"], r"'.*runs' has no verdicts.jsonl: .* \(it holds run folders: pass '.*runs/\*'"),
+    ("report: --out is a file", lambda tmp: report_with(VERDICT.encode() + b"\n")(tmp)[:-3] + [
+        "--out", tmp / "runs" / "sys" / "verdicts.jsonl", "--no-plots"], r"--out .*verdicts.jsonl is a file: give a folder"),
+    ("report: --n-boot", plain("report", "TMP", "--out", "TMP/lb", "--n-boot", "many"),
+     "argument --n-boot: 'many' must be a positive integer, e.g. 1000"),
     # retrieve
     ("retrieve: domain", plain("retrieve", "--domain", "medicine", "--retriever", "bm25", "--out", "TMP/r.jsonl"),
      "invalid choice: 'medicine'"),
@@ -229,6 +241,9 @@ CLI_CASES = [
     ("retrieve: bad JSON line", retrieve_with(b'{"qid": "1", "question": "x"}\nnope\n'), r"q.jsonl line 2: not valid JSON"),
     ("retrieve: not UTF-8", retrieve_with(b'{"qid": "\xff"}\n'), r"q.jsonl line 1.*UTF-8"),
     ("retrieve: empty file", retrieve_with(b""), r"q.jsonl.*no questions"),
+    ("retrieve: missing questions file", plain("retrieve", "--domain", "fiqa", "--retriever", "bm25", "--out",
+                                               "TMP/r.jsonl", "--questions", "TMP/none.jsonl"),
+     r"Questions file .*none.jsonl does not exist: give a JSONL file .* or drop --questions"),
 ]
 
 

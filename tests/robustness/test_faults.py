@@ -190,3 +190,37 @@ def test_fatal_errors_stop_generation_at_once(tmp_path, capsys, status):
     assert read_jsonl(out) == [] and not summary_path(out).exists()
     with sqlite3.connect(tmp_path / "cache" / "completions.sqlite") as conn:
         assert conn.execute("SELECT COUNT(*) FROM completions").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize("command", ["judge", "generate"])
+def test_an_unreachable_server_ends_with_a_hint_to_check_the_url(tmp_path, capsys, monkeypatch, command):
+    import metric_arena._runner as runner
+
+    monkeypatch.setattr(runner, "RetryPolicy", lambda: FAST)  # the commands' default policy retries for minutes
+    nowhere = "http://127.0.0.1:9/v1"  # nothing listens there
+    if command == "judge":
+        preds = write_jsonl(tmp_path / "a.jsonl", prediction_rows(2))
+        other = write_jsonl(tmp_path / "b.jsonl", prediction_rows(2, answer="B"))
+        argv = ["judge", "--predictions", preds, "--versus", other, "--judge", "openai:j", "--out", tmp_path / "run"]
+    else:
+        retrieved = write_jsonl(tmp_path / "retrieved.jsonl", retrieved_rows(2))
+        argv = ["generate", "--retrieved", retrieved, "--model", "openai:m", "--out", tmp_path / "preds.jsonl"]
+    code, stdout, err = cli(argv + ["--base-url", nowhere, "--api-key", FAKE_KEY, "--cache-dir", tmp_path / "c",
+                                    "--no-progress"], capsys)
+    assert code == 0 and "failed 2" in stdout and "connection: 6" in stdout  # 2 items x (1 try + 2 retries)
+    assert f"no request got through to {nowhere} (connection errors or timeouts only): check --base-url" in err
+    assert err.count("\n") == 1 and FAKE_KEY not in err
+
+
+def test_no_unreachable_hint_when_something_got_through(tmp_path, capsys, monkeypatch):
+    import metric_arena._runner as runner
+
+    monkeypatch.setattr(runner, "RetryPolicy", lambda: FAST)
+    preds = write_jsonl(tmp_path / "a.jsonl", prediction_rows(2))
+    other = write_jsonl(tmp_path / "b.jsonl", prediction_rows(2, answer="B"))
+    reply = first_attempt_fault({"q1": lambda attempt: Reply(status=-1)}, RATED)  # q1 never answered
+    with OpenAIServer(reply) as server:
+        code, stdout, err = cli(["judge", "--predictions", preds, "--versus", other, "--judge", "openai:j", "--out",
+                                 tmp_path / "run", "--base-url", server.base_url, "--api-key", FAKE_KEY,
+                                 "--cache-dir", tmp_path / "c", "--no-progress"], capsys)
+    assert code == 0 and "failed 1" in stdout and "no request got through" not in err
