@@ -99,11 +99,8 @@ def _write_parquet(dataset, path: Path) -> None:
 
 
 def _export_corpus(domain: str, out: Path, data_dir) -> list[str]:
-    load_corpus = getattr(lfrqa, "load_corpus", None)
-    if load_corpus is None:
-        return []
     try:
-        passages = load_corpus(domain, split="test", data_dir=data_dir, level="passages")
+        passages = lfrqa.load_corpus(domain, split="test", data_dir=data_dir, level="passages")
     except FileNotFoundError:
         return []  # raw corpus not at hand: the export holds the annotations only
     files = []

@@ -6,7 +6,7 @@ import os
 from collections import Counter
 
 from lfrqa import _sources
-from lfrqa._builder import _iter_raw, source_files
+from lfrqa._builder import iter_raw, source_files
 from lfrqa._domains import check_name, check_split
 from lfrqa._records import QUIRKS, normalize_record
 
@@ -22,7 +22,7 @@ def audit(name: str = "all", split: str = "test", data_dir: str | os.PathLike | 
     report: dict[str, dict[str, int]] = {}
     for domain, kind, paths in source_files(name, split, _sources.resolve_data_dir(data_dir)):
         counts: Counter = Counter({quirk: 0 for quirk in QUIRKS})
-        for source, line, raw in _iter_raw(kind, paths, data_dir=None):
+        for source, line, raw in iter_raw(kind, paths):
             normalized = normalize_record(raw, domain, line=line, source=source)
             counts["rows"] += 1
             counts.update(normalized.quirks)

@@ -81,12 +81,8 @@ class LFRQA(datasets.GeneratorBasedBuilder):
     def _generate_examples(self, sources):
         seen: dict[str, str] = {}
         for domain, kind, paths in sources:
-            for source, line, raw in _iter_raw(kind, paths, data_dir=None):
-                try:
-                    normalized = normalize_record(raw, domain, line=line, source=source)
-                except InvalidRecord:
-                    raise
-                row = normalized.row
+            for source, line, raw in iter_raw(kind, paths):
+                row = normalize_record(raw, domain, line=line, source=source).row
                 if kind == "bioasq":
                     row["citations"] = []  # BioASQ's ideal answers carry no citations
                 if row["qid"] in seen:
@@ -150,15 +146,15 @@ def _domain_source(domain: str, split: str, data_dir: Path | None, download) -> 
         return domain, "jsonl", [str(path)]
     relpath = annotation_relpath(domain)
     location = _sources.source_location(relpath, data_dir)
-    local = download(location) if download is not None and location.startswith("https://") else location
-    if not local.startswith("https://"):
-        _sources.verify(relpath, local)
-    else:  # no download manager: fetch through the shared cache
-        local = str(_sources.pinned_file(relpath, data_dir))
-    return domain, "jsonl", [local]
+    if location.startswith("https://"):
+        # Inside the builder: its download manager; otherwise the shared download cache.
+        location = download(location) if download is not None else str(_sources.pinned_file(relpath))
+    _sources.verify(relpath, location)
+    return domain, "jsonl", [location]
 
 
-def _iter_raw(kind: str, paths: list[str], data_dir):
+def iter_raw(kind: str, paths: list[str]):
+    """``(source, line number, raw record)`` of every annotation in a domain's source files."""
     if kind == "bioasq":
         qids = [Path(p) for p in paths if p.endswith(".txt")]
         files = [Path(p) for p in paths if p.endswith(".json")]

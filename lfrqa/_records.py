@@ -69,8 +69,6 @@ def split_cited_sentences(cited: str) -> list[tuple[str, list[int]]]:
         # Absorb punctuation glued to the marker (not whitespace or newlines).
         while end < len(cited) and cited[end] in ".,;:!?\"')":
             end += 1
-        if match.start() < start:  # a marker inside punctuation already absorbed
-            continue
         text = cited[start:end].strip()
         indices = [int(x) for x in match.group(1).split(",")]
         if text == match.group(0) and sentences:
