@@ -14,7 +14,7 @@ import asyncio
 import resource
 import time
 
-from metric_arena._ratelimit import RateLimiter
+from metric_arena.llm import RateLimiter
 
 
 async def _noop(_n: int) -> None:

@@ -53,7 +53,7 @@ def _rate(count: int, seconds: float) -> str:
 
 def bench_chunking(texts: list[str], work: Path) -> list[dict]:
     from builders._passages import iter_passages
-    from lfrqa._corpus import load_corpus
+    from builders._corpus import load_corpus
 
     documents = [{"doc_id": str(i), "title": "", "text": t} for i, t in enumerate(texts)]
     start = time.perf_counter()

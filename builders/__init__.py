@@ -1,18 +1,50 @@
-"""Raw sources -> dataset artifacts: RobustQA documents and 100-word passages, Hub-ready export and push."""
+"""Raw sources -> dataset artifacts: RobustQA documents and 100-word passages, the passage corpora
+as ``datasets``, Hub-ready export, and the package's one Hub upload."""
 
-from builders._documents import CORPUS_DOMAINS, iter_documents, locate_source
+from builders._documents import CORPUS_DOMAINS, check_domain_split, iter_documents, locate_source
 from builders._export import export_dataset, render_card
-from builders._passages import iter_passages, split_passages
-from builders._push import push_dataset, upload_operations
+from builders._hub import (
+    SecretFoundError,
+    check_repo_id,
+    check_secrets,
+    find_secrets,
+    folder_files,
+    hub_errors,
+    push_dataset,
+    resolve_token,
+    upload_files,
+    upload_operations,
+)
+from builders._passages import doc_id_of, iter_passages, split_passages
 
 __all__ = [
     "CORPUS_DOMAINS",
+    "SecretFoundError",
+    "check_domain_split",
+    "check_repo_id",
+    "check_secrets",
+    "doc_id_of",
     "export_dataset",
+    "find_secrets",
+    "folder_files",
+    "hub_errors",
     "iter_documents",
     "iter_passages",
+    "load_corpus",
     "locate_source",
     "push_dataset",
     "render_card",
+    "resolve_token",
     "split_passages",
+    "upload_files",
     "upload_operations",
 ]
+
+
+def __getattr__(name: str):
+    # load_corpus stands on `datasets` (and pyarrow): imported when first asked for.
+    if name == "load_corpus":
+        from builders._corpus import load_corpus
+
+        return load_corpus
+    raise AttributeError(f"module 'builders' has no attribute {name!r}")

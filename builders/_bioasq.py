@@ -19,7 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from lfrqa._jsonl import iter_jsonl
+from lfrqa.errors import RagQaArenaError
+from lfrqa.files import iter_jsonl
 
 BIOASQ_DOCUMENTS = "bioasq/documents.jsonl"
 
@@ -38,7 +39,7 @@ def iter_bioasq_documents(path: str | Path) -> Iterator[dict[str, str]]:
         doc_id = record.get("doc_id", record.get("pmid"))
         text = record.get("text", record.get("abstractText"))
         if doc_id is None or str(doc_id).strip() == "" or text is None:
-            raise ValueError(
+            raise RagQaArenaError(
                 f"{path} line {number}: expected an object with 'doc_id' (or 'pmid') and 'text' "
                 f"(or 'abstractText'). {HOW_TO}"
             )

@@ -27,11 +27,24 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from builders._bioasq import BIOASQ_DOCUMENTS
+from builders._bioasq import BIOASQ_DOCUMENTS, iter_bioasq_documents
 from builders._bioasq import HOW_TO as BIOASQ_HOW_TO
-from builders._bioasq import iter_bioasq_documents
-from builders._fiqa import FIQA_BEIR, FIQA_MD5, FIQA_TSV, FIQA_URL, iter_beir_documents, iter_fiqa_documents
-from builders._lotte import LOTTE_DOMAINS, LOTTE_SPLITS, LOTTE_URL, iter_lotte_documents, lotte_relpath
+from builders._fiqa import (
+    FIQA_BEIR,
+    FIQA_MD5,
+    FIQA_TSV,
+    FIQA_URL,
+    iter_beir_documents,
+    iter_fiqa_documents,
+)
+from builders._lotte import (
+    LOTTE_DOMAINS,
+    LOTTE_SPLITS,
+    LOTTE_URL,
+    iter_lotte_documents,
+    lotte_relpath,
+)
+from lfrqa.errors import RagQaArenaError
 
 CORPUS_DOMAINS: tuple[str, ...] = ("bioasq", "fiqa") + LOTTE_DOMAINS
 DATA_DIR_ENV = "LFRQA_DATA_DIR"
@@ -58,11 +71,11 @@ class RawSource:
 
 def check_domain_split(domain: str, split: str) -> None:
     if domain not in CORPUS_DOMAINS:
-        raise ValueError(f"Unknown corpus domain {domain!r}. Available: {', '.join(CORPUS_DOMAINS)}")
+        raise RagQaArenaError(f"Unknown corpus domain {domain!r}. Available: {', '.join(CORPUS_DOMAINS)}")
     splits = LOTTE_SPLITS if domain in LOTTE_DOMAINS else ("test",)
     if split not in splits:
         hint = "" if domain in LOTTE_DOMAINS else f" ({domain} has a single corpus, served as 'test')"
-        raise ValueError(f"Unknown split {split!r} for the {domain} corpus{hint}. Available: {', '.join(splits)}")
+        raise RagQaArenaError(f"Unknown split {split!r} for the {domain} corpus{hint}. Available: {', '.join(splits)}")
 
 
 def locate_source(domain: str, split: str = "test", data_dir: str | os.PathLike | None = None) -> RawSource:
@@ -107,7 +120,7 @@ def iter_documents(source: RawSource, path: str | os.PathLike | None = None) -> 
     from ``source.path``, archives (``lotte.tar.gz``, ``fiqa.zip``) without extracting them to disk.
     """
     if path is None and source.path is None:
-        raise ValueError(f"The {source.domain} corpus has no local file yet; download {source.url} first")
+        raise RagQaArenaError(f"The {source.domain} corpus has no local file yet; download {source.url} first")
     archive = path is not None or source.is_archive
     path = str(path if path is not None else source.path)
     if archive and source.kind == "lotte":

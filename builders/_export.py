@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import lfrqa
-from lfrqa._domains import PUBLISHED_DOMAINS
+from lfrqa.errors import RagQaArenaError
 
 _CARD = Path(__file__).with_name("dataset_card.md")
 _SPLIT_FILE = {"test": "test", "dev": "validation"}
@@ -38,7 +38,7 @@ def export_dataset(
     chosen = tuple(domains) if domains is not None else lfrqa.DOMAINS
     for domain in chosen:
         if domain not in lfrqa.DOMAINS:
-            raise ValueError(f"Unknown domain {domain!r}. Available: {', '.join(lfrqa.DOMAINS)}")
+            raise RagQaArenaError(f"Unknown domain {domain!r}. Available: {', '.join(lfrqa.DOMAINS)}")
     out.mkdir(parents=True, exist_ok=True)
     say = progress or (lambda message: None)
 
@@ -48,7 +48,7 @@ def export_dataset(
             try:
                 dataset = lfrqa.load(domain, split=split, data_dir=data_dir)
             except FileNotFoundError:
-                if split == "test" and domain in PUBLISHED_DOMAINS:
+                if split == "test" and domain in lfrqa.PUBLISHED_DOMAINS:
                     raise
                 continue  # bioasq and dev come from the user's files, when supplied
             relpath = f"data/{domain}/{_SPLIT_FILE[split]}.parquet"
@@ -76,7 +76,7 @@ def render_card(configs: dict[str, dict[str, list[str]]]) -> str:
     """The dataset card with a YAML ``configs:`` section listing every config's data files."""
     text = _CARD.read_text(encoding="utf-8")
     if not text.startswith("---\n"):
-        raise ValueError(f"{_CARD} must start with a YAML front matter block (---)")
+        raise RagQaArenaError(f"{_CARD} must start with a YAML front matter block (---)")
     front, body = text[4:].split("\n---\n", 1)
     lines = [front.rstrip("\n"), "configs:"]
     for name, splits in configs.items():
@@ -99,8 +99,10 @@ def _write_parquet(dataset, path: Path) -> None:
 
 
 def _export_corpus(domain: str, out: Path, data_dir) -> list[str]:
+    from builders._corpus import load_corpus
+
     try:
-        passages = lfrqa.load_corpus(domain, split="test", data_dir=data_dir, level="passages")
+        passages = load_corpus(domain, split="test", data_dir=data_dir, level="passages")
     except FileNotFoundError:
         return []  # raw corpus not at hand: the export holds the annotations only
     files = []

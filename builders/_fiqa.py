@@ -5,7 +5,7 @@ Two layouts, the same documents under the same ids (LFRQA's fiqa ``gold_doc_ids`
 * ``FiQA_train_doc_final.tsv`` of the FiQA 2018 task, which RobustQA read: tab-separated with a
   header row, columns ``<row>``, ``docid``, ``doc``, ``timestamp``; quoted fields may span lines.
 * BEIR's copy, ``fiqa/corpus.jsonl`` inside ``fiqa.zip``: ``{"_id", "title", "text"}`` per line.
-  This is what :func:`lfrqa.load_corpus` downloads, the FiQA site offering no direct link.
+  This is what :func:`builders.load_corpus` downloads, the FiQA site offering no direct link.
 
 RobustQA read the TSV with pandas, which turns an empty document into the text ``"nan"``; here
 an empty document stays empty (and so yields no passage).
@@ -18,7 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from lfrqa._jsonl import iter_jsonl
+from lfrqa.errors import RagQaArenaError
+from lfrqa.files import iter_jsonl
 
 FIQA_TSV = "fiqa/FiQA_train_doc_final.tsv"
 FIQA_BEIR = "fiqa/corpus.jsonl"
@@ -44,7 +45,7 @@ def _iter_tsv(path: Path) -> Iterator[dict[str, str]]:
         reader = csv.reader(handle, delimiter="\t", quotechar='"')
         header = next(reader, None)
         if header is None or "docid" not in header or "doc" not in header:
-            raise ValueError(
+            raise RagQaArenaError(
                 f"{path}: expected FiQA_train_doc_final.tsv's header with columns 'docid' and 'doc' "
                 f"(tab-separated), got {header!r}"
             )
@@ -54,7 +55,7 @@ def _iter_tsv(path: Path) -> Iterator[dict[str, str]]:
             if not row:
                 continue
             if len(row) <= max(id_col, text_col):
-                raise ValueError(f"{path} line {reader.line_num}: {len(row)} columns, expected {len(header)}")
+                raise RagQaArenaError(f"{path} line {reader.line_num}: {len(row)} columns, expected {len(header)}")
             yield _document(path, reader.line_num, row[id_col], "", row[text_col], seen)
 
 
@@ -63,15 +64,15 @@ def iter_beir_documents(handle: BinaryIO, source: str = FIQA_BEIR) -> Iterator[d
     seen: set[str] = set()
     for number, record in iter_jsonl(handle, name=source, hint="Expected BEIR's corpus.jsonl."):
         if "_id" not in record:
-            raise ValueError(f"{source} line {number}: expected BEIR's {{'_id', 'title', 'text'}} object")
+            raise RagQaArenaError(f"{source} line {number}: expected BEIR's {{'_id', 'title', 'text'}} object")
         yield _document(source, number, record["_id"], record.get("title") or "", record.get("text") or "", seen)
 
 
 def _document(path, line: int, doc_id, title: str, text: str, seen: set[str]) -> dict[str, str]:
     doc_id = str(doc_id).strip()
     if not doc_id:
-        raise ValueError(f"{path} line {line}: empty document id")
+        raise RagQaArenaError(f"{path} line {line}: empty document id")
     if doc_id in seen:
-        raise ValueError(f"{path} line {line}: document id {doc_id!r} is repeated")
+        raise RagQaArenaError(f"{path} line {line}: document id {doc_id!r} is repeated")
     seen.add(doc_id)
     return {"doc_id": doc_id, "title": title, "text": text}

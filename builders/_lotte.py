@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+from lfrqa.errors import RagQaArenaError
+
 LOTTE_DOMAINS: tuple[str, ...] = ("lifestyle", "recreation", "science", "technology", "writing")
 LOTTE_SPLITS: tuple[str, ...] = ("test", "dev")
 LOTTE_URL = "https://downloads.cs.stanford.edu/nlp/data/colbert/colbertv2/lotte.tar.gz"
@@ -42,7 +44,7 @@ def iter_lotte_documents(lines: Iterable[str | bytes], source: str = "collection
             try:
                 line = line.decode("utf-8")
             except UnicodeDecodeError as error:
-                raise ValueError(f"{source} line {number}: not UTF-8 ({error})") from error
+                raise RagQaArenaError(f"{source} line {number}: not UTF-8 ({error})") from error
         line = line.strip("\n\r ")
         if not line:
             continue
@@ -50,11 +52,11 @@ def iter_lotte_documents(lines: Iterable[str | bytes], source: str = "collection
         if number == 1 and doc_id == "id":  # a header line, as some copies carry
             continue
         if not tab:
-            raise ValueError(
+            raise RagQaArenaError(
                 f"{source} line {number}: expected '<id>\\t<text>' (LoTTE's collection.tsv layout), got {line[:80]!r}"
             )
         if not doc_id.isdigit() or int(doc_id) != expected:
-            raise ValueError(
+            raise RagQaArenaError(
                 f"{source} line {number}: document id {doc_id!r}, expected {expected} (LoTTE ids run 0..N-1 in "
                 "line order); is this an unmodified collection.tsv from lotte.tar.gz?"
             )

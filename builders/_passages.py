@@ -10,11 +10,14 @@ counted it. We keep that rule so passage ids and boundaries are the paper's.
 One decision of ours: a chunk with no visible text (an empty document, or 100 empty pieces from
 a run of spaces) is not emitted. RobustQA wrote it as an empty passage; nothing can be retrieved
 from it, and every other passage keeps the id RobustQA gave it (``k`` counts skipped chunks too).
+from lfrqa.errors import RagQaArenaError
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
+
+from lfrqa.errors import RagQaArenaError
 
 #: RobustQA's passage length, in words.
 WORDS_PER_PASSAGE = 100
@@ -31,7 +34,7 @@ def split_passages(
     'a '
     """
     if words_per_passage < 1:
-        raise ValueError(f"words_per_passage must be at least 1, got {words_per_passage!r}")
+        raise RagQaArenaError(f"words_per_passage must be at least 1, got {words_per_passage!r}")
     doc_id = str(doc_id)
     words = text.split(" ")
     passages = []
@@ -60,5 +63,5 @@ def doc_id_of(pid: str) -> str:
     """
     doc_id, sep, k = str(pid).rpartition("-")
     if not sep or not doc_id or not k.isdigit():
-        raise ValueError(f"Passage id {pid!r} is not of the form '<doc_id>-<k>' (e.g. '102494-0')")
+        raise RagQaArenaError(f"Passage id {pid!r} is not of the form '<doc_id>-<k>' (e.g. '102494-0')")
     return doc_id

@@ -4,33 +4,42 @@
 >>> lfrqa.DOMAINS
 ('bioasq', 'fiqa', 'lifestyle', 'recreation', 'science', 'technology', 'writing')
 >>> ds = lfrqa.load("fiqa", split="test")  # doctest: +SKIP
+
+Importing ``lfrqa`` is light: :func:`load`, :func:`audit` and :func:`dataset_stats` import
+``datasets`` on first use. The RobustQA passage corpora are loaded by ``builders.load_corpus``.
 """
 
-from lfrqa._audit import audit
 from lfrqa._domains import DOMAINS, PUBLISHED_DOMAINS, SPLITS
-from lfrqa._load import load
 from lfrqa._records import InvalidRecord
 from lfrqa._sources import PINNED_COMMIT, ChecksumError
-from lfrqa._stats import dataset_stats
+from lfrqa._sources import read_text as read_pinned_text
+from lfrqa.errors import RagQaArenaError
 
 __all__ = [
     "DOMAINS",
+    "PINNED_COMMIT",
     "PUBLISHED_DOMAINS",
     "SPLITS",
-    "PINNED_COMMIT",
     "ChecksumError",
     "InvalidRecord",
+    "RagQaArenaError",
     "audit",
     "dataset_stats",
     "load",
-    "load_corpus",
+    "read_pinned_text",
 ]
+
+_LAZY = {"load": "lfrqa._load", "audit": "lfrqa._audit", "dataset_stats": "lfrqa._stats"}
 
 
 def __getattr__(name: str):
-    # load_corpus stands on builders/, which itself reads LFRQA: import it on first use.
-    if name == "load_corpus":
-        from lfrqa._corpus import load_corpus
+    # These stand on `datasets` (and pyarrow, pandas): imported when first asked for.
+    if name in _LAZY:
+        import importlib
 
-        return load_corpus
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'lfrqa' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

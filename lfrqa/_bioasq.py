@@ -16,6 +16,8 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from lfrqa.errors import RagQaArenaError
+
 _PUBMED_ID = re.compile(r"(\d+)/?$")
 
 HOW_TO = (
@@ -50,10 +52,10 @@ def iter_bioasq_records(files: list[Path], qids_file: Path | None = None) -> Ite
         try:
             payload = json.loads(path.read_text(encoding="utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise ValueError(f"{path} is not a BioASQ golden file (UTF-8 JSON): {error}") from error
+            raise RagQaArenaError(f"{path} is not a BioASQ golden file (UTF-8 JSON): {error}") from error
         questions = payload.get("questions") if isinstance(payload, dict) else None
         if not isinstance(questions, list):
-            raise ValueError(f"{path} has no 'questions' list; expected BioASQ's golden-file format. {HOW_TO}")
+            raise RagQaArenaError(f"{path} has no 'questions' list; expected BioASQ's golden-file format. {HOW_TO}")
         for number, question in enumerate(questions, 1):
             qid = str(question.get("id", "")).strip()
             if not qid or qid in seen or (keep is not None and qid not in keep):

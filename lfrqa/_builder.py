@@ -16,8 +16,8 @@ import datasets
 
 from lfrqa import _bioasq, _sources
 from lfrqa._domains import DOMAINS, PUBLISHED_DOMAINS, annotation_relpath, dev_relpath
-from lfrqa._jsonl import iter_jsonl
 from lfrqa._records import InvalidRecord, normalize_record
+from lfrqa.files import iter_jsonl
 
 FEATURES = datasets.Features(
     {

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from lfrqa.errors import RagQaArenaError
+
 DOMAINS: tuple[str, ...] = ("bioasq", "fiqa", "lifestyle", "recreation", "science", "technology", "writing")
 #: Domains whose test annotations the benchmark publishes (BioASQ is built from the user's files).
 PUBLISHED_DOMAINS: tuple[str, ...] = tuple(d for d in DOMAINS if d != "bioasq")
@@ -11,13 +13,13 @@ NAMES: tuple[str, ...] = DOMAINS + ("all",)
 
 def check_name(name: str) -> str:
     if name not in NAMES:
-        raise ValueError(f"Unknown LFRQA config {name!r}. Available: {', '.join(NAMES)}")
+        raise RagQaArenaError(f"Unknown LFRQA config {name!r}. Available: {', '.join(NAMES)}")
     return name
 
 
 def check_split(split: str) -> str:
     if split not in SPLITS:
-        raise ValueError(f"Unknown split {split!r}. Available: {', '.join(SPLITS)}")
+        raise RagQaArenaError(f"Unknown split {split!r}. Available: {', '.join(SPLITS)}")
     return split
 
 

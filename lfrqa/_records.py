@@ -26,6 +26,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from lfrqa.errors import RagQaArenaError
+
 # A citation group: "[3]", "[ 1]" or "[1, 2, 4]". Other brackets ("[ŋ]", "[ ]") are text.
 CITATION_GROUP = re.compile(r"\[\s*(\d+(?:\s*,\s*\d+)*)\s*\]")
 _TRAILING_PUNCT = re.compile(r"^[\s.,;:!?\"')\]]*$")
@@ -43,7 +45,7 @@ QUIRKS = (
 REQUIRED_FIELDS = ("qid", "question", "faithful_answer_w_citation", "gold_doc_ids")
 
 
-class InvalidRecord(ValueError):
+class InvalidRecord(RagQaArenaError):
     """A raw annotation cannot become a valid LFRQA row."""
 
 

@@ -13,6 +13,8 @@ import hashlib
 import os
 from pathlib import Path
 
+from lfrqa.errors import RagQaArenaError
+
 PINNED_REPO = "awslabs/rag-qa-arena"
 PINNED_COMMIT = "9dd32dc344237a78108771b8e862ee9151647f61"
 BASE_URL = f"https://raw.githubusercontent.com/{PINNED_REPO}/{PINNED_COMMIT}/"
@@ -34,7 +36,7 @@ SHA256: dict[str, str] = {
 }
 
 
-class ChecksumError(ValueError):
+class ChecksumError(RagQaArenaError):
     """A pinned file's bytes differ from the published ones."""
 
 

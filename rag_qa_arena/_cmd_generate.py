@@ -1,7 +1,7 @@
 """``rag-qa-arena generate``: answer retrieved questions with an LLM and the paper's prompt.
 
-A thin layer over :func:`metric_arena._generate.generate_answers` (and
-:func:`metric_arena._generate.generation_dry_run` for ``--dry-run``).
+A thin layer over :func:`metric_arena.generate._run.generate_answers` (and
+:func:`metric_arena.generate._run.generation_dry_run` for ``--dry-run``).
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import argparse
 import os
 import sys
 
+from lfrqa.errors import RagQaArenaError
 from rag_qa_arena._common_options import cannot_write_message  # noqa: F401 - importable here as before
 
 _EPILOG = """\
@@ -40,9 +41,12 @@ examples:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from metric_arena._prompts import GENERATION_TEMPLATES
+    from metric_arena.prompts import GENERATION_TEMPLATES
     from rag_qa_arena._common_options import add_backend_flags, add_run_flags
-    from rag_qa_arena._scale_options import add_rate_limit_flags, add_tensor_parallel_flag
+    from rag_qa_arena._scale_options import (
+        add_rate_limit_flags,
+        add_tensor_parallel_flag,
+    )
 
     parser = subparsers.add_parser(
         "generate",
@@ -91,7 +95,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _backend_options(args: argparse.Namespace) -> dict:
-    from metric_arena._backends import parse_spec
+    from metric_arena.llm import parse_spec
 
     backend, _ = parse_spec(args.model)
     options: dict = {}
@@ -103,19 +107,19 @@ def _backend_options(args: argparse.Namespace) -> dict:
         if args.tensor_parallel_size is not None:
             given.append("--tensor-parallel-size")
         if given:
-            raise ValueError(f"{', '.join(given)} apply to hf/vllm models, not to {args.model!r}")
+            raise RagQaArenaError(f"{', '.join(given)} apply to hf/vllm models, not to {args.model!r}")
         return options
     if args.base_url or args.api_key:
-        raise ValueError(f"--base-url/--api-key apply to openai models, not to {args.model!r}")
+        raise RagQaArenaError(f"--base-url/--api-key apply to openai models, not to {args.model!r}")
     if backend == "hf":
         options.update({k: v for k, v in local.items() if v is not None})
     elif args.batch_size is not None or args.device is not None:
-        raise ValueError(f"--batch-size/--device apply to hf models, not to {args.model!r}")
+        raise RagQaArenaError(f"--batch-size/--device apply to hf models, not to {args.model!r}")
     if args.tensor_parallel_size is not None:
         if backend != "vllm":
-            raise ValueError(f"--tensor-parallel-size applies to vllm models, not to {args.model!r}")
+            raise RagQaArenaError(f"--tensor-parallel-size applies to vllm models, not to {args.model!r}")
         if args.tensor_parallel_size < 1:
-            raise ValueError(f"--tensor-parallel-size must be >= 1, got {args.tensor_parallel_size}")
+            raise RagQaArenaError(f"--tensor-parallel-size must be >= 1, got {args.tensor_parallel_size}")
         options["tensor_parallel_size"] = args.tensor_parallel_size
     if args.trust_remote_code:
         options["trust_remote_code"] = True
@@ -123,17 +127,26 @@ def _backend_options(args: argparse.Namespace) -> dict:
 
 
 def run_generate(args: argparse.Namespace) -> int:
-    from metric_arena._generate import format_generation_estimate, generate_answers, generation_dry_run
-    from rag_qa_arena._common_options import api_key, check_backend_args, run_reporting_failures, unreachable_hint
+    from metric_arena.generate import (
+        format_generation_estimate,
+        generate_answers,
+        generation_dry_run,
+    )
+    from rag_qa_arena._common_options import (
+        api_key,
+        check_backend_args,
+        run_reporting_failures,
+        unreachable_hint,
+    )
     from rag_qa_arena._scale_options import make_limiter
 
     if not args.dry_run and not args.out:
-        raise ValueError("--out FILE is required (the answers' JSONL file), or use --dry-run")
+        raise RagQaArenaError("--out FILE is required (the answers' JSONL file), or use --dry-run")
     check_backend_args(args)
     for flag, value in (("--passages", args.passages), ("--max-tokens", args.max_tokens),
                         ("--max-input-tokens", args.max_input_tokens), ("--batch-size", args.batch_size)):
         if value is not None and value < 1:
-            raise ValueError(f"{flag} must be >= 1, got {value}")
+            raise RagQaArenaError(f"{flag} must be >= 1, got {value}")
     options = _backend_options(args)
 
     if args.dry_run:
@@ -181,7 +194,7 @@ def _print_summary(result: dict) -> None:
         lines.append("  errors " + ", ".join(f"{k}: {v}" for k, v in result["errors"].items()))
     out = result.get("out")
     if out:
-        from metric_arena._generate import summary_path
+        from metric_arena.generate import summary_path
 
         lines.append(f"  written to {out} and {summary_path(out)}")
     print("\n".join(lines))

@@ -1,7 +1,7 @@
 """``rag-qa-arena judge``: judge a prediction file against LFRQA (or another system) with an LLM.
 
-A thin layer over :func:`metric_arena.judge_pairs` (and :func:`metric_arena._cost.judge_dry_run`
-for ``--dry-run``).
+A thin layer over :func:`metric_arena.judge.prepare_judge_inputs`, :func:`metric_arena.judge_pairs`
+and :func:`metric_arena.judge.judge_dry_run` (``--dry-run``).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from lfrqa._jsonl import iter_jsonl
+from lfrqa.errors import RagQaArenaError
 
 _EPILOG = """\
 prediction files: JSON Lines, one {"qid": "...", "answer": "..."} per line (LFRQA qids).
@@ -33,7 +33,7 @@ examples:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from metric_arena._judge import DEFAULT_JUDGE, ORDERS
+    from metric_arena.judge import DEFAULT_JUDGE, ORDERS
     from rag_qa_arena._common_options import add_backend_flags, add_run_flags
     from rag_qa_arena._scale_options import add_judge_scale_flags
 
@@ -86,60 +86,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 # --------------------------------------------------------------------------------------------
 # Inputs
 # --------------------------------------------------------------------------------------------
-def read_predictions(path: str | os.PathLike) -> dict[str, dict]:
-    """``{qid: {"answer", ["question"], ["domain"]}}`` from a JSONL prediction file, validated."""
-    path = Path(path)
-    if not path.is_file():
-        what = "is a folder, not a file" if path.is_dir() else "does not exist"
-        raise FileNotFoundError(f"Prediction file {path} {what}: give a JSONL file with one "
-                                '{"qid": ..., "answer": ...} per line (`rag-qa-arena generate --out` writes one)')
-    rows: dict[str, dict] = {}
-    for number, row in iter_jsonl(path, hint='Each line must be one {"qid": ..., "answer": ...} object'):
-        for field in ("qid", "answer"):
-            if field not in row:
-                raise ValueError(f"{path} line {number}: missing field {field!r} (each line needs qid and answer)")
-        qid = row["qid"]
-        if isinstance(qid, bool) or not isinstance(qid, (str, int)) or str(qid).strip() == "":
-            raise ValueError(f"{path} line {number}: qid {qid!r} must be a non-empty string")
-        qid = str(qid).strip()
-        failed = row.get("failed", False)
-        if not isinstance(failed, bool):
-            raise ValueError(f"{path} line {number} (qid {qid}): failed must be true or false, got {failed!r}")
-        if not failed and not isinstance(row["answer"], str):
-            raise ValueError(f"{path} line {number} (qid {qid}): answer must be a string, got "
-                             f"{type(row['answer']).__name__} ({row['answer']!r}); write \"\" for an empty answer")
-        if qid in rows:
-            raise ValueError(f"{path} line {number}: qid {qid!r} appears twice; keep one answer per qid")
-        entry = {"answer": "", "failed": True} if failed else {"answer": row["answer"]}
-        for field in ("question", "domain"):
-            if isinstance(row.get(field), str):
-                entry[field] = row[field]
-        rows[qid] = entry
-    if not rows:
-        raise ValueError(f"Prediction file {path} holds no predictions")
-    return rows
-
-
-def lfrqa_rows(qids: list[str], data_dir: str | None = None) -> dict[str, dict]:
-    """LFRQA ``question``, ``answer`` and ``domain`` for the given qids (all available domains)."""
-    import lfrqa
-
-    dataset = lfrqa.load("all", data_dir=data_dir)
-    wanted = set(qids)
-    found = {}
-    for qid, question, answer, domain in zip(dataset["qid"], dataset["question"], dataset["answer"], dataset["domain"]):
-        if qid in wanted:
-            found[qid] = {"question": question, "answer": answer, "domain": domain}
-    missing = [q for q in qids if q not in found]
-    if missing:
-        shown = ", ".join(repr(q) for q in missing[:5])
-        raise ValueError(
-            f"{len(missing)} qid(s) are not in LFRQA's test set, e.g. {shown}. Use LFRQA's qid column "
-            "(lfrqa.load('all')['qid']); BioASQ needs your own BioASQ files (see lfrqa docs)"
-        )
-    return found
-
-
 def _system_name(out: str | None, name: str | None) -> str:
     if name:
         return name
@@ -152,9 +98,14 @@ def _system_name(out: str | None, name: str | None) -> str:
 # The command
 # --------------------------------------------------------------------------------------------
 def run_judge(args: argparse.Namespace) -> int:
-    from metric_arena._judge import DEFAULT_JUDGE, judge_pairs
+    from metric_arena.judge import DEFAULT_JUDGE, format_estimate, judge_dry_run, judge_pairs, prepare_judge_inputs
     from rag_qa_arena import _scale_options as scale
-    from rag_qa_arena._common_options import api_key, check_backend_args, run_reporting_failures, unreachable_hint
+    from rag_qa_arena._common_options import (
+        api_key,
+        check_backend_args,
+        run_reporting_failures,
+        unreachable_hint,
+    )
 
     judges = args.judge or [DEFAULT_JUDGE]
 
@@ -162,44 +113,19 @@ def run_judge(args: argparse.Namespace) -> int:
     if args.batch_status:
         return scale.run_batch_status(args)
     if not args.predictions:
-        raise ValueError("--predictions FILE is required (the evaluated system's answers, JSONL)")
+        raise RagQaArenaError("--predictions FILE is required (the evaluated system's answers, JSONL)")
     if not args.dry_run and not args.out and not args.batch:
-        raise ValueError("--out DIR is required (the run folder for verdicts.jsonl and summary.json), or use --dry-run")
+        raise RagQaArenaError("--out DIR is required (the run folder for verdicts.jsonl and summary.json), or use --dry-run")
     check_backend_args(args)
-    predictions = read_predictions(args.predictions)
-    qids = list(predictions)
-    opponent = "LFRQA"
-    if args.versus:
-        other = read_predictions(args.versus)
-        qids = [q for q in qids if q in other]
-        if not qids:
-            raise ValueError(f"{args.predictions} and {args.versus} share no qid: nothing to judge")
-        opponent = args.versus_name or Path(args.versus).stem
-        references = [other[q]["answer"] for q in qids]
-        if all("question" in predictions[q] for q in qids):
-            questions = [predictions[q]["question"] for q in qids]
-            domains = [predictions[q].get("domain") for q in qids]
-        else:
-            info = lfrqa_rows(qids, args.data_dir)
-            questions = [info[q]["question"] for q in qids]
-            domains = [info[q]["domain"] for q in qids]
-    else:
-        info = lfrqa_rows(qids, args.data_dir)
-        questions = [info[q]["question"] for q in qids]
-        references = [info[q]["answer"] for q in qids]
-        domains = [info[q]["domain"] for q in qids]
-    answers = [predictions[q]["answer"] for q in qids]
-    if any(d is None for d in domains):
-        domains = None
-    # Lines marked "failed" (generation gave no answer) are failed pairs: never sent to a judge.
-    failed = [bool(predictions[q].get("failed")) or bool(args.versus and other[q].get("failed")) for q in qids]
-    if any(failed) and args.dry_run:  # (--batch/--batch-collect skip them like the online run)
-        keep = [i for i, f in enumerate(failed) if not f]
-        qids, answers, references, questions = ([xs[i] for i in keep] for xs in (qids, answers, references, questions))
-        domains = None if domains is None else [domains[i] for i in keep]
+    inputs = prepare_judge_inputs(args.predictions, versus=args.versus, versus_name=args.versus_name,
+                                  data_dir=args.data_dir)
+    if args.dry_run:  # (--batch/--batch-collect skip failed lines like the online run)
+        inputs = inputs.without_failed()
+    qids, answers, references, questions, domains = (inputs.qids, inputs.answers, inputs.references,
+                                                     inputs.questions, inputs.domains)
+    failed, opponent = inputs.failed, inputs.opponent
 
     if args.dry_run:
-        from metric_arena._cost import format_estimate, judge_dry_run
 
         estimates = judge_dry_run(
             answers, references, questions, ids=qids, judge=judges, base_url=args.base_url, order=args.order,

@@ -7,6 +7,8 @@ import contextlib
 import sys
 from pathlib import Path
 
+from lfrqa.errors import RagQaArenaError
+
 _DESCRIPTION = """\
 Upload a run folder written by `rag-qa-arena judge --out DIR` to a Hugging Face dataset repo:
 data/verdicts.parquet (one row per judged pair), summary.json, and a generated README.md dataset card,
@@ -53,7 +55,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from metric_arena._hub import build_push_files, push_run
+    from metric_arena.report import build_push_files, push_run
 
     err = Console(stderr=True)
     if args.dry_run:
@@ -88,7 +90,7 @@ def hub_errors(repo_id: str):
     try:
         yield
     except OfflineModeIsEnabled:
-        raise ValueError(f"cannot upload to {repo_id}: HF_HUB_OFFLINE is set; unset it to reach the Hub") from None
+        raise RagQaArenaError(f"cannot upload to {repo_id}: HF_HUB_OFFLINE is set; unset it to reach the Hub") from None
     except HfHubHTTPError as error:
         status = getattr(error.response, "status_code", None)
         if status in (401, 403):
@@ -97,7 +99,7 @@ def hub_errors(repo_id: str):
         else:
             fix = "check the repo id, then run the same command again"
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise ValueError(f"the Hugging Face Hub refused the upload to {repo_id} (HTTP {status}): {reason}; {fix}") from None
+        raise RagQaArenaError(f"the Hugging Face Hub refused the upload to {repo_id} (HTTP {status}): {reason}; {fix}") from None
     except (ConnectionError, Timeout) as error:
-        raise ValueError(f"cannot reach the Hugging Face Hub to upload to {repo_id} ({type(error).__name__}): check "
+        raise RagQaArenaError(f"cannot reach the Hugging Face Hub to upload to {repo_id} ({type(error).__name__}): check "
                          "the network (and HF_ENDPOINT), then run the same command again") from None

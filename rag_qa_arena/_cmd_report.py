@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from lfrqa.errors import RagQaArenaError
+
 _DESCRIPTION = """\
 Build the RAG-QA Arena leaderboard from run folders written by `rag-qa-arena judge --out DIR`.
 
@@ -56,12 +58,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
 
-    from metric_arena._leaderboard import write_report
+    from metric_arena.report import write_report
 
     if Path(args.out).exists() and not Path(args.out).is_dir():
-        raise ValueError(f"--out {args.out} is a file: give a folder for the report (created if missing)")
+        raise RagQaArenaError(f"--out {args.out} is a file: give a folder for the report (created if missing)")
     err = Console(stderr=True)
     tasks: dict[str, int] = {}
     with Progress(

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from builders._documents import CORPUS_DOMAINS
-from retrieval._pipeline import RETRIEVERS, retrieve
+from builders import CORPUS_DOMAINS
+from lfrqa.errors import RagQaArenaError
+from retrieval import RETRIEVERS, retrieve
 
 _EPILOG = """examples:
   rag-qa-arena retrieve --domain fiqa --retriever bm25 --data-dir data/ --out runs/fiqa.bm25.jsonl
@@ -70,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
         if args.gpus is not None:
             options["gpus"] = int(args.gpus) if args.gpus.isdigit() else args.gpus
     elif args.nranks is not None or args.gpus is not None or args.checkpoint is not None:
-        raise ValueError("--nranks, --gpus and --checkpoint are ColBERT options; drop them with --retriever bm25")
+        raise RagQaArenaError("--nranks, --gpus and --checkpoint are ColBERT options; drop them with --retriever bm25")
     metrics = retrieve(
         args.domain,
         args.out,
@@ -95,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
 def _read_questions(path: str) -> list[dict]:
     import os
 
-    from lfrqa._jsonl import iter_jsonl
+    from lfrqa.files import iter_jsonl
 
     hint = 'Each line must be one {"qid", "question"} object.'
     if not os.path.isfile(path):
@@ -104,7 +105,7 @@ def _read_questions(path: str) -> list[dict]:
                                 '{"qid", "question"} object per line, or drop --questions to use LFRQA\'s')
     rows = [row for _, row in iter_jsonl(path, hint=hint)]
     if not rows:
-        raise ValueError(f"{path} holds no questions: write one {{\"qid\", \"question\"}} object per line")
+        raise RagQaArenaError(f"{path} holds no questions: write one {{\"qid\", \"question\"}} object per line")
     return rows
 
 

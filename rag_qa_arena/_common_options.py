@@ -16,6 +16,8 @@ import sys
 from collections.abc import Callable
 from typing import TypeVar
 
+from lfrqa.errors import RagQaArenaError
+
 __all__ = [
     "FATAL_EXIT",
     "WRITE_EXIT",
@@ -71,9 +73,9 @@ def add_run_flags(parser: argparse.ArgumentParser, *, cache: str, cost: str) -> 
 def check_backend_args(args: argparse.Namespace) -> None:
     """Reject a ``--max-concurrency`` below 1 or a ``--timeout`` that is not positive."""
     if args.max_concurrency < 1:
-        raise ValueError(f"--max-concurrency must be >= 1, got {args.max_concurrency}")
+        raise RagQaArenaError(f"--max-concurrency must be >= 1, got {args.max_concurrency}")
     if args.timeout <= 0:
-        raise ValueError(f"--timeout must be > 0 seconds, got {args.timeout:g}")
+        raise RagQaArenaError(f"--timeout must be > 0 seconds, got {args.timeout:g}")
 
 
 def api_key(args: argparse.Namespace) -> str | None:
@@ -114,7 +116,7 @@ def run_reporting_failures(call: Callable[[], T], *, stopped: str, where: str | 
     :data:`FATAL_EXIT` when the server rejects the key or the model (then ``stopped`` is printed),
     :data:`WRITE_EXIT` when an output cannot be written (``where``: the place, when the error
     does not name it; then ``kept``). Other errors propagate."""
-    from metric_arena._backends import AuthenticationFailed, ModelNotFound
+    from metric_arena.llm import AuthenticationFailed, ModelNotFound
 
     try:
         return call()

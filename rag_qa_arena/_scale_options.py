@@ -2,7 +2,7 @@
 stopping, vLLM tensor parallelism and the OpenAI Batch API. Each command adds the flags it takes
 with one call and hands ``args`` to the helpers below; the work is done by public functions of
 :mod:`metric_arena` (``RateLimiter``, ``judge_pairs(sample=, target_width=)``,
-:mod:`metric_arena._batch_judge`).
+:mod:`metric_arena.judge._batch`).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import argparse
 import math
 import sys
 
+from lfrqa.errors import RagQaArenaError
 from rag_qa_arena._common_options import api_key as _api_key
 
 __all__ = [
@@ -81,10 +82,10 @@ def make_limiter(args: argparse.Namespace):
     rpm, tpm = getattr(args, "rpm", None), getattr(args, "tpm", None)
     for flag, value in (("--rpm", rpm), ("--tpm", tpm)):
         if value is not None and not (value > 0 and math.isfinite(value)):
-            raise ValueError(f"{flag} must be a positive number (per minute), got {value:g}")
+            raise RagQaArenaError(f"{flag} must be a positive number (per minute), got {value:g}")
     if rpm is None and tpm is None:
         return None
-    from metric_arena._ratelimit import RateLimiter
+    from metric_arena.llm import RateLimiter
 
     return RateLimiter(rpm, tpm)
 
@@ -92,34 +93,34 @@ def make_limiter(args: argparse.Namespace):
 def check_judge_scale_args(args: argparse.Namespace) -> None:
     """Reject flag combinations that cannot work, naming the fix."""
     if args.sample is not None and args.sample < 1:
-        raise ValueError(f"--sample must be a positive number of pairs, got {args.sample}")
+        raise RagQaArenaError(f"--sample must be a positive number of pairs, got {args.sample}")
     if args.target_width is not None and not 0 < args.target_width <= 1:
-        raise ValueError(f"--target-width must be in (0, 1], e.g. 0.04 for a 4-point interval; got {args.target_width}")
+        raise RagQaArenaError(f"--target-width must be in (0, 1], e.g. 0.04 for a 4-point interval; got {args.target_width}")
     if args.tensor_parallel_size is not None and args.tensor_parallel_size < 1:
-        raise ValueError(f"--tensor-parallel-size must be >= 1, got {args.tensor_parallel_size}")
+        raise RagQaArenaError(f"--tensor-parallel-size must be >= 1, got {args.tensor_parallel_size}")
     steps = [flag for flag, value in (("--batch", args.batch), ("--batch-status", args.batch_status),
                                       ("--batch-collect", args.batch_collect)) if value]
     if len(steps) > 1:
-        raise ValueError(f"{' and '.join(steps)} are separate steps: give one at a time")
+        raise RagQaArenaError(f"{' and '.join(steps)} are separate steps: give one at a time")
     if args.batch_only and not args.batch_collect:
-        raise ValueError("--batch-only goes with --batch-collect DIR")
+        raise RagQaArenaError("--batch-only goes with --batch-collect DIR")
     if (args.batch or args.batch_collect) and args.no_cache:
-        raise ValueError("the batch path stores answers in the judgment cache: drop --no-cache")
+        raise RagQaArenaError("the batch path stores answers in the judgment cache: drop --no-cache")
     if args.batch and args.target_width is not None:
-        raise ValueError("--target-width stops an online run early; a batch sends everything at once. "
+        raise RagQaArenaError("--target-width stops an online run early; a batch sends everything at once. "
                          "Use --sample N with --batch")
 
 
 def judge_backends(judges: list[str], args: argparse.Namespace) -> list:
     """The judge list for :func:`metric_arena.judge_pairs`: specs, with vllm judges built with
     ``--tensor-parallel-size`` and, for ``--batch-only``, cache-only stand-ins."""
-    from metric_arena._backends import make_backend, parse_spec
+    from metric_arena.llm import make_backend, parse_spec
 
     kinds = [parse_spec(spec)[0] for spec in judges]
     if args.tensor_parallel_size is not None and "vllm" not in kinds:
-        raise ValueError("--tensor-parallel-size applies to vllm judges: give --judge vllm:MODEL")
+        raise RagQaArenaError("--tensor-parallel-size applies to vllm judges: give --judge vllm:MODEL")
     if getattr(args, "batch_only", False):
-        from metric_arena._batch_judge import CacheOnlyBackend
+        from metric_arena.judge import CacheOnlyBackend
 
         return [CacheOnlyBackend.like(spec, base_url=args.base_url, api_key=_api_key(args)) for spec in judges]
     out = []
@@ -133,8 +134,8 @@ def judge_backends(judges: list[str], args: argparse.Namespace) -> list:
 
 def run_batch_status(args: argparse.Namespace) -> int:
     """``--batch-status DIR``: one line per request file."""
-    from metric_arena._batch import TERMINAL_STATUSES
-    from metric_arena._batch_judge import judge_batch_status
+    from metric_arena.judge import judge_batch_status
+    from metric_arena.llm import TERMINAL_STATUSES
 
     rows_by_judge = _api_call(lambda: judge_batch_status(args.batch_status, base_url=args.base_url,
                                                          api_key=_api_key(args)), _api_key(args))
@@ -161,8 +162,8 @@ def run_batch_step(args: argparse.Namespace, *, answers, references, questions, 
     """``--batch DIR`` (write + submit; returns the exit code) or the collection step of
     ``--batch-collect DIR`` (returns None: the caller then runs the judge, which finds the answers
     in the cache). Returns an exit code when the run cannot go on."""
-    from metric_arena._batch import BatchNotReady
-    from metric_arena._batch_judge import collect_judge_batch, submit_judge_batch
+    from metric_arena.judge import collect_judge_batch, submit_judge_batch
+    from metric_arena.llm import BatchNotReady
 
     if args.batch:
         result = _api_call(lambda: submit_judge_batch(
@@ -185,7 +186,7 @@ def run_batch_step(args: argparse.Namespace, *, answers, references, questions, 
               f"--batch-collect {args.batch} --out DIR")
         return 0
     if not args.out:
-        raise ValueError("--batch-collect finishes the judge run: give --out DIR for verdicts.jsonl and summary.json")
+        raise RagQaArenaError("--batch-collect finishes the judge run: give --out DIR for verdicts.jsonl and summary.json")
     try:
         counts = _api_call(lambda: collect_judge_batch(args.batch_collect, base_url=args.base_url,
                                                        api_key=_api_key(args), cache_dir=args.cache_dir), _api_key(args))
@@ -222,17 +223,17 @@ def _api_call(call, key: str | None):
     """Run a Files/Batches API call; auth errors exit 3 and other API errors exit 2, with the server's words."""
     import openai
 
-    from metric_arena._backends.openai import _redact
+    from metric_arena.llm import redact
 
     try:
         return call()
     except (openai.AuthenticationError, openai.PermissionDeniedError) as error:
         print(f"rag-qa-arena: error: the Batch API refused the credentials (HTTP {error.status_code}): "
-              f"{_redact(error.message, key)}. Check OPENAI_API_KEY", file=sys.stderr)
+              f"{redact(error.message, key)}. Check OPENAI_API_KEY", file=sys.stderr)
         return 3
     except openai.APIStatusError as error:
         print(f"rag-qa-arena: error: the Batch API answered HTTP {error.status_code}: "
-              f"{_redact(error.message, key)}", file=sys.stderr)
+              f"{redact(error.message, key)}", file=sys.stderr)
         return 2
     except openai.APIConnectionError as error:
         print(f"rag-qa-arena: error: cannot reach the Batch API ({type(error).__name__}); check --base-url and the "

@@ -1,11 +1,19 @@
 """Entry point of ``rag-qa-arena``. Each command group lives in its own ``_cmd_<name>`` module
-that exposes ``register(subparsers)``; every command calls one public function of the packages."""
+that exposes ``register(subparsers)``; every command calls public functions of the packages.
+
+Errors: a :class:`~lfrqa.errors.RagQaArenaError` (a bad value, file or setting) and an OS error on a
+file print one line and exit 2; anything else is a bug and keeps its traceback (``--debug``
+shows tracebacks for all).
+"""
 
 from __future__ import annotations
 
 import argparse
 import importlib
 import sys
+
+from lfrqa.errors import RagQaArenaError
+from lfrqa.files import package_version
 
 # Order in which command groups appear in --help.
 _COMMAND_MODULES = ("data", "retrieve", "generate", "judge", "report", "push")
@@ -19,6 +27,8 @@ def build_parser() -> argparse.ArgumentParser:
             "generation, and a pairwise LLM judge that compares long-form answers with LFRQA's."
         ),
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
+    parser.add_argument("--debug", action="store_true", help="show the full traceback of every error")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in _COMMAND_MODULES:
         module = importlib.import_module(f"rag_qa_arena._cmd_{name}")
@@ -37,7 +47,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("Interrupted; everything finished so far is saved.", file=sys.stderr)
         return 130
-    except (ValueError, FileNotFoundError, FileExistsError, PermissionError, KeyError, ImportError) as error:
-        message = error.args[0] if isinstance(error, KeyError) and error.args else error
-        print(f"rag-qa-arena: error: {message}", file=sys.stderr)
+    except (RagQaArenaError, OSError) as error:
+        if args.debug:
+            raise
+        print(f"rag-qa-arena: error: {error}", file=sys.stderr)
         return 2

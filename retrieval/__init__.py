@@ -12,6 +12,6 @@ from retrieval._base import Retriever
 from retrieval._bm25 import BM25Retriever
 from retrieval._colbert import ColBERTRetriever
 from retrieval._metrics import evaluate
-from retrieval._pipeline import retrieve
+from retrieval._pipeline import RETRIEVERS, retrieve
 
-__all__ = ["BM25Retriever", "ColBERTRetriever", "Retriever", "evaluate", "retrieve"]
+__all__ = ["RETRIEVERS", "BM25Retriever", "ColBERTRetriever", "Retriever", "evaluate", "retrieve"]

@@ -14,6 +14,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
+from lfrqa.errors import RagQaArenaError
+
 META_FILE = "retriever.json"
 PIDS_FILE = "pids.json"
 FORMAT = "rag-qa-arena/retriever-index"
@@ -67,9 +69,9 @@ class Retriever(abc.ABC):
         kind = meta.get("kind")
         target = Retriever._registry.get(kind)
         if target is None:
-            raise ValueError(f"{path / META_FILE} names retriever {kind!r}; known: {', '.join(sorted(Retriever._registry))}")
+            raise RagQaArenaError(f"{path / META_FILE} names retriever {kind!r}; known: {', '.join(sorted(Retriever._registry))}")
         if cls is not Retriever and not issubclass(target, cls):
-            raise ValueError(f"{path} holds a {kind!r} index, not a {cls.kind!r} one; load it with Retriever.load")
+            raise RagQaArenaError(f"{path} holds a {kind!r} index, not a {cls.kind!r} one; load it with Retriever.load")
         return target._load(path, meta, **options)
 
     @classmethod
@@ -91,7 +93,7 @@ class Retriever(abc.ABC):
 
     def _check_built(self) -> None:
         if not self.pids:
-            raise ValueError(f"The {self.kind} retriever has no index yet: call index(passages) or load(path) first")
+            raise RagQaArenaError(f"The {self.kind} retriever has no index yet: call index(passages) or load(path) first")
 
     def _query_ids(self, queries: Mapping[str, str], k: int) -> list[str]:
         """The ids of ``queries`` in order, once the queries, ``k`` and the index are checked."""
@@ -107,16 +109,16 @@ def iter_passage_texts(passages: Iterable[Mapping[str, Any]], pids: list[str]) -
         try:
             pid, text = passage["pid"], passage["text"]
         except (KeyError, TypeError):
-            raise ValueError(
+            raise RagQaArenaError(
                 f"Passage #{number} is not a mapping with 'pid' and 'text' (got {type(passage).__name__}); "
-                "pass lfrqa.load_corpus(...) or dicts like {'pid': '12-0', 'text': '...'}"
+                "pass builders.load_corpus(...) or dicts like {'pid': '12-0', 'text': '...'}"
             ) from None
         if not isinstance(pid, str) or not pid:
-            raise ValueError(f"Passage #{number}: pid must be a non-empty string, got {pid!r}")
+            raise RagQaArenaError(f"Passage #{number}: pid must be a non-empty string, got {pid!r}")
         if not isinstance(text, str):
-            raise ValueError(f"Passage {pid!r}: text must be a string, got {type(text).__name__}")
+            raise RagQaArenaError(f"Passage {pid!r}: text must be a string, got {type(text).__name__}")
         if pid in seen:
-            raise ValueError(f"Passage id {pid!r} is repeated (second time at #{number}); passage ids must be unique")
+            raise RagQaArenaError(f"Passage id {pid!r} is repeated (second time at #{number}); passage ids must be unique")
         seen.add(pid)
         pids.append(pid)
         yield text
@@ -135,12 +137,12 @@ def _rows(passages: Iterable[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
 
 def check_queries(queries: Mapping[str, str], k: int) -> None:
     if not isinstance(queries, Mapping):
-        raise ValueError(f"queries must be a mapping {{qid: text}}, got {type(queries).__name__}")
+        raise RagQaArenaError(f"queries must be a mapping {{qid: text}}, got {type(queries).__name__}")
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"k must be a positive integer, got {k!r}")
+        raise RagQaArenaError(f"k must be a positive integer, got {k!r}")
     for qid, text in queries.items():
         if not isinstance(text, str):
-            raise ValueError(f"Query {qid!r}: text must be a string, got {type(text).__name__}")
+            raise RagQaArenaError(f"Query {qid!r}: text must be a string, got {type(text).__name__}")
 
 
 def rank(pairs: Iterable[tuple[str, float]], k: int) -> list[tuple[str, float]]:
@@ -174,14 +176,14 @@ def read_meta(path: Path) -> dict:
         raise FileNotFoundError(f"{path} is not a saved retriever index (no {META_FILE}); build one with index() + save()")
     meta = json.loads(file.read_text(encoding="utf-8"))
     if meta.get("format") != FORMAT or meta.get("format_version") != FORMAT_VERSION:
-        raise ValueError(f"{file} is not a version-{FORMAT_VERSION} {FORMAT} file: rebuild the index")
+        raise RagQaArenaError(f"{file} is not a version-{FORMAT_VERSION} {FORMAT} file: rebuild the index")
     return meta
 
 
 def read_pids(path: Path, meta: dict) -> list[str]:
     pids = json.loads((path / PIDS_FILE).read_text(encoding="utf-8"))
     if not isinstance(pids, list) or len(pids) != meta["n_passages"]:
-        raise ValueError(f"{path / PIDS_FILE} does not hold the {meta['n_passages']} passage ids of the index: rebuild it")
+        raise RagQaArenaError(f"{path / PIDS_FILE} does not hold the {meta['n_passages']} passage ids of the index: rebuild it")
     return pids
 
 

@@ -13,7 +13,15 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from retrieval._base import Results, Retriever, iter_passage_texts, rank, read_pids, write_meta
+from lfrqa.errors import MissingDependency, RagQaArenaError
+from retrieval._base import (
+    Results,
+    Retriever,
+    iter_passage_texts,
+    rank,
+    read_pids,
+    write_meta,
+)
 
 _STOPWORDS_FILE = "stopwords.tokenizer.json"
 _VOCAB_FILE = "vocab.tokenizer.json"
@@ -62,7 +70,7 @@ class BM25Retriever(Retriever):
             texts = tqdm(texts, desc="BM25: tokenizing passages", unit=" passages", total=_length(passages))
         token_ids = list(tokenizer.streaming_tokenize(texts, update_vocab=True))
         if not pids:
-            raise ValueError("No passages to index: the corpus is empty")
+            raise RagQaArenaError("No passages to index: the corpus is empty")
         model = bm25s.BM25(k1=self.k1, b=self.b, method=self.method)
         model.index((token_ids, tokenizer.get_vocab_dict()), show_progress=self.show_progress)
         self._model, self._tokenizer, self.pids, self._positions = model, tokenizer, pids, None
@@ -137,7 +145,7 @@ def _stemmer(name: str | None):
     try:
         import Stemmer
     except ImportError as error:
-        raise ImportError(f'stemmer={name!r} needs PyStemmer: pip install PyStemmer') from error
+        raise MissingDependency(f'stemmer={name!r} needs PyStemmer: pip install PyStemmer') from error
     return Stemmer.Stemmer(name).stemWord
 
 
@@ -145,7 +153,7 @@ def _import_bm25s():
     try:
         import bm25s
     except ImportError as error:
-        raise ImportError('BM25 needs bm25s: pip install "rag-qa-arena" (or pip install bm25s)') from error
+        raise MissingDependency('BM25 needs bm25s: pip install "rag-qa-arena" (or pip install bm25s)') from error
     return bm25s
 
 

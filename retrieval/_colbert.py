@@ -38,6 +38,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from lfrqa.errors import RagQaArenaError
 from retrieval._base import (
     META_FILE,
     Results,
@@ -131,7 +132,7 @@ class ColBERTRetriever(Retriever):
             for number, text in enumerate(texts):
                 handle.write(f"{number}\t{text.translate(_TO_SPACE)}\n")
         if not pids:
-            raise ValueError("No passages to index: the corpus is empty")
+            raise RagQaArenaError("No passages to index: the corpus is empty")
         from colbert import Indexer
         from colbert.infra import ColBERTConfig, RunConfig
 
@@ -157,12 +158,12 @@ class ColBERTRetriever(Retriever):
             gpus = [int(g) for g in gpus.split(",") if g.strip()]
         used = gpus if isinstance(gpus, int) else len(gpus)
         if used > visible:
-            raise ValueError(f"gpus={self.gpus!r} asks for {used} GPU(s) but {visible} are visible")
+            raise RagQaArenaError(f"gpus={self.gpus!r} asks for {used} GPU(s) but {visible} are visible")
         nranks = self.nranks if self.nranks is not None else max(1, used)
         if nranks < 1:
-            raise ValueError(f"nranks must be at least 1, got {nranks!r}")
+            raise RagQaArenaError(f"nranks must be at least 1, got {nranks!r}")
         if nranks > 1 and used == 0:
-            raise ValueError(f"nranks={nranks} needs GPUs (ColBERT's ranks share GPUs): on CPU use nranks=1")
+            raise RagQaArenaError(f"nranks={nranks} needs GPUs (ColBERT's ranks share GPUs): on CPU use nranks=1")
         return nranks, gpus
 
     # -- search --------------------------------------------------------------------------------
@@ -288,7 +289,7 @@ def _check_checkpoint(checkpoint: str) -> None:
         AutoConfig.from_pretrained(checkpoint)
     except (OSError, ValueError) as error:
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise ValueError(
+        raise RagQaArenaError(
             f"Cannot load the ColBERT checkpoint {checkpoint!r} ({reason.rstrip('.')}). Give --checkpoint (checkpoint=) "
             "a local checkpoint folder, or run once with network access so that the Hub id is cached"
         ) from None

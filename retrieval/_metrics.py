@@ -16,7 +16,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from builders._passages import doc_id_of
+from builders import doc_id_of
+from lfrqa.errors import RagQaArenaError
 
 DEFAULT_KS: tuple[int, ...] = (1, 5, 10, 20)
 
@@ -62,7 +63,7 @@ def evaluate(
         for qid, scores in per_query.items():
             domain = domains.get(qid)
             if domain is None:
-                raise ValueError(f"Query {qid!r} has gold documents but no domain in `domains`; give every qid one")
+                raise RagQaArenaError(f"Query {qid!r} has gold documents but no domain in `domains`; give every qid one")
             by_domain[domain].append(scores)
     report["per_domain"] = {d: {"n": len(rows), **_mean(rows, ks)} for d, rows in sorted(by_domain.items())}
     return report
@@ -75,13 +76,13 @@ def _pid(item: Any, qid: str) -> str:
         return item[0]
     if isinstance(item, Mapping) and isinstance(item.get("pid"), str):
         return item["pid"]
-    raise ValueError(f"Query {qid!r}: a result must be a pid, a (pid, score) pair or a {{'pid': ...}} dict, got {item!r}")
+    raise RagQaArenaError(f"Query {qid!r}: a result must be a pid, a (pid, score) pair or a {{'pid': ...}} dict, got {item!r}")
 
 
 def _check_ks(ks: Sequence[int]) -> tuple[int, ...]:
     ks = tuple(ks)
     if not ks or any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in ks):
-        raise ValueError(f"ks must be positive integers, got {ks!r}")
+        raise RagQaArenaError(f"ks must be positive integers, got {ks!r}")
     return tuple(sorted(set(ks)))
 
 

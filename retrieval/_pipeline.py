@@ -15,8 +15,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from builders._documents import check_domain_split
-from builders._passages import doc_id_of
+from builders import check_domain_split, doc_id_of
+from lfrqa.errors import RagQaArenaError
 from retrieval._base import META_FILE, Retriever
 from retrieval._metrics import DEFAULT_KS, evaluate
 
@@ -48,7 +48,7 @@ def retrieve(
 
     Questions are LFRQA's (``lfrqa.load(domain, split, data_dir)``) unless ``questions`` gives
     rows with ``qid``, ``question`` and optionally ``gold_doc_ids``/``domain``. The index is loaded
-    from ``index_dir`` when it holds one, else built from ``lfrqa.load_corpus(domain, ...)`` (and
+    from ``index_dir`` when it holds one, else built from ``builders.load_corpus(domain, ...)`` (and
     saved to ``index_dir`` when given). Metrics cover ``ks`` up to ``k``, and ``k``.
 
     >>> metrics = retrieve("fiqa", "runs/fiqa.bm25.jsonl", retriever="bm25", data_dir="data/")  # doctest: +SKIP
@@ -56,20 +56,20 @@ def retrieve(
     """
     check_domain_split(domain, split)
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"k must be a positive integer, got {k!r}")
+        raise RagQaArenaError(f"k must be a positive integer, got {k!r}")
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        raise ValueError(f"limit must be a positive integer, got {limit!r}")
+        raise RagQaArenaError(f"limit must be a positive integer, got {limit!r}")
     if batch_size < 1:
-        raise ValueError(f"batch_size must be at least 1, got {batch_size!r}")
+        raise RagQaArenaError(f"batch_size must be at least 1, got {batch_size!r}")
     out = Path(out)
     if resume and overwrite:
-        raise ValueError("Pass either resume or overwrite, not both")
+        raise RagQaArenaError("Pass either resume or overwrite, not both")
     if out.exists() and not (resume or overwrite):
         raise FileExistsError(f"{out} exists: pass --resume to continue it or --overwrite to replace it")
 
     with _datasets_progress(show_progress):
         rows = _questions(domain, split, data_dir, questions, limit)
-        from lfrqa._corpus import load_corpus
+        from builders import load_corpus
 
         corpus = load_corpus(domain, split=split, data_dir=data_dir)
     engine = _retriever(retriever, corpus, index_dir, checkpoint, retriever_options or {}, show_progress)
@@ -137,7 +137,7 @@ def _prepare_output(out: Path, *, overwrite: bool) -> set[str]:
             kept.append(line if line.endswith("\n") else line + "\n")
         except (json.JSONDecodeError, KeyError, TypeError):
             if number != len(lines):
-                raise ValueError(f"{out} line {number} is not a retrieval record; fix or delete the file") from None
+                raise RagQaArenaError(f"{out} line {number} is not a retrieval record; fix or delete the file") from None
     if len(kept) != len(lines) or (lines and not lines[-1].endswith("\n")):  # drop a line cut by a crash
         out.write_text("".join(kept), encoding="utf-8")
     return done
@@ -156,11 +156,11 @@ def _questions(domain, split, data_dir, questions, limit) -> list[dict[str, Any]
         try:
             qid, question = str(row["qid"]), row["question"]
         except (KeyError, TypeError):
-            raise ValueError(f"Question #{number} needs 'qid' and 'question' fields, got {row!r}") from None
+            raise RagQaArenaError(f"Question #{number} needs 'qid' and 'question' fields, got {row!r}") from None
         if not isinstance(question, str) or not question.strip():
-            raise ValueError(f"Question {qid!r} has no text")
+            raise RagQaArenaError(f"Question {qid!r} has no text")
         if qid in seen:
-            raise ValueError(f"Question id {qid!r} is repeated; qids must be unique")
+            raise RagQaArenaError(f"Question id {qid!r} is repeated; qids must be unique")
         seen.add(qid)
         gold = row.get("gold_doc_ids") or []
         rows.append({"qid": qid, "question": question, "domain": row.get("domain") or domain,
@@ -174,14 +174,14 @@ def _retriever(choice, corpus, index_dir, checkpoint, options, show_progress) ->
             choice.index(corpus)
         return choice
     if choice not in RETRIEVERS:
-        raise ValueError(f"Unknown retriever {choice!r}. Available: {', '.join(RETRIEVERS)}")
+        raise RagQaArenaError(f"Unknown retriever {choice!r}. Available: {', '.join(RETRIEVERS)}")
     if index_dir is not None and (Path(index_dir) / META_FILE).is_file():
         load_options = {"show_progress": show_progress}
         if choice == "colbert" and checkpoint is not None:
             load_options["checkpoint"] = str(checkpoint)
         loaded = Retriever.load(index_dir, **load_options)
         if loaded.kind != choice:
-            raise ValueError(f"{index_dir} holds a {loaded.kind!r} index, not a {choice!r} one: pick another --index-dir")
+            raise RagQaArenaError(f"{index_dir} holds a {loaded.kind!r} index, not a {choice!r} one: pick another --index-dir")
         return loaded
     if choice == "bm25":
         from retrieval._bm25 import BM25Retriever
@@ -202,7 +202,7 @@ def _retriever(choice, corpus, index_dir, checkpoint, options, show_progress) ->
 def _check_same_corpus(engine: Retriever, corpus, index_dir) -> None:
     where = f"The index at {index_dir}" if index_dir is not None else "The index"
     if len(engine.pids) != len(corpus):
-        raise ValueError(
+        raise RagQaArenaError(
             f"{where} has {len(engine.pids)} passages but the corpus has {len(corpus)}: it was built from "
             "another corpus; delete it (or pick another --index-dir) to rebuild it"
         )
@@ -210,7 +210,7 @@ def _check_same_corpus(engine: Retriever, corpus, index_dir) -> None:
     for batch in corpus.select_columns(["pid"]).iter(batch_size=50_000):
         pids = batch["pid"]
         if pids != engine.pids[offset : offset + len(pids)]:
-            raise ValueError(f"{where} lists its passages in another order or with other ids than the corpus: rebuild it")
+            raise RagQaArenaError(f"{where} lists its passages in another order or with other ids than the corpus: rebuild it")
         offset += len(pids)
 
 

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from metric_arena._agreement import agreement, cohen_kappa, judge_outcomes, load_human_labels, majority, majority_labels
+from metric_arena.stats import agreement, cohen_kappa, judge_outcomes, load_human_labels, majority_labels, majority_vote
 
 
 def _verdict(qid, outcome, a="gpt-4o", b="LFRQA", judgments=None):
@@ -69,12 +69,12 @@ def test_one_judge_among_several():
 
 
 def test_majority_rule():
-    assert majority(["win"]) == "win"
-    assert majority(["win", "win", "tie"]) == "win"
-    assert majority(["win", "loss"]) == "tie"
-    assert majority(["loss", "loss", "win", "win"]) == "tie"
-    with pytest.raises(ValueError, match="No votes"):
-        majority([])
+    assert majority_vote(["win"]) == "win"
+    assert majority_vote(["win", "win", "tie"]) == "win"
+    assert majority_vote(["win", "loss"]) == "tie"
+    assert majority_vote(["loss", "loss", "win", "win"]) == "tie"
+    assert majority_vote([None, "loss", None]) == "loss"  # failed judges do not vote
+    assert majority_vote([]) is None
 
 
 def test_bad_labels_are_named(tmp_path):

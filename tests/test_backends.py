@@ -8,8 +8,9 @@ import json
 
 import pytest
 
-from metric_arena import judge_pairs, make_backend
-from metric_arena._backends import (
+from metric_arena import judge_pairs
+from metric_arena.llm import make_backend
+from metric_arena.llm import (
     AuthenticationFailed,
     Backend,
     BadReply,
@@ -19,7 +20,7 @@ from metric_arena._backends import (
     TransientBackendError,
     parse_spec,
 )
-from metric_arena._backends.openai import OpenAIBackend, _redact
+from metric_arena.llm._openai import OpenAIBackend, redact
 from tests.openai_server import OpenAIServer, Reply
 
 KEY = "sk-proj-SECRETSECRET123"
@@ -111,7 +112,7 @@ def test_openai_errors_are_sorted_by_kind(reply, error, kind):
 
 
 def test_retry_after_ms_and_dates():
-    from metric_arena._backends.openai import _retry_after
+    from metric_arena.llm._openai import _retry_after
 
     class R:
         def __init__(self, headers):
@@ -123,9 +124,9 @@ def test_retry_after_ms_and_dates():
     assert _retry_after(R({})) is None
 
 
-def test_server_messages_are_redacted():
-    assert _redact(f"Incorrect API key provided: {KEY}.", KEY) == "Incorrect API key provided: ***."
-    assert "sk-abcd" not in _redact("key sk-abcdefgh1234 here", None)
+def test_server_messages_areredacted():
+    assert redact(f"Incorrect API key provided: {KEY}.", KEY) == "Incorrect API key provided: ***."
+    assert "sk-abcd" not in redact("key sk-abcdefgh1234 here", None)
 
 
 # --------------------------------------------------------------------------------------------
@@ -215,7 +216,7 @@ def test_templates_without_a_system_role_fold_it_into_a_first_turn():
     transformers = pytest.importorskip("transformers")
     from tokenizers import Tokenizer, models
 
-    from metric_arena._backends.hf import _chat_prompt
+    from metric_arena.llm._hf import _chat_prompt
 
     tokenizer = transformers.PreTrainedTokenizerFast(
         tokenizer_object=Tokenizer(models.WordLevel({"<unk>": 0}, unk_token="<unk>")))
@@ -249,8 +250,8 @@ class _EchoDevice(Backend):
 
 
 def test_runner_groups_requests_for_batched_backends(tmp_path):
-    from metric_arena._cache import CompletionCache
-    from metric_arena._runner import Runner
+    from metric_arena.llm import CompletionCache
+    from metric_arena.llm import Runner
 
     device = _EchoDevice(batch_size=4)
     requests = [ChatRequest([{"role": "user", "content": "x" * k}]) for k in range(10)]

@@ -7,8 +7,8 @@ import json
 import openai
 import pytest
 
-from metric_arena._backends._base import ChatRequest
-from metric_arena._batch import (
+from metric_arena.llm import ChatRequest
+from metric_arena.llm import (
     BatchNotReady,
     batch_status,
     chat_body,

@@ -8,8 +8,8 @@ import sqlite3
 import pytest
 
 from metric_arena import judge_pairs
-from metric_arena._backends import ChatRequest, Completion
-from metric_arena._cache import CompletionCache, cache_key, default_cache_dir
+from metric_arena.llm import ChatRequest, Completion
+from metric_arena.llm import CompletionCache, cache_key, default_cache_dir
 from tests.openai_server import OpenAIServer
 
 IDENTITY = {"backend": "openai", "model": "gpt-4o", "host": "api.openai.com"}

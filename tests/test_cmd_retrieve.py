@@ -55,7 +55,7 @@ def test_retrieve_writes_top_k_passages_and_scores_them(writing_dir, tmp_path, c
     questions = {row["qid"]: row["question"] for row in _annotations(data_dir, "writing")}
     assert [r["qid"] for r in records] == list(questions)  # every LFRQA writing question, in order
 
-    from lfrqa._corpus import load_corpus
+    from builders._corpus import load_corpus
 
     corpus = load_corpus("writing", data_dir=data_dir)
     texts = dict(zip(corpus["pid"], corpus["text"]))
@@ -155,7 +155,7 @@ def test_python_api_with_a_built_retriever(writing_dir, tmp_path):
     data_dir, chosen = writing_dir
     qid, gold = next(iter(chosen.items()))
     question = next(r["question"] for r in _annotations(data_dir, "writing") if r["qid"] == qid)
-    from lfrqa._corpus import load_corpus
+    from builders._corpus import load_corpus
 
     retriever = BM25Retriever(show_progress=False)
     retriever.index(load_corpus("writing", data_dir=data_dir))

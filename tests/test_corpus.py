@@ -16,7 +16,7 @@ from builders._documents import iter_documents, locate_source
 from builders._fiqa import iter_fiqa_documents
 from builders._lotte import LOTTE_DOMAINS, LOTTE_TEST_SIZES, iter_lotte_documents
 from builders._passages import doc_id_of, iter_passages, split_passages
-from lfrqa._corpus import load_corpus
+from builders._corpus import load_corpus
 
 # -- passages: RobustQA's rule ---------------------------------------------------------------
 

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from builders import export_dataset, upload_operations
+from builders import export_dataset, folder_files, upload_operations
 from rag_qa_arena.cli import main
 
 
@@ -52,7 +52,7 @@ def test_export_refuses_a_folder_that_is_not_empty(tmp_path, lfrqa_data_dir):
 
 
 def test_push_commits_every_exported_file_and_nothing_else(exported):
-    paths = sorted(op.path_in_repo for op in upload_operations(exported))
+    paths = sorted(op.path_in_repo for op in upload_operations(folder_files(exported)))
     assert "README.md" in paths and "data/fiqa/test.parquet" in paths
     assert all(p == "README.md" or p.endswith(".parquet") for p in paths)
 

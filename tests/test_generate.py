@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from metric_arena._generate import generate_answers, read_retrieved, summary_path
-from metric_arena._runner import RetryPolicy
+from metric_arena.generate import generate_answers, read_retrieved, summary_path
+from metric_arena.llm import RetryPolicy
 from tests.openai_server import OpenAIServer, Reply
 from tests.robustness.helpers import cli, query_of, read_jsonl, retrieved_rows, write_jsonl
 
@@ -167,7 +167,7 @@ def test_resume_refuses_another_model_or_prompt(tmp_path):
 
 
 def test_a_second_run_on_the_same_output_is_refused(tmp_path):
-    from metric_arena._generate import _exclusive
+    from metric_arena.generate._output import exclusive as _exclusive
 
     out = tmp_path / "preds.jsonl"
     with OpenAIServer() as server, _exclusive(out):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from metric_arena._leaderboard import write_report
+from metric_arena.report import write_report
 from tests.test_report import make_run
 
 CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)

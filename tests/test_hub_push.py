@@ -13,7 +13,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from metric_arena._hub import SecretFoundError, build_push_files, build_push_operations, find_secrets, push_run
+from builders import SecretFoundError, find_secrets, upload_operations
+from metric_arena.report import build_push_files, push_run
 from rag_qa_arena.cli import main
 from tests.test_report import make_run
 
@@ -53,7 +54,7 @@ def _content(operation) -> bytes:
 
 def test_operations_paths_and_contents(tmp_path):
     run = make_run(tmp_path, "my<sys>", p_win=0.4, p_tie=0.2, n=30, folder="run")
-    operations = build_push_operations(run, repo_id="org/arena-run")
+    operations = upload_operations(build_push_files(run, repo_id="org/arena-run"))
     by_path = {op.path_in_repo: _content(op) for op in operations}
     assert set(by_path) == {"data/verdicts.parquet", "summary.json", "README.md"}
     assert json.loads(by_path["summary.json"]) == json.loads((run / "summary.json").read_text())
@@ -101,7 +102,7 @@ def test_refuses_files_that_look_like_they_hold_secrets(tmp_path, secret):
     lines[3] = lines[3].replace("<thinking>...", f"<thinking>the key is {secret}")
     (run / "verdicts.jsonl").write_text("\n".join(lines) + "\n")
     with pytest.raises(SecretFoundError, match="verdicts.jsonl line 4") as error:
-        build_push_operations(run, repo_id="org/x")
+        build_push_files(run, repo_id="org/x")
     assert secret not in str(error.value) and secret[-10:] not in str(error.value)
 
 
@@ -110,10 +111,10 @@ def test_refuses_the_values_of_key_environment_variables(tmp_path, monkeypatch):
     summary = json.loads((run / "summary.json").read_text())
     summary["note"] = "plainvalue-4242"
     (run / "summary.json").write_text(json.dumps(summary))
-    build_push_operations(run, repo_id="org/x")  # fine while that is not a secret
+    build_push_files(run, repo_id="org/x")  # fine while that is not a secret
     monkeypatch.setenv("OPENAI_API_KEY", "plainvalue-4242")
     with pytest.raises(SecretFoundError, match="summary.json line 1: the value of an API-key environment variable"):
-        build_push_operations(run, repo_id="org/x")
+        build_push_files(run, repo_id="org/x")
 
 
 def test_push_calls_the_hub_with_the_right_arguments(tmp_path, monkeypatch):
@@ -179,7 +180,11 @@ def _hub(offline: bool, endpoint: str | None = None):
     """huggingface_hub's offline switch and endpoint, set for the block (its HTTP sessions are
     cached with the switch baked in, so they are reset on the way in and out)."""
     from huggingface_hub import constants
-    from huggingface_hub.utils import reset_sessions
+
+    try:  # huggingface_hub < 1 (requests)
+        from huggingface_hub.utils import reset_sessions
+    except ImportError:  # huggingface_hub >= 1 (httpx)
+        from huggingface_hub.utils import close_session as reset_sessions
 
     old = constants.HF_HUB_OFFLINE, constants.ENDPOINT
     constants.HF_HUB_OFFLINE, constants.ENDPOINT = offline, endpoint or old[1]
@@ -222,4 +227,4 @@ def test_hub_failures_are_one_line_errors(tmp_path, monkeypatch, capsys, command
     with _hub(offline=False, endpoint="http://127.0.0.1:9"):  # nothing listens there
         assert main(argv) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "cannot reach the Hugging Face Hub to upload to org/x (ConnectionError)" in err
+    assert err.count("\n") == 1 and "cannot reach the Hugging Face Hub to upload to org/x: check the network" in err

@@ -10,10 +10,12 @@ from collections import Counter
 
 import pytest
 
-from metric_arena import judge_pairs, parse_rating
-from metric_arena._backends import AuthenticationFailed, ModelNotFound
-from metric_arena._judge import answer_positions, majority_vote
-from metric_arena._runner import RetryPolicy
+from metric_arena import judge_pairs
+from metric_arena.judge import parse_rating
+from metric_arena.llm import AuthenticationFailed, ModelNotFound
+from metric_arena.judge import answer_positions
+from metric_arena.stats import majority_vote
+from metric_arena.llm import RetryPolicy
 from tests.openai_server import OpenAIServer, Reply
 
 FAST_RETRY = RetryPolicy(max_retries=4, initial=0.01, multiplier=1.0, jitter=0.0)

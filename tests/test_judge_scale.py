@@ -16,10 +16,10 @@ from collections import Counter
 import pytest
 
 from metric_arena import judge_pairs
-from metric_arena._batch_judge import PLAN_FILE, judge_batch_requests, submit_judge_batch
-from metric_arena._ratelimit import RateLimiter
-from metric_arena._runner import RetryPolicy
-from metric_arena._sampling import pair_schedule
+from metric_arena.judge import PLAN_FILE, judge_batch_requests, submit_judge_batch
+from metric_arena.llm import RateLimiter
+from metric_arena.llm import RetryPolicy
+from metric_arena.stats import pair_schedule
 from rag_qa_arena.cli import main
 from tests.batch_api_server import BatchAPIServer
 from tests.openai_server import OpenAIServer
@@ -383,11 +383,11 @@ def test_vllm_generator_gets_the_tensor_parallel_size(tmp_path, monkeypatch, cap
 def test_judge_dry_run_counts_with_the_model_tokenizer_offline(tmp_path, monkeypatch, capsys):
     import tiktoken
 
-    from metric_arena._judge import judge_request
+    from metric_arena.judge import judge_request
 
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "empty-tiktoken-cache"))  # nothing cached: bpe-openai
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    monkeypatch.setattr("metric_arena._cost._encodings", {})
+    monkeypatch.setattr("metric_arena.llm._tokens._encodings", {})
     a, b = pair_files(tmp_path, n=4)
     with OpenAIServer() as server:
         args = ["judge", "--predictions", str(a), "--versus", str(b), "--judge", "openai:gpt-4o", "--order", "both",
@@ -444,11 +444,11 @@ def test_generate_rpm_flag_paces_the_requests(tmp_path, monkeypatch):
 def test_generate_dry_run_counts_with_the_model_tokenizer_offline(tmp_path, monkeypatch, capsys):
     import tiktoken
 
-    from metric_arena._generate import generation_request
+    from metric_arena.generate import generation_request
 
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "empty-tiktoken-cache"))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    monkeypatch.setattr("metric_arena._cost._encodings", {})
+    monkeypatch.setattr("metric_arena.llm._tokens._encodings", {})
     retrieved, rows = retrieved_file(tmp_path, 3)
     with OpenAIServer() as server:
         assert main(["generate", "--retrieved", str(retrieved), "--model", "openai:gpt-4o", "--prompt", "v2",

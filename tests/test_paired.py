@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from metric_arena._paired import paired_comparison, sign_test
+from metric_arena.stats import paired_comparison, sign_test
 
 
 def _outcomes(p_win: np.ndarray, seed: int) -> dict[str, str]:

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from metric_arena import _prompts
-from metric_arena._prompts import (
+from metric_arena import prompts as _prompts
+from metric_arena.prompts import (
     clean_response,
     generation_messages,
     generation_prompt,

@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from metric_arena._ratings import BattleCounts, bootstrap_bradley_terry, expected_score, fit_bradley_terry
+from metric_arena.stats import BattleCounts, bootstrap_bradley_terry, expected_score, fit_bradley_terry
 
 TRUE = {"LFRQA": 1000.0, "A": 1180.0, "B": 1050.0, "C": 960.0, "D": 820.0}
 

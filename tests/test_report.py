@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from metric_arena._leaderboard import build_leaderboard, load_run, write_report
-from metric_arena._ratings import expected_score
+from metric_arena.report import build_leaderboard, load_run, write_report
+from metric_arena.stats import expected_score
 from rag_qa_arena.cli import main
 
 DOMAINS = ("fiqa", "lifestyle", "recreation", "science", "technology", "writing")
@@ -291,7 +291,7 @@ def test_help_explains_commands(capsys):
 
 def test_run_folders_written_by_the_judge_make_a_leaderboard(tmp_path):
     """End to end: the real judge against a local OpenAI-compatible server writes the run folders."""
-    from metric_arena._judge import judge_pairs
+    from metric_arena.judge import judge_pairs
     from tests.openai_server import OpenAIServer
 
     strength = {"ANSWER-STRONG": 1150.0, "ANSWER-REFERENCE": 1000.0, "ANSWER-WEAK": 850.0}

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from metric_arena._sampling import IntervalStopper, stratified_sample, wilson_interval
+from metric_arena.stats import IntervalStopper, stratified_sample, wilson_interval
 
 SIZES = {"a": 50, "b": 30, "c": 15, "d": 4, "e": 1}
 

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from metric_arena._sync import run_sync
+from metric_arena.llm import run_sync
 
 
 async def _where() -> tuple[int, bool]:

@@ -17,9 +17,9 @@ import types
 
 import pytest
 
-from metric_arena._backends import make_backend
-from metric_arena._backends._base import BackendError, ChatRequest, Completion, ModelNotFound
-from metric_arena._backends.vllm import VLLMBackend
+from metric_arena.llm import make_backend
+from metric_arena.llm import BackendError, ChatRequest, Completion, ModelNotFound
+from metric_arena.llm._vllm import VLLMBackend
 
 
 # -- stand-in for the vllm package (NOT the real library) -----------------------------------

@@ -7,8 +7,7 @@ A thin wrapper over :func:`metric_arena.judge_pairs`; everything is implemented 
 import datasets
 import evaluate
 
-from metric_arena._judge import DEFAULT_JUDGE
-from metric_arena._judge import judge_pairs
+from metric_arena.judge import DEFAULT_JUDGE, judge_pairs
 
 _CITATION = """\
 @article{han2024ragqaarena,

@@ -13,7 +13,7 @@ import re
 import pytest
 
 from metric_arena import judge_pairs
-from metric_arena._generate import generate_answers
+from metric_arena.generate import generate_answers
 from tests.openai_server import OpenAIServer
 from tests.robustness.helpers import cli, query_of, read_jsonl, retrieved_rows
 

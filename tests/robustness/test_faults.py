@@ -10,8 +10,8 @@ import sqlite3
 import pytest
 
 from metric_arena import judge_pairs
-from metric_arena._generate import generate_answers, summary_path
-from metric_arena._runner import RetryPolicy
+from metric_arena.generate import generate_answers, summary_path
+from metric_arena.llm import RetryPolicy
 from tests.openai_server import OpenAIServer, Reply
 from tests.robustness.helpers import (
     FAKE_KEY,
@@ -194,7 +194,7 @@ def test_fatal_errors_stop_generation_at_once(tmp_path, capsys, status):
 
 @pytest.mark.parametrize("command", ["judge", "generate"])
 def test_an_unreachable_server_ends_with_a_hint_to_check_the_url(tmp_path, capsys, monkeypatch, command):
-    import metric_arena._runner as runner
+    import metric_arena.llm._runner as runner
 
     monkeypatch.setattr(runner, "RetryPolicy", lambda: FAST)  # the commands' default policy retries for minutes
     nowhere = "http://127.0.0.1:9/v1"  # nothing listens there
@@ -213,7 +213,7 @@ def test_an_unreachable_server_ends_with_a_hint_to_check_the_url(tmp_path, capsy
 
 
 def test_no_unreachable_hint_when_something_got_through(tmp_path, capsys, monkeypatch):
-    import metric_arena._runner as runner
+    import metric_arena.llm._runner as runner
 
     monkeypatch.setattr(runner, "RetryPolicy", lambda: FAST)
     preds = write_jsonl(tmp_path / "a.jsonl", prediction_rows(2))

@@ -10,8 +10,8 @@ import re
 import pytest
 
 from metric_arena import judge_pairs
-from metric_arena._generate import generate_answers
-from metric_arena._prompts import GENERATION_TEMPLATES, judge_messages, load_template, render_template
+from metric_arena.generate import generate_answers
+from metric_arena.prompts import GENERATION_TEMPLATES, judge_messages, load_template, render_template
 from tests.openai_server import OpenAIServer
 from tests.robustness.helpers import retrieved_rows
 

@@ -57,11 +57,11 @@ def test_the_grep_would_catch_them():
 
 
 def test_trust_remote_code_is_off_by_default():
-    from metric_arena._backends.hf import HFBackend
+    from metric_arena.llm._hf import HFBackend
     from rag_qa_arena.cli import build_parser
 
     assert inspect.signature(HFBackend.__init__).parameters["trust_remote_code"].default is False
-    vllm_source = (ROOT / "metric_arena" / "_backends" / "vllm.py").read_text()
+    vllm_source = (ROOT / "metric_arena" / "llm" / "_vllm.py").read_text()
     assert re.search(r"trust_remote_code: bool = False", vllm_source)
     args = build_parser().parse_args(["generate", "--retrieved", "r", "--model", "hf:m", "--out", "o"])
     assert args.trust_remote_code is False

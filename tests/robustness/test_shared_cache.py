@@ -72,8 +72,8 @@ def test_two_judges_and_a_generator_share_one_cache_at_once(tmp_path, capsys):
 
 _HAMMER = """
 import sys
-from metric_arena._backends import ChatRequest, Completion
-from metric_arena._cache import CompletionCache, cache_key
+from metric_arena.llm import ChatRequest, Completion
+from metric_arena.llm import CompletionCache, cache_key
 
 worker, n = sys.argv[1], int(sys.argv[2])
 cache = CompletionCache(sys.argv[3])

@@ -1,0 +1,222 @@
+"""The one way this package uploads to the Hugging Face Hub: checked repo id, a token, a secret
+scan of every file, one commit; every Hub failure becomes a one-line error naming the fix.
+
+>>> find_secrets('{"raw": "ok"}\\n{"raw": "key sk-abcdefghijklmnopqrstuvwx"}')
+[('an OpenAI-style API key (sk-…)', 2)]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+
+from lfrqa.errors import RagQaArenaError
+
+__all__ = [
+    "SECRET_ENV_VARS",
+    "SecretFoundError",
+    "check_repo_id",
+    "check_secrets",
+    "env_secrets",
+    "find_secrets",
+    "folder_files",
+    "hub_errors",
+    "push_dataset",
+    "resolve_token",
+    "upload_files",
+    "upload_operations",
+]
+
+SECRET_ENV_VARS = (
+    "OPENAI_API_KEY",
+    "AZURE_OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "HF_TOKEN",
+    "HUGGING_FACE_HUB_TOKEN",
+    "HUGGINGFACEHUB_API_TOKEN",
+)
+_PATTERNS = (
+    ("an OpenAI-style API key (sk-…)", re.compile(r"\bsk-[A-Za-z0-9_\-]{20,}")),
+    ("a Hugging Face token (hf_…)", re.compile(r"\bhf_[A-Za-z0-9]{30,}")),
+    ("an AWS access key (AKIA…)", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
+    ("a Google API key (AIza…)", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}")),
+    ("a GitHub token (gh…_)", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{36,}")),
+    ("a Bearer token", re.compile(r"\bBearer\s+[A-Za-z0-9._~+/\-]{20,}=*")),
+)
+_MIN_SECRET_LENGTH = 8
+
+
+class SecretFoundError(RagQaArenaError):
+    """A file about to be uploaded contains something that looks like a credential."""
+
+
+def find_secrets(text: str, *, values: Iterable[str] = ()) -> list[tuple[str, int]]:
+    """``[(what, line_number)]`` for every credential-looking string in ``text``; ``values`` are
+    exact secrets to look for too (e.g. the current API keys). The secrets themselves are never
+    returned."""
+    hits = []
+    secrets = [v for v in values if v and len(v) >= _MIN_SECRET_LENGTH]
+    for line_no, line in enumerate(text.splitlines(), 1):
+        for what, pattern in _PATTERNS:
+            if pattern.search(line):
+                hits.append((what, line_no))
+        for value in secrets:
+            if value in line:
+                hits.append(("the value of an API-key environment variable or the Hub token", line_no))
+    return hits
+
+
+def env_secrets() -> list[str]:
+    """The values of the API-key variables set in this environment (to look for in uploads)."""
+    return [os.environ[name] for name in SECRET_ENV_VARS if os.environ.get(name)]
+
+
+def check_secrets(sources: Mapping[str, str], *, what: str, extra: Iterable[str] = ()) -> None:
+    """Raise :class:`SecretFoundError` naming file and line of anything credential-like in ``sources``."""
+    secrets = [*env_secrets(), *extra]
+    problems = [(name, kind, line) for name, text in sources.items() for kind, line in find_secrets(text, values=secrets)]
+    if problems:
+        listed = "; ".join(f"{name} line {line}: {kind}" for name, kind, line in problems[:10])
+        more = f" (and {len(problems) - 10} more)" if len(problems) > 10 else ""
+        raise SecretFoundError(
+            f"Refusing to upload {what}: it looks like it contains credentials: {listed}{more}. "
+            "Remove them and push again."
+        )
+
+
+def check_repo_id(repo_id: str) -> str:
+    """``repo_id`` if huggingface_hub accepts it as ``ORG/NAME``, else a one-line error."""
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    if not isinstance(repo_id, str) or repo_id.count("/") != 1:
+        raise RagQaArenaError(f"Bad repo id {repo_id!r}: not of the form ORG/NAME (e.g. my-org/rag-qa-arena-gpt-4o)")
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as error:
+        raise RagQaArenaError(f"Bad repo id {repo_id!r}: {str(error).splitlines()[0]} Use ORG/NAME") from None
+    return repo_id
+
+
+def resolve_token(token: str | None = None, *, from_env: bool = False) -> str:
+    """The Hub token: ``token``; with ``from_env`` only ``$HF_TOKEN``; else huggingface_hub's usual places."""
+    if token:
+        return token
+    if from_env:
+        token = os.environ.get("HF_TOKEN") or os.environ.get("HUGGING_FACE_HUB_TOKEN")
+        if not token:
+            raise RagQaArenaError("--token-from-env was given but HF_TOKEN is not set: export HF_TOKEN=... and try again")
+        return token
+    from huggingface_hub import get_token
+
+    token = get_token()
+    if not token:
+        raise RagQaArenaError(
+            "No Hugging Face token found: run `huggingface-cli login` or set HF_TOKEN (a token with write access)"
+        )
+    return token
+
+
+def folder_files(folder: str | os.PathLike) -> dict[str, Path]:
+    """``{path_in_repo: file}`` for every file of an exported folder (what a dataset push commits)."""
+    folder = Path(folder)
+    if not (folder / "README.md").is_file():
+        raise FileNotFoundError(f"{folder} has no README.md: export it first with `rag-qa-arena data export {folder}`")
+    return {
+        path.relative_to(folder).as_posix(): path
+        for path in sorted(folder.rglob("*"))
+        if path.is_file() and not path.name.endswith(".partial")
+    }
+
+
+def upload_operations(files: Mapping[str, bytes | Path], *, token: str | None = None, what: str = "the upload") -> list:
+    """The ``CommitOperationAdd`` list for ``files``, after a secret scan of every text file (no network)."""
+    from huggingface_hub import CommitOperationAdd
+
+    texts = {}
+    for name, data in files.items():
+        raw = data.read_bytes() if isinstance(data, Path) else data
+        with contextlib.suppress(UnicodeDecodeError):
+            texts[name] = raw.decode("utf-8")
+    check_secrets(texts, what=what, extra=[token] if token else [])
+    return [CommitOperationAdd(path_in_repo=name, path_or_fileobj=str(data) if isinstance(data, Path) else data)
+            for name, data in files.items()]
+
+
+def upload_files(
+    repo_id: str,
+    files: Mapping[str, bytes | Path],
+    *,
+    repo_type: str = "dataset",
+    private: bool = False,
+    token: str | None = None,
+    token_from_env: bool = False,
+    commit_message: str,
+    api=None,
+) -> str:
+    """Create the repo if needed and commit ``files`` (``{path_in_repo: bytes or file}``) in one commit;
+    returns the commit URL. Every text file is scanned for credentials first."""
+    check_repo_id(repo_id)
+    if api is None or token_from_env:
+        token = resolve_token(token, from_env=token_from_env)
+    operations = upload_operations(files, token=token, what=f"to {repo_id}")
+    with hub_errors(repo_id):
+        if api is None:
+            from huggingface_hub import HfApi
+
+            api = HfApi()
+        api.create_repo(repo_id, repo_type=repo_type, private=private, exist_ok=True, token=token)
+        info = api.create_commit(repo_id, operations, commit_message=commit_message, repo_type=repo_type, token=token)
+    return str(getattr(info, "commit_url", info))
+
+
+def push_dataset(folder: str | os.PathLike, repo_id: str, *, private: bool = False, token: str | None = None) -> str:
+    """Create (if needed) the dataset repo ``repo_id`` and commit the exported folder to it; returns the commit URL.
+
+    The token comes from ``token=``, else huggingface_hub's usual places (``HF_TOKEN``, the saved
+    login); it is never printed or written.
+    """
+    check_repo_id(repo_id)
+    return upload_files(repo_id, folder_files(folder), private=private, token=token,
+                        commit_message="Upload LFRQA exported by rag-qa-arena")
+
+
+def _connection_errors() -> tuple[type[BaseException], ...]:
+    """The network errors of the HTTP client huggingface_hub uses: requests in 0.x, httpx in 1.x,
+    its fork httpx2 in 2.x (whichever of them is installed)."""
+    import importlib
+
+    errors: list[type[BaseException]] = [ConnectionError, TimeoutError]
+    for module, names in (("httpx2", ("TransportError",)), ("httpx", ("TransportError",)),
+                          ("requests.exceptions", ("ConnectionError", "Timeout"))):
+        with contextlib.suppress(ImportError):
+            found = importlib.import_module(module)
+            errors += [getattr(found, name) for name in names]
+    return tuple(errors)
+
+
+@contextlib.contextmanager
+def hub_errors(repo_id: str) -> Iterator[None]:
+    """Turn a failed Hub call (offline mode, no network, token rejected, no write access) into a
+    one-line :class:`RagQaArenaError` naming the repo and the fix; other errors pass through."""
+    from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
+
+    try:
+        yield
+    except OfflineModeIsEnabled:
+        raise RagQaArenaError(f"cannot upload to {repo_id}: HF_HUB_OFFLINE is set; unset it to reach the Hub") from None
+    except HfHubHTTPError as error:
+        status = getattr(getattr(error, "response", None), "status_code", None)
+        if status in (401, 403):
+            fix = ("check the token (HF_TOKEN or `huggingface-cli login`): it needs write access to "
+                   f"{repo_id.split('/')[0]}")
+        else:
+            fix = "check the repo id, then run the same command again"
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise RagQaArenaError(f"the Hugging Face Hub refused the upload to {repo_id} (HTTP {status}): {reason}; {fix}") from None
+    except _connection_errors():
+        raise RagQaArenaError(f"cannot reach the Hugging Face Hub to upload to {repo_id}: check the network "
+                              "(and HF_ENDPOINT), then run the same command again") from None

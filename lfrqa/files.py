@@ -1,0 +1,136 @@
+"""Files every stage reads and writes: strict JSON Lines, strict JSON, atomic writes, the package version.
+
+One implementation of each, shared by the whole package (this module imports nothing of ours
+but the errors).
+
+>>> import tempfile, pathlib
+>>> path = pathlib.Path(tempfile.mkdtemp()) / "summary.json"
+>>> atomic_write(path, dumps_json({"win_rate": float("nan")}))
+>>> path.read_text()
+'{\n  "win_rate": null\n}\n'
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+from lfrqa.errors import RagQaArenaError
+
+__all__ = ["JsonlAppender", "atomic_write", "dumps_json", "iter_jsonl", "json_line", "package_version"]
+
+DISTRIBUTION = "rag-qa-arena"
+
+
+def iter_jsonl(source: str | os.PathLike | BinaryIO, *, name: str | None = None, hint: str = "") -> Iterator[tuple[int, dict]]:
+    """``(line number, object)`` for each non-blank line of a JSON Lines file (a path or a binary stream).
+
+    A line that is not UTF-8, not JSON, or not a JSON object raises ``ValueError`` naming the file
+    and the line; ``hint`` (e.g. the expected fields) is appended to the message.
+
+    >>> import io
+    >>> list(iter_jsonl(io.BytesIO(b'{"qid": "1"}\\n\\n{"qid": "2"}\\n'), name="x.jsonl"))
+    [(1, {'qid': '1'}), (3, {'qid': '2'})]
+    """
+    if isinstance(source, (str, os.PathLike)):
+        with open(source, "rb") as handle:
+            yield from iter_jsonl(handle, name=name or os.fspath(source), hint=hint)
+        return
+    name = name or getattr(source, "name", "input")
+    suffix = f" {hint}" if hint else ""
+    for number, raw in enumerate(source, 1):
+        if not raw.strip():
+            continue
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise RagQaArenaError(f"{name} line {number}: not UTF-8 text ({error.reason}). Save the file as UTF-8") from None
+        try:
+            record = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise RagQaArenaError(f"{name} line {number}: not valid JSON ({error.msg}).{suffix}") from None
+        if not isinstance(record, dict):
+            raise RagQaArenaError(f"{name} line {number}: expected a JSON object, got {type(record).__name__}.{suffix}")
+        yield number, record
+
+
+def json_line(record: dict) -> str:
+    """One JSON Lines line (strict JSON: NaN and infinity become null)."""
+    return json.dumps(_strict(record), ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def dumps_json(data) -> str:
+    """Indented strict JSON text with a final newline (NaN and infinity become ``null``)."""
+    return json.dumps(_strict(data), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def _strict(value):
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return None
+    if isinstance(value, dict):
+        return {k: _strict(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_strict(v) for v in value]
+    return value
+
+
+def write_error(error: OSError, path: str | os.PathLike) -> OSError:
+    """``error`` again, naming ``path`` and the likely cause."""
+    return OSError(error.errno, f"{error.strerror or error} (disk full or read-only?)", str(path))
+
+
+def atomic_write(path: str | os.PathLike, data: str | bytes) -> None:
+    """Write ``data`` to ``path`` all at once: a temporary file beside it, fsync, then rename.
+
+    Readers see the old file or the new one, never a part; a crash leaves the old file.
+    """
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    try:
+        with open(tmp, "wb") as handle:
+            handle.write(payload)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except OSError as error:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise write_error(error, path) from None
+
+
+class JsonlAppender:
+    """Appends records to a JSON Lines file, one flushed line each (what a crash leaves is kept)."""
+
+    def __init__(self, path: str | os.PathLike, *, mode: str = "a"):
+        self.path = Path(path)
+        try:
+            self._handle = open(self.path, mode, encoding="utf-8")
+        except OSError as error:
+            raise write_error(error, self.path) from None
+
+    def write(self, record: dict) -> None:
+        try:
+            self._handle.write(json_line(record))
+            self._handle.flush()
+        except OSError as error:
+            raise write_error(error, self.path) from None
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            if not self._handle.closed:
+                self._handle.close()
+
+
+def package_version() -> str:
+    """This package's installed version, or ``"unknown"`` when run from a bare source tree."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(DISTRIBUTION)
+    except PackageNotFoundError:
+        return "unknown"

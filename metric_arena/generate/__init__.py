@@ -1,0 +1,18 @@
+"""Answer generation with the paper's prompt: retrieved passages + question -> an answer file.
+Uses :mod:`metric_arena.llm` and :mod:`metric_arena.prompts`; knows nothing of judging."""
+
+from metric_arena.generate._cost import format_generation_estimate, generation_dry_run
+from metric_arena.generate._inputs import GENERATION_MAX_TOKENS, generation_request, read_retrieved
+from metric_arena.generate._output import summary_path
+from metric_arena.generate._run import agenerate_answers, generate_answers
+
+__all__ = [
+    "GENERATION_MAX_TOKENS",
+    "agenerate_answers",
+    "format_generation_estimate",
+    "generate_answers",
+    "generation_dry_run",
+    "generation_request",
+    "read_retrieved",
+    "summary_path",
+]

@@ -1,0 +1,124 @@
+"""What answer generation reads: ``retrieve`` output rows, checked, and the paper's request for each."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from lfrqa.errors import InvalidInputType, RagQaArenaError
+from lfrqa.files import iter_jsonl
+from metric_arena.llm import Backend, ChatRequest, parse_spec
+from metric_arena.prompts import GENERATION_TAGS, GENERATION_TEMPLATES, generation_messages, neutralize_delimiters
+
+__all__ = ["GENERATION_MAX_TOKENS", "check_settings", "generation_request", "read_retrieved", "retrieved_rows"]
+
+#: Decoding parameters of the reference implementation's answer generation.
+GENERATION_MAX_TOKENS = 256
+GENERATION_TEMPERATURE = 0.0
+GENERATION_TOP_P = 1.0
+
+
+def read_retrieved(path: str | os.PathLike) -> list[dict]:
+    """The rows of a ``retrieve`` output file, checked (line numbers in every error)."""
+    path = Path(path)
+    if not path.is_file():
+        what = "is a folder, not a file" if path.is_dir() else "does not exist"
+        raise FileNotFoundError(f"Retrieved file {path} {what}: write it with `rag-qa-arena retrieve --out`")
+    rows, where = [], []
+    hint = 'Each line must be one {"qid", "question", "passages": [...]} object, as `rag-qa-arena retrieve` writes'
+    for number, row in iter_jsonl(path, hint=hint):
+        rows.append(row)
+        where.append(f"{path} line {number}")
+    if not rows:
+        raise RagQaArenaError(f"Retrieved file {path} holds no questions")
+    return _check_rows(rows, where)
+
+
+def _check_rows(rows: Sequence[Any], where: Sequence[str]) -> list[dict]:
+    checked: list[dict] = []
+    seen: dict[str, str] = {}
+    for row, place in zip(rows, where):
+        if not isinstance(row, Mapping):
+            raise RagQaArenaError(f"{place}: expected a JSON object with qid, question and passages, "
+                             f"got {type(row).__name__}")
+        for field in ("qid", "question", "passages"):
+            if field not in row:
+                raise RagQaArenaError(f"{place}: missing field {field!r} (each row needs qid, question and passages)")
+        qid = row["qid"]
+        if isinstance(qid, bool) or not isinstance(qid, (str, int)) or str(qid).strip() == "":
+            raise RagQaArenaError(f"{place}: qid {qid!r} must be a non-empty string")
+        qid = str(qid).strip()
+        if qid in seen:
+            raise RagQaArenaError(f"{place}: qid {qid!r} appears twice (also at {seen[qid]}); keep one row per qid")
+        seen[qid] = place
+        question = row["question"]
+        if not isinstance(question, str):
+            raise RagQaArenaError(f"{place} (qid {qid}): question must be a string, "
+                             f"got {type(question).__name__} ({question!r})")
+        domain = row.get("domain")
+        if domain is not None and not isinstance(domain, str):
+            raise RagQaArenaError(f"{place} (qid {qid}): domain must be a string, got {domain!r}")
+        passages = row["passages"]
+        if not isinstance(passages, list):
+            raise RagQaArenaError(f"{place} (qid {qid}): passages must be a list of {{'pid', 'text', 'rank'}} objects, "
+                             f"got {type(passages).__name__}")
+        clean = []
+        for k, passage in enumerate(passages):
+            if not isinstance(passage, Mapping) or not isinstance(passage.get("text"), str):
+                raise RagQaArenaError(f"{place} (qid {qid}): passages[{k}] must be an object with a string 'text', "
+                                 f"got {passage!r:.80}")
+            pid = passage.get("pid")
+            if pid is None or isinstance(pid, bool) or not isinstance(pid, (str, int)):
+                raise RagQaArenaError(f"{place} (qid {qid}): passages[{k}] has pid {pid!r}; give each passage its id")
+            rank = passage.get("rank")
+            if rank is not None and (isinstance(rank, bool) or not isinstance(rank, int)):
+                raise RagQaArenaError(f"{place} (qid {qid}): passages[{k}] has rank {rank!r}; ranks are integers from 1")
+            clean.append({"pid": str(pid), "text": passage["text"], "rank": rank})
+        if all(p["rank"] is not None for p in clean):
+            clean.sort(key=lambda p: p["rank"])  # stable: ties keep file order
+        checked.append({"qid": qid, "domain": domain, "question": question, "passages": clean})
+    return checked
+
+
+def retrieved_rows(retrieved) -> list[dict]:
+    if isinstance(retrieved, (str, os.PathLike)):
+        return read_retrieved(retrieved)
+    if isinstance(retrieved, Mapping):
+        raise InvalidInputType("retrieved must be a file path or a list of rows, not one dict: wrap it in a list")
+    rows = list(retrieved)
+    if not rows:
+        raise RagQaArenaError("No retrieved rows given: nothing to generate")
+    return _check_rows(rows, [f"retrieved[{i}]" for i in range(len(rows))])
+
+
+def check_settings(model, prompt, n_passages, max_tokens, max_concurrency=1) -> None:
+    if not isinstance(model, Backend):
+        parse_spec(model)  # names a bad spec or backend
+    if prompt not in GENERATION_TEMPLATES:
+        raise RagQaArenaError(f"Unknown prompt version {prompt!r}. Available: {', '.join(GENERATION_TEMPLATES)}")
+    for name, value in (("n_passages", n_passages), ("max_tokens", max_tokens), ("max_concurrency", max_concurrency)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise RagQaArenaError(f"{name} must be a positive integer, got {value!r}")
+
+
+def generation_request(
+    row: Mapping,
+    *,
+    prompt: str = "v1",
+    n_passages: int = 5,
+    max_tokens: int = GENERATION_MAX_TOKENS,
+    temperature: float = GENERATION_TEMPERATURE,
+    top_p: float = GENERATION_TOP_P,
+    data_dir: str | os.PathLike | None = None,
+) -> ChatRequest:
+    """The request for one checked row: its top ``n_passages`` passages and question."""
+    texts = [p["text"] for p in row["passages"][:n_passages]]
+    messages = generation_messages(row["question"], texts, prompt, data_dir=data_dir)
+    return ChatRequest(messages, max_tokens=max_tokens, temperature=temperature, top_p=top_p)
+
+
+def neutralized(row: Mapping, n_passages: int) -> bool:
+    texts = [row["question"]] + [p["text"] for p in row["passages"][:n_passages]]
+    return any(neutralize_delimiters(text, GENERATION_TAGS)[1] for text in texts)

@@ -1,0 +1,86 @@
+"""The answer file of a generation run: resuming an earlier run, one writer at a time, the summary's path."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from pathlib import Path
+
+from lfrqa.errors import RagQaArenaError
+from lfrqa.files import write_error
+
+__all__ = ["exclusive", "previous_lines", "summary_path"]
+
+
+def summary_path(out: str | os.PathLike) -> Path:
+    """``runs/preds.jsonl`` -> ``runs/preds.summary.json``."""
+    out = Path(out)
+    return out.with_name(out.stem + ".summary.json")
+
+
+def previous_lines(out: Path, spec: str, prompt: str) -> tuple[dict[str, str], int]:
+    """Answered lines of an earlier run of ``out`` by qid (failed and cut lines dropped), and
+    how many lines were dropped."""
+    data = out.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise RagQaArenaError(f"{out} line {line}: not UTF-8 text; it is not an answer file of this tool. "
+                         "Choose another --out, or pass --overwrite to replace it") from None
+    lines = text.splitlines(keepends=True)
+    kept: dict[str, str] = {}
+    dropped = 0
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            qid = record["qid"]
+            model, version = record["model"], record["prompt"]
+        except (json.JSONDecodeError, KeyError, TypeError):
+            if number == len(lines) and not line.endswith("\n"):  # cut short by a crash
+                dropped += 1
+                continue
+            raise RagQaArenaError(f"{out} line {number} is not an answer record of this tool: fix or delete the file, "
+                             "or pass --overwrite to replace it") from None
+        if model != spec or version != prompt:
+            raise RagQaArenaError(
+                f"{out} holds answers of model {model!r} with prompt {version!r}, not {spec!r} with {prompt!r}: "
+                "choose another --out, or pass --overwrite to replace it"
+            )
+        if record.get("failed") or qid in kept:
+            dropped += 1  # failed lines are asked again
+            continue
+        kept[str(qid)] = line if line.endswith("\n") else line + "\n"
+    return kept, dropped
+
+
+@contextlib.contextmanager
+def exclusive(out: Path):
+    """Hold an advisory lock on ``.<out name>.lock`` so two runs never append to one file.
+
+    The lock file stays (removing it would let a third run lock a new file while a second still
+    holds the old one); the kernel releases the lock when the process ends, even on kill -9.
+    """
+    lock_path = out.with_name(f".{out.name}.lock")
+    try:
+        handle = open(lock_path, "a+")
+    except OSError as error:
+        raise write_error(error, lock_path) from None
+    try:
+        try:
+            import fcntl
+        except ImportError:  # Windows: no advisory locks
+            fcntl = None
+        if fcntl is not None:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                raise FileExistsError(
+                    f"Another run is writing {out} right now (lock {lock_path}): wait for it, or choose another --out"
+                ) from None
+        yield
+    finally:
+        handle.close()

@@ -1,0 +1,95 @@
+"""The RAG-QA Arena pairwise judge: a system's answers against LFRQA's (or another system's).
+
+Each pair is judged as the paper does (see :mod:`metric_arena.prompts` for the request): both
+answers are cleaned with the reference implementation's cleanup, put in the order the policy
+says, and sent to every judge. Verdicts are seen from the evaluated system's side (``system_a``).
+
+Order policies
+    ``"paper"``: the reference's rule: when the question has an even number of space-separated
+    words (``len(q.split(' ')) % 2 == 0``) the prediction is Answer 1, otherwise the reference is.
+    ``"random"``: per id, ``random.Random(f"{seed}:{qid}").random() < 0.5`` puts the prediction
+    first; the position is recorded in each judgment (``a_position``).
+    ``"both"``: both orders are judged; a judge whose two verdicts differ counts as a tie for that
+    pair and as a position flip (``position_flip_rate``). A judge that fails on either order is
+    failed for the pair.
+
+Parsing (strict)
+    The rating is read only from ``<rating>…</rating>`` tags. Every such tag must hold exactly
+    one of 0, 1, 2 (whitespace around it allowed) and all tags of a reply must agree (a repeated
+    identical tag is accepted; two different ratings, a "3", an empty tag or no tag at all make
+    the reply invalid). Digits elsewhere in the text are never read. An invalid reply is asked
+    once more (a fresh request, not answered from the cache); if that fails too, the judgment is
+    failed: it counts in ``n_failed`` and in no rate — never as a tie. A reply cut at
+    ``max_tokens`` (``finish_reason: "length"``, counted as ``truncated``) is read the same way:
+    with a valid rating it counts; without one it is re-asked once, then the judgment fails.
+
+Several judges
+    Each judge votes with its outcome (win/tie/loss); failed judges do not vote. The outcome with
+    the most votes wins; a tie between top counts is a tie (as the paper's majority vote, where
+    three different votes make a tie). All judges failed: the pair is failed. Each judge's
+    judgments are kept in the verdict, and ``per_judge`` holds each judge's own summary.
+
+Fewer pairs
+    ``sample=N`` judges a seeded sub-sample of N pairs stratified by domain
+    (:func:`~metric_arena.stats.stratified_sample`, seeded with ``seed``). ``target_width=W``
+    judges the pairs in a seeded stratified order and starts no new pair once the 95% (Wilson)
+    interval of the win+tie rate is at most W wide (after at least 50 pairs); pairs in flight
+    then finish and are counted. The summary records ``stopped_early``, ``interval_width`` and
+    ``n_planned``; verdicts cover the judged pairs only.
+
+Verdicts follow the run-folder contract (``qid``, ``domain``, ``system_a``, ``system_b``,
+``outcome``, ``failed``, ``flipped``, ``no_answer_a``, ``judgments``); a failed judgment also
+carries ``error``, the last failure's description.
+
+Hostile text
+    Question, answers and reference are data: prompt delimiters inside them are defused before
+    they are inserted (:func:`metric_arena.prompts.neutralize_delimiters`), and the verdict then
+    carries ``"neutralized": true`` (the key is absent otherwise).
+
+Pairs that are not sent
+    ``generation_failed[i]`` true (the prediction file marked the answer ``failed``): the pair is
+    failed at once, with no judgment and ``error``. With ``max_input_tokens``, a request whose
+    prompt is longer (tiktoken count; approximate for non-OpenAI models) is refused rather than
+    truncated: that judgment fails with the reason in ``error`` and counts as ``over_budget``.
+    Without a budget, a server that rejects an over-long prompt (HTTP 400) fails that judgment
+    the same way (not retried, counted as ``"400"``).
+"""
+
+from metric_arena.judge._batch import (
+    PLAN_FILE,
+    CacheOnlyBackend,
+    collect_judge_batch,
+    judge_batch_requests,
+    judge_batch_status,
+    submit_judge_batch,
+)
+from metric_arena.judge._cost import expected_judge_reply_tokens, format_estimate, judge_dry_run
+from metric_arena.judge._inputs import JudgeInputs, lfrqa_rows, prepare_judge_inputs, read_predictions
+from metric_arena.judge._parse import judge_outcome, parse_rating
+from metric_arena.judge._plan import DEFAULT_JUDGE, ORDERS, answer_positions, judge_request, planned_requests
+from metric_arena.judge._run import ajudge_pairs, judge_pairs
+
+__all__ = [
+    "DEFAULT_JUDGE",
+    "ORDERS",
+    "PLAN_FILE",
+    "CacheOnlyBackend",
+    "JudgeInputs",
+    "ajudge_pairs",
+    "answer_positions",
+    "collect_judge_batch",
+    "expected_judge_reply_tokens",
+    "format_estimate",
+    "judge_batch_requests",
+    "judge_batch_status",
+    "judge_dry_run",
+    "judge_outcome",
+    "judge_pairs",
+    "judge_request",
+    "lfrqa_rows",
+    "parse_rating",
+    "planned_requests",
+    "prepare_judge_inputs",
+    "read_predictions",
+    "submit_judge_batch",
+]

@@ -1,0 +1,115 @@
+"""Dry runs of the judge: requests, tokens and dollars per judge, before anything is sent.
+
+Input tokens are counted with tiktoken (:func:`metric_arena.llm.get_encoding`, offline). Output
+tokens are estimated from the expected reply: the mean length of the paper's own example replies
+(a short ``<thinking>`` and the rating); the ``max_tokens`` bound is shown apart. Prices are
+OpenAI's list prices of 2024 (:data:`metric_arena.llm.PRICES_2024`); other models: cost unknown.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from metric_arena.judge._plan import DEFAULT_JUDGE, planned_requests
+from metric_arena.llm import (
+    BATCH_DISCOUNT,
+    PRICES_2024,
+    CompletionCache,
+    CostEstimate,
+    backend_identity,
+    cache_key,
+    estimate_cost,
+    get_encoding,
+    parse_spec,
+)
+from metric_arena.prompts import judge_examples
+
+__all__ = ["expected_judge_reply_tokens", "format_estimate", "judge_dry_run"]
+
+
+def expected_judge_reply_tokens(model: str, data_dir: str | os.PathLike | None = None) -> float:
+    """Mean tokens of the paper's example judge replies (``<thinking>…</thinking><rating>n</rating>``)."""
+    encoding, _ = get_encoding(model)
+    examples = judge_examples(data_dir)
+    replies = [f"<thinking>{e['thinking']}</thinking><rating>{e['label']}</rating>" for e in examples]
+    return sum(len(encoding.encode(r, disallowed_special=())) for r in replies) / len(replies)
+
+
+def format_estimate(estimates: Sequence[CostEstimate], *, batch: bool = False) -> str:
+    """Human-readable lines, ending with the machine-readable ``estimated_cost_usd: <number>``
+    (``nan`` when a judge's price is unknown). ``batch``: at the Batch API's price (half)."""
+    factor = BATCH_DISCOUNT if batch else 1.0
+    lines = []
+    total = 0.0
+    unknown = False
+    for est in estimates:
+        lines.append(f"judge {est.judge}")
+        lines.append(f"  requests:              {est.n_requests:,} ({est.n_cached:,} already cached, "
+                     f"{est.n_requests - est.n_cached:,} to send)")
+        note = "" if est.exact_tokenizer else " (approximate: o200k_base tokenizer, not the model's own)"
+        lines.append(f"  input tokens:          {est.input_tokens:,}{note}")
+        lines.append(f"  output tokens:         ~{est.output_tokens_estimate:,} expected "
+                     f"(at most {est.output_tokens_max:,} with max_tokens)")
+        if est.cost_usd is None:
+            unknown = True
+            lines.append(f"  cost:                  unknown for model {est.model!r} "
+                         f"(prices known for: {', '.join(PRICES_2024)})")
+        else:
+            total += est.cost_usd * factor
+            lines.append(f"  cost:                  ${est.cost_usd * factor:,.2f} expected, at most "
+                         f"${est.cost_usd_max * factor:,.2f} "
+                         f"(${est.input_price_per_m * factor:g}/${est.output_price_per_m * factor:g} per M tokens "
+                         f"in/out, OpenAI {'Batch API' if batch else 'list'} prices of 2024; retries not included)")
+    lines.append(f"estimated_cost_usd: {'nan' if unknown else f'{total:.4f}'}")
+    return "\n".join(lines)
+
+
+def judge_dry_run(
+    predictions: Sequence[str],
+    references: Sequence[str],
+    questions: Sequence[str],
+    *,
+    ids: Sequence[str] | None = None,
+    domains: Sequence[str] | None = None,
+    judge: str | Sequence[str] = DEFAULT_JUDGE,
+    base_url: str | None = None,
+    order: str = "paper",
+    seed: int = 0,
+    sample: int | None = None,
+    cache_dir: str | os.PathLike | None = None,
+    use_cache: bool = True,
+    data_dir: str | os.PathLike | None = None,
+) -> list[CostEstimate]:
+    """What :func:`~metric_arena.judge_pairs` would send, per judge, without sending anything.
+
+    Requests already answered in the cache are counted apart and cost nothing. ``sample`` counts
+    the same stratified sub-sample the judge would draw (``domains``, ``seed``).
+    """
+    requests = planned_requests(predictions, references, questions, ids=ids, domains=domains, order=order, seed=seed,
+                                 sample=sample, data_dir=data_dir)
+    specs = [judge] if isinstance(judge, str) else list(judge)
+    cache = CompletionCache(cache_dir) if use_cache else None
+    estimates = []
+    try:
+        for spec in specs:
+            backend, model = parse_spec(spec)
+            identity = backend_identity(spec, base_url=base_url)
+            if cache is not None and identity is not None:
+                keys = [cache_key(identity, r, 0) for r in requests]
+                found = cache.get_many(keys)
+                cached = [k in found and found[k].valid for k in keys]
+            else:
+                cached = None
+            estimates.append(
+                estimate_cost(
+                    requests,
+                    spec,
+                    expected_output_tokens=expected_judge_reply_tokens(model, data_dir),
+                    cached=cached,
+                )
+            )
+    finally:
+        if cache is not None:
+            cache.close()
+    return estimates

@@ -1,0 +1,160 @@
+"""Which requests a judge run sends: order policy, the paper's request, checked inputs, the plan."""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from lfrqa.errors import InvalidInputType, RagQaArenaError
+from metric_arena.llm import ChatRequest
+from metric_arena.prompts import clean_response, judge_messages
+from metric_arena.stats import pair_schedule
+
+__all__ = [
+    "DEFAULT_JUDGE",
+    "ORDERS",
+    "PairInputs",
+    "answer_positions",
+    "check_pair_inputs",
+    "judge_request",
+    "planned_requests",
+]
+
+DEFAULT_JUDGE = "openai:gpt-4-0125-preview"
+ORDERS = ("paper", "random", "both")
+#: Decoding parameters of the reference implementation.
+JUDGE_MAX_TOKENS = 256
+JUDGE_TEMPERATURE = 0.0
+JUDGE_TOP_P = 1.0
+
+
+def check_order(order: str) -> str:
+    if order not in ORDERS:
+        raise RagQaArenaError(f"Unknown order policy {order!r}. Available: {', '.join(ORDERS)}")
+    return order
+
+
+def answer_positions(order: str, qid: str, question: str, seed: int = 0) -> list[int]:
+    """Where the evaluated answer is shown (1 = Answer 1) under an order policy; two for "both"."""
+    if order == "paper":
+        return [1] if len(question.split(" ")) % 2 == 0 else [2]
+    if order == "random":
+        return [1] if random.Random(f"{seed}:{qid}").random() < 0.5 else [2]
+    check_order(order)
+    return [1, 2]
+
+
+def judge_request(
+    question: str, a_text: str, b_text: str, a_position: int, *, data_dir: str | os.PathLike | None = None
+) -> ChatRequest:
+    """The judge request for one ordered pair; ``a_text``/``b_text`` are already cleaned and
+    ``a_position`` (1 or 2) is where ``a_text`` is shown."""
+    first, second = (a_text, b_text) if a_position == 1 else (b_text, a_text)
+    return ChatRequest(
+        judge_messages(question, first, second, data_dir=data_dir),
+        max_tokens=JUDGE_MAX_TOKENS,
+        temperature=JUDGE_TEMPERATURE,
+        top_p=JUDGE_TOP_P,
+    )
+
+
+@dataclass(frozen=True)
+class PairInputs:
+    """Checked inputs of a judge run: one entry per pair."""
+
+    predictions: Sequence[str]
+    references: Sequence[str]
+    questions: Sequence[str]
+    ids: list[str]
+    domains: list[str | None]
+    skipped: list[bool]  # the prediction file marked the answer as failed to generate
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def schedule(self, sample: int | None, seed: int, *, ordered: bool = False) -> list[int]:
+        """Indices to judge: all pairs in input order, or a seeded stratified order (``sample`` of them)."""
+        if sample is None and not ordered:
+            return list(range(len(self.ids)))
+        return pair_schedule(self.ids, self.domains, sample, seed)
+
+
+def check_pair_inputs(predictions, references, questions, ids=None, domains=None, generation_failed=None) -> PairInputs:
+    """The inputs checked (lengths, types, unique non-empty ids); errors name the position and the fix."""
+    n = len(predictions)
+    for name, values in (("references", references), ("questions", questions)):
+        _check_length(name, values, n)
+    for name, values in (("predictions", predictions), ("references", references), ("questions", questions)):
+        for i, value in enumerate(values):
+            if not isinstance(value, str):
+                raise InvalidInputType(
+                    f"{name}[{i}] is {type(value).__name__} ({value!r}), not a string: every answer and question "
+                    "must be text (an empty answer is allowed and judged as such)"
+                )
+    if ids is None:
+        ids = [str(i) for i in range(n)]
+    else:
+        ids = _check_names("ids", ids, n, one="one id", example=" (e.g. LFRQA's qid)")
+        seen: dict[str, int] = {}
+        for i, value in enumerate(ids):
+            if value in seen:
+                raise RagQaArenaError(f"Duplicate id {value!r} at positions {seen[value]} and {i}: ids must be unique")
+            seen[value] = i
+    domains = [None] * n if domains is None else _check_names("domains", domains, n)
+    return PairInputs(predictions, references, questions, ids, domains, _check_flags(generation_failed, n))
+
+
+def _check_length(name: str, values, n: int, one: str = "one") -> None:
+    if len(values) != n:
+        raise RagQaArenaError(f"{name} has {len(values)} entries but predictions has {n}: give {one} per prediction")
+
+
+def _check_names(name: str, values, n: int, *, one: str = "one", example: str = "") -> list[str]:
+    """``values`` as a list, one non-empty string per prediction."""
+    _check_length(name, values, n, one)
+    values = list(values)
+    for i, value in enumerate(values):
+        if not isinstance(value, str) or not value:
+            raise InvalidInputType(f"{name}[{i}] is {value!r}: {name} must be non-empty strings{example}")
+    return values
+
+
+def _check_flags(flags, n: int) -> list[bool]:
+    if flags is None:
+        return [False] * n
+    flags = list(flags)
+    _check_length("generation_failed", flags, n)
+    for i, value in enumerate(flags):
+        if not isinstance(value, bool):
+            raise InvalidInputType(f"generation_failed[{i}] is {value!r}: give True or False")
+    return flags
+
+
+def planned_requests(
+    predictions: Sequence[str],
+    references: Sequence[str],
+    questions: Sequence[str],
+    *,
+    ids: Sequence[str] | None = None,
+    domains: Sequence[str] | None = None,
+    order: str = "paper",
+    seed: int = 0,
+    sample: int | None = None,
+    generation_failed: Sequence[bool] | None = None,
+    data_dir: str | os.PathLike | None = None,
+) -> list[ChatRequest]:
+    """Every request :func:`~metric_arena.judge_pairs` would build for one judge, in schedule order
+    (all pairs, or the ``sample``), leaving out the pairs flagged in ``generation_failed``: what
+    the dry run counts and the Batch API path sends."""
+    check_order(order)
+    pairs = check_pair_inputs(predictions, references, questions, ids, domains, generation_failed)
+    requests: list[ChatRequest] = []
+    for i in pairs.schedule(sample, seed):
+        if pairs.skipped[i]:
+            continue
+        a_text, b_text = clean_response(predictions[i]), clean_response(references[i])
+        for position in answer_positions(order, pairs.ids[i], questions[i], seed):
+            requests.append(judge_request(questions[i], a_text, b_text, position, data_dir=data_dir))
+    return requests

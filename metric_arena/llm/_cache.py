@@ -1,0 +1,239 @@
+"""A persistent cache of LLM completions in SQLite, keyed by what determines the answer.
+
+Key = sha256 of the canonical JSON of (backend identity, decoding parameters, exact messages,
+attempt). The backend identity is the backend's name, model and, for HTTP backends, the
+server's host name — never an API key. ``attempt`` (0 for the first request, 1 for the re-ask
+after an invalid reply) is part of the key only, never of the request, so a re-ask is a real
+new request and not an answer from the cache.
+
+Every completion is stored with a ``valid`` flag set by whoever asked (the judge: "the reply
+holds exactly one valid rating"). Only valid entries count as answers; an invalid one merely
+records that the first attempt failed, so a resumed run goes straight to the re-ask. A valid
+entry is never overwritten by an invalid one.
+
+SQLite runs in WAL mode; each write is one transaction (an autocommitted statement), readers
+never block the writer, and a busy timeout lets two processes share one cache file.
+
+>>> import tempfile
+>>> from metric_arena.llm._specs import ChatRequest, Completion
+>>> cache = CompletionCache(tempfile.mkdtemp())
+>>> key = cache_key({"backend": "openai", "model": "m"}, ChatRequest([{"role": "user", "content": "hi"}]))
+>>> cache.put(key, Completion("<rating>1</rating>"), valid=True)
+>>> cache.get(key).text
+'<rating>1</rating>'
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from lfrqa.errors import RagQaArenaError
+from metric_arena.llm._types import ChatRequest, Completion
+
+__all__ = ["CACHE_ENV", "CachedCompletion", "CompletionCache", "cache_key", "default_cache_dir"]
+
+CACHE_ENV = "RAG_QA_ARENA_CACHE"
+CACHE_FILE = "completions.sqlite"
+_KEY_VERSION = 1
+_SQLITE_MAX_VARS = 900
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS completions (
+    key TEXT PRIMARY KEY,
+    text TEXT NOT NULL,
+    finish_reason TEXT,
+    usage TEXT,
+    valid INTEGER NOT NULL,
+    backend TEXT,
+    created_at REAL NOT NULL
+)
+"""
+
+
+def default_cache_dir() -> Path:
+    """``$RAG_QA_ARENA_CACHE``, else ``~/.cache/rag_qa_arena``."""
+    value = os.environ.get(CACHE_ENV)
+    return Path(value).expanduser() if value else Path.home() / ".cache" / "rag_qa_arena"
+
+
+def canonical_json(obj) -> str:
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def cache_key(identity: dict, request: ChatRequest, attempt: int = 0) -> str:
+    """sha256 hex digest of (backend identity, decoding parameters, messages, attempt)."""
+    payload = {
+        "v": _KEY_VERSION,
+        "backend": identity,
+        "params": request.params(),
+        "messages": request.messages,
+        "attempt": int(attempt),
+    }
+    return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class CachedCompletion:
+    text: str
+    finish_reason: str | None
+    usage: dict | None
+    valid: bool
+
+    def completion(self) -> Completion:
+        return Completion(text=self.text, finish_reason=self.finish_reason, usage=self.usage)
+
+
+class CompletionCache:
+    """SQLite completion cache in ``cache_dir`` (default :func:`default_cache_dir`).
+
+    ``path`` may also be a ``.sqlite`` file. Safe to share between processes and threads.
+    """
+
+    def __init__(self, path: str | os.PathLike | None = None):
+        path = Path(path).expanduser() if path is not None else default_cache_dir()
+        if path.suffix not in (".sqlite", ".db"):
+            path = path / CACHE_FILE
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise PermissionError(
+                error.errno,
+                f"Cannot create the cache folder {path.parent}: {error.strerror}. "
+                f"Choose another with cache_dir= / --cache-dir or ${CACHE_ENV}",
+                str(path.parent),
+            ) from None
+        self.path = path
+        self._lock = threading.Lock()
+        try:
+            self._conn = sqlite3.connect(str(path), timeout=60.0, isolation_level=None, check_same_thread=False)
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.execute(_SCHEMA)
+        except sqlite3.OperationalError as error:
+            failure = _os_error(error, path)
+            if failure is None:
+                raise
+            raise failure from None
+        except sqlite3.DatabaseError as error:
+            raise RagQaArenaError(
+                f"The cache file {path} is not a usable SQLite database ({error}). "
+                "Move it away or choose another cache folder with cache_dir= / --cache-dir"
+            ) from None
+
+    # -- reading -----------------------------------------------------------------------------
+    def get(self, key: str) -> CachedCompletion | None:
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT text, finish_reason, usage, valid FROM completions WHERE key = ?", (key,)
+            ).fetchone()
+        return None if row is None else _row_to_entry(row)
+
+    def get_many(self, keys: list[str]) -> dict[str, CachedCompletion]:
+        found: dict[str, CachedCompletion] = {}
+        unique = list(dict.fromkeys(keys))
+        with self._lock:
+            for start in range(0, len(unique), _SQLITE_MAX_VARS):
+                chunk = unique[start : start + _SQLITE_MAX_VARS]
+                marks = ",".join("?" * len(chunk))
+                rows = self._conn.execute(
+                    f"SELECT key, text, finish_reason, usage, valid FROM completions WHERE key IN ({marks})", chunk
+                ).fetchall()
+                for row in rows:
+                    found[row[0]] = _row_to_entry(row[1:])
+        return found
+
+    def __contains__(self, key: str) -> bool:
+        entry = self.get(key)
+        return entry is not None and entry.valid
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._conn.execute("SELECT COUNT(*) FROM completions").fetchone()[0])
+
+    def count(self, *, valid: bool | None = None) -> int:
+        if valid is None:
+            return len(self)
+        with self._lock:
+            return int(self._conn.execute("SELECT COUNT(*) FROM completions WHERE valid = ?", (int(valid),)).fetchone()[0])
+
+    # -- writing -----------------------------------------------------------------------------
+    def put(self, key: str, completion: Completion, *, valid: bool, backend: str | None = None) -> None:
+        """Store a completion (one transaction). A valid entry is never replaced by an invalid one."""
+        usage = None if completion.usage is None else canonical_json(completion.usage)
+        with self._lock, _writing(self.path):
+            self._conn.execute(
+                "INSERT INTO completions (key, text, finish_reason, usage, valid, backend, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT(key) DO UPDATE SET text = excluded.text, finish_reason = excluded.finish_reason, "
+                "usage = excluded.usage, valid = excluded.valid, backend = excluded.backend, "
+                "created_at = excluded.created_at WHERE completions.valid = 0 OR excluded.valid = 1",
+                (key, completion.text, completion.finish_reason, usage, int(bool(valid)), backend, time.time()),
+            )
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> "CompletionCache":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"CompletionCache({str(self.path)!r})"
+
+
+_SQLITE_ERRNO = {
+    "SQLITE_FULL": errno.ENOSPC,
+    "SQLITE_READONLY": errno.EROFS,
+    "SQLITE_READONLY_DIRECTORY": errno.EROFS,
+    "SQLITE_CANTOPEN": errno.EACCES,
+    "SQLITE_IOERR": errno.EIO,
+}
+
+
+def _os_error(error: sqlite3.OperationalError, path: Path) -> OSError | None:
+    """An ``OSError`` (with errno and the cache folder) for a full, read-only or unwritable cache."""
+    name = getattr(error, "sqlite_errorname", "") or ""
+    code = _SQLITE_ERRNO.get(name) or next((v for k, v in _SQLITE_ERRNO.items() if name.startswith(k)), None)
+    if code is None:
+        text = str(error).lower()
+        code = (errno.ENOSPC if "full" in text else errno.EROFS if "readonly" in text
+                else errno.EACCES if "unable to open" in text else None)
+    if code is None:
+        return None
+    return OSError(code, f"Cannot write to the cache {path}: {error} (disk full or read-only?). Free space, or "
+                         f"choose another folder with cache_dir= / --cache-dir or ${CACHE_ENV}", str(path.parent))
+
+
+class _writing:
+    """Turns SQLite's disk-full / read-only errors into an ``OSError`` naming the cache file."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, traceback):
+        if isinstance(error, sqlite3.OperationalError):
+            failure = _os_error(error, self.path)
+            if failure is not None:
+                raise failure from None
+        return False
+
+
+def _row_to_entry(row) -> CachedCompletion:
+    text, finish_reason, usage, valid = row
+    return CachedCompletion(
+        text=text, finish_reason=finish_reason, usage=None if usage is None else json.loads(usage), valid=bool(valid)
+    )

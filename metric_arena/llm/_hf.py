@@ -1,0 +1,187 @@
+"""A local chat model through ``transformers``: chat template, left-padded batched generation.
+
+The model is loaded on first use. Generation runs in a worker thread so the event loop keeps
+serving the cache and other judges; requests arrive in groups through :meth:`complete_many`
+(the runner collects concurrent requests into batches of ``batch_size``).
+Greedy decoding when ``temperature == 0`` (the paper's setting), sampling otherwise.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from lfrqa.errors import MissingDependency, RagQaArenaError
+from metric_arena.llm._local import LocalBackend
+from metric_arena.llm._types import BackendError, ChatRequest, Completion, ModelNotFound
+
+_INSTALL_HINT = 'the hf backend needs transformers and torch: pip install "rag-qa-arena[hf]"'
+
+
+class HFBackend(LocalBackend):
+    """Any local chat model (a Hub id or a folder made with ``save_pretrained``).
+
+    ``trust_remote_code`` stays off unless you ask for it: it runs code shipped with the model.
+
+    >>> backend = HFBackend("Qwen/Qwen2.5-0.5B-Instruct", batch_size=16)  # doctest: +SKIP
+    """
+
+    name = "hf"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        device: str | None = None,
+        dtype: str = "auto",
+        batch_size: int = 8,
+        trust_remote_code: bool = False,
+        revision: str | None = None,
+        max_input_tokens: int | None = None,
+    ):
+        if not model:
+            raise RagQaArenaError("The model name is empty: give a Hub id or a local folder, e.g. hf:Qwen/Qwen2.5-7B-Instruct")
+        if int(batch_size) < 1:
+            raise RagQaArenaError(f"batch_size must be >= 1, got {batch_size!r}")
+        self.model = model
+        self.device = device
+        self.dtype = dtype
+        self.batch_size = int(batch_size)
+        self.trust_remote_code = bool(trust_remote_code)
+        self.revision = revision
+        self.max_input_tokens = max_input_tokens
+        self._tokenizer = None
+        self._model = None
+        self._lock = threading.Lock()
+
+    def identity(self) -> dict:
+        ident = {"backend": self.name, "model": self.model}
+        if self.revision:
+            ident["revision"] = self.revision
+        return ident
+
+    # -- loading -----------------------------------------------------------------------------
+    def _load(self):
+        if self._model is not None:
+            return self._tokenizer, self._model
+        try:
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+        except ImportError as error:
+            raise MissingDependency(f"{_INSTALL_HINT} ({error})") from error
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(
+                self.model, revision=self.revision, trust_remote_code=self.trust_remote_code
+            )
+        except (OSError, ValueError) as error:  # missing folder, unknown Hub id, bad repo id
+            raise ModelNotFound(
+                f"cannot load the tokenizer of {self.model!r}: {str(error).rstrip('.')}. Give a Hub id or a folder "
+                "written by save_pretrained"
+            ) from None
+        if getattr(tokenizer, "chat_template", None) is None:
+            raise BackendError(
+                f"the tokenizer of {self.model!r} has no chat_template: use an instruction-tuned (chat) model, "
+                "or set tokenizer.chat_template and save it",
+                kind="config",
+            )
+        tokenizer.padding_side = "left"
+        if tokenizer.pad_token is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        device = self.device or ("cuda" if torch.cuda.is_available() else "cpu")
+        dtype = self.dtype
+        if isinstance(dtype, str) and dtype != "auto":
+            dtype = getattr(torch, dtype)
+        try:
+            model = AutoModelForCausalLM.from_pretrained(
+                self.model, revision=self.revision, trust_remote_code=self.trust_remote_code, torch_dtype=dtype
+            )
+        except (OSError, ValueError) as error:
+            raise ModelNotFound(f"cannot load the model {self.model!r}: {str(error).rstrip('.')}") from None
+        model.to(device)
+        model.eval()
+        self._tokenizer, self._model, self._device = tokenizer, model, device
+        return tokenizer, model
+
+    def unload(self) -> None:
+        """Free the model's memory (it is loaded again on the next request)."""
+        self._model = None
+        self._tokenizer = None
+
+    # -- generation --------------------------------------------------------------------------
+    def _generate_sync(self, requests: list[ChatRequest]) -> list[Completion]:
+        with self._lock:
+            tokenizer, _ = self._load()
+            results: list[Completion | None] = [None] * len(requests)
+            # Requests with the same decoding parameters share a batch.
+            groups: dict[tuple, list[int]] = {}
+            for i, request in enumerate(requests):
+                groups.setdefault((request.max_tokens, request.temperature, request.top_p), []).append(i)
+            for (max_tokens, temperature, top_p), indices in groups.items():
+                for start in range(0, len(indices), self.batch_size):
+                    chunk = indices[start : start + self.batch_size]
+                    prompts = [_chat_prompt(tokenizer, requests[i].messages) for i in chunk]
+                    for i, completion in zip(chunk, self._generate_batch(prompts, max_tokens, temperature, top_p)):
+                        results[i] = completion
+            return results  # type: ignore[return-value]
+
+    def _generate_batch(self, prompts: list[str], max_tokens: int, temperature: float, top_p: float) -> list[Completion]:
+        import torch
+
+        tokenizer, model = self._tokenizer, self._model
+        encoded_kwargs = {"return_tensors": "pt", "padding": True, "add_special_tokens": False}
+        if self.max_input_tokens:
+            encoded_kwargs.update(truncation=True, max_length=int(self.max_input_tokens))
+        encoded = tokenizer(prompts, **encoded_kwargs)
+        encoded = {"input_ids": encoded["input_ids"].to(self._device),
+                   "attention_mask": encoded["attention_mask"].to(self._device)}
+        generate_kwargs = {"max_new_tokens": int(max_tokens), "pad_token_id": tokenizer.pad_token_id}
+        if temperature and temperature > 0:
+            generate_kwargs.update(do_sample=True, temperature=float(temperature), top_p=float(top_p))
+        else:
+            generate_kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+        with torch.inference_mode():
+            output = model.generate(**encoded, **generate_kwargs)
+        prompt_len = encoded["input_ids"].shape[1]
+        eos_ids = _eos_ids(model, tokenizer)
+        completions = []
+        for row, mask in zip(output, encoded["attention_mask"]):
+            new = row[prompt_len:].tolist()
+            # drop padding after the end of the sequence
+            n_new = len(new)
+            while n_new and new[n_new - 1] == tokenizer.pad_token_id and tokenizer.pad_token_id not in eos_ids:
+                n_new -= 1
+            new = new[:n_new]
+            stopped = any(token in eos_ids for token in new)
+            if stopped:
+                first_eos = next(i for i, token in enumerate(new) if token in eos_ids)
+                new = new[:first_eos]
+            text = tokenizer.decode(new, skip_special_tokens=True)
+            completions.append(
+                Completion(
+                    text=text,
+                    finish_reason="stop" if stopped or len(new) < max_tokens else "length",
+                    usage={"prompt_tokens": int(mask.sum()), "completion_tokens": len(new)},
+                )
+            )
+        return completions
+
+
+def _chat_prompt(tokenizer, messages: list[dict]) -> str:
+    """The chat template's prompt. Templates without a system role (Mistral, Gemma) get the system
+    text as a first user turn answered "I understand.", as the reference implementation does."""
+    try:
+        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    except Exception:  # noqa: BLE001 - jinja2 TemplateError raised by the template itself
+        if not messages or messages[0].get("role") != "system":
+            raise
+    folded = [{"role": "user", "content": messages[0]["content"]}, {"role": "assistant", "content": "I understand."}]
+    return tokenizer.apply_chat_template(folded + list(messages[1:]), tokenize=False, add_generation_prompt=True)
+
+
+def _eos_ids(model, tokenizer) -> set[int]:
+    ids = set()
+    for value in (getattr(model.generation_config, "eos_token_id", None), tokenizer.eos_token_id):
+        if isinstance(value, int):
+            ids.add(value)
+        elif isinstance(value, (list, tuple)):
+            ids.update(v for v in value if isinstance(v, int))
+    return ids

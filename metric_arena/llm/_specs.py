@@ -1,0 +1,135 @@
+"""LLM backends, picked by a ``"<backend>:<model>"`` spec: the one place where backends are built.
+
+>>> make_backend("openai:gpt-4o-mini", base_url="http://127.0.0.1:8000/v1", api_key="EMPTY").spec
+'openai:gpt-4o-mini'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from lfrqa.errors import MissingDependency, RagQaArenaError
+from metric_arena.llm._types import (
+    AuthenticationFailed,
+    Backend,
+    BackendError,
+    BadReply,
+    ChatRequest,
+    Completion,
+    ModelNotFound,
+    TransientBackendError,
+)
+
+__all__ = [
+    "BACKENDS",
+    "AuthenticationFailed",
+    "Backend",
+    "BackendError",
+    "BadReply",
+    "ChatRequest",
+    "Completion",
+    "ModelNotFound",
+    "TransientBackendError",
+    "backend_identity",
+    "make_backend",
+    "make_backends",
+    "parse_spec",
+]
+
+#: Backend names accepted in a spec, with what they run.
+BACKENDS = {
+    "openai": "any OpenAI-compatible chat-completions server (OpenAI, vLLM/TGI/SGLang servers); base_url=, api_key=",
+    "hf": "a local chat model through transformers (Hub id or save_pretrained folder)",
+    "vllm": 'an in-process vLLM engine (pip install "rag-qa-arena[vllm]")',
+}
+
+
+def parse_spec(spec: str) -> tuple[str, str]:
+    """Split ``"<backend>:<model>"`` at the first colon (model names may hold colons)."""
+    if not isinstance(spec, str) or ":" not in spec:
+        raise RagQaArenaError(
+            f"Invalid judge/model spec {spec!r}: write '<backend>:<model>', e.g. 'openai:gpt-4o' or "
+            f"'hf:Qwen/Qwen2.5-7B-Instruct'. Backends: {', '.join(BACKENDS)}"
+        )
+    backend, model = spec.split(":", 1)
+    backend = backend.strip().lower()
+    if backend not in BACKENDS:
+        raise RagQaArenaError(f"Unknown backend {backend!r} in {spec!r}. Available: {', '.join(BACKENDS)}")
+    if not model.strip():
+        raise RagQaArenaError(f"No model name in {spec!r}: write '<backend>:<model>', e.g. 'openai:gpt-4o'")
+    return backend, model.strip()
+
+
+def make_backend(spec: str, *, base_url: str | None = None, api_key: str | None = None, **options) -> Backend:
+    """Build the backend a spec names.
+
+    ``base_url``/``api_key`` apply to the ``openai`` backend (defaults: ``$OPENAI_BASE_URL``,
+    ``$OPENAI_API_KEY``); other keyword options go to the backend's constructor
+    (e.g. ``timeout=`` for openai, ``batch_size=``/``device=``/``trust_remote_code=`` for hf,
+    ``tensor_parallel_size=`` for vllm).
+    """
+    backend, model = parse_spec(spec)
+    if backend == "openai":
+        from metric_arena.llm._openai import OpenAIBackend
+
+        return OpenAIBackend(model, base_url=base_url, api_key=api_key, **options)
+    if base_url is not None or api_key is not None:
+        raise RagQaArenaError(f"base_url/api_key apply to the openai backend only, not to {spec!r}")
+    if backend == "hf":
+        from metric_arena.llm._hf import HFBackend
+
+        return HFBackend(model, **options)
+    from metric_arena.llm._vllm import (
+        VLLMBackend,  # written separately; imports vllm lazily
+    )
+
+    return VLLMBackend(model, **options)
+
+
+def make_backends(
+    specs: str | Backend | Sequence[str | Backend],
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    timeout: float | None = None,
+    options: Mapping | None = None,
+) -> list[Backend]:
+    """Backends for one spec or several (built :class:`Backend` objects pass through).
+
+    ``base_url``, ``api_key`` and ``timeout`` go to the openai backends; ``options`` to every
+    backend built here. A ``base_url`` with no openai model among the specs is a mistake and is
+    refused; so is a spec given twice.
+    """
+    items = [specs] if isinstance(specs, (str, Backend)) else list(specs)
+    if not items:
+        raise RagQaArenaError("No model given: pass a '<backend>:<model>' spec such as 'openai:gpt-4o', or a list")
+    names = [item.name if isinstance(item, Backend) else parse_spec(item)[0] for item in items]
+    if base_url is not None and "openai" not in names:
+        raise RagQaArenaError(f"base_url applies to openai models only, not to {', '.join(map(str, items))}")
+    backends: list[Backend] = []
+    for item, name in zip(items, names):
+        if isinstance(item, Backend):
+            backends.append(item)
+        elif name == "openai":
+            extra = dict(options or {})
+            if timeout is not None:
+                extra["timeout"] = timeout
+            backends.append(make_backend(item, base_url=base_url, api_key=api_key, **extra))
+        else:
+            backends.append(make_backend(item, **dict(options or {})))
+    built = [b.spec for b in backends]
+    twice = sorted({s for s in built if built.count(s) > 1})
+    if twice:
+        raise RagQaArenaError(f"{twice[0]!r} is given twice: list each model once")
+    return backends
+
+
+def backend_identity(spec: str, *, base_url: str | None = None, options: Mapping | None = None) -> dict | None:
+    """The cache identity of the backend ``spec`` names, without loading a model or sending anything
+    (None when the backend's package is not installed here)."""
+    try:
+        backend = make_backends(spec, base_url=base_url if parse_spec(spec)[0] == "openai" else None,
+                                api_key="unused", options=options)[0]
+    except MissingDependency:
+        return None
+    return backend.identity()

@@ -1,0 +1,120 @@
+"""What every LLM backend speaks: one chat request in, one completion out.
+
+A backend makes exactly one attempt per call; retries, the cache and concurrency limits live in
+:mod:`metric_arena.llm._runner`, so every backend gets the same policy. Errors are sorted into the
+kinds the runner acts on:
+
+- :class:`AuthenticationFailed`, :class:`ModelNotFound`: fatal, the run stops at once;
+- :class:`TransientBackendError`: retried with exponential backoff (honouring ``retry_after``);
+- :class:`BadReply`: the server answered but the body is unusable (malformed JSON, no choices);
+  it counts as a failed attempt of the item, like a reply without a valid rating.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """One chat-completions request: messages ``[{"role", "content"}]`` and decoding parameters."""
+
+    messages: list[dict]
+    max_tokens: int = 256
+    temperature: float = 0.0
+    top_p: float = 1.0
+
+    def params(self) -> dict:
+        """The decoding parameters, as they go into a cache key."""
+        return {"max_tokens": self.max_tokens, "temperature": self.temperature, "top_p": self.top_p}
+
+
+@dataclass
+class Completion:
+    """The assistant's text, why it stopped (``"stop"``, ``"length"``...) and token usage when known."""
+
+    text: str
+    finish_reason: str | None = None
+    usage: dict | None = None
+
+
+class BackendError(Exception):
+    """Base class of the errors a backend raises. ``kind`` is the counter it goes into."""
+
+    kind = "error"
+
+    def __init__(self, message: str, *, kind: str | None = None):
+        super().__init__(message)
+        if kind is not None:
+            self.kind = kind
+
+
+class AuthenticationFailed(BackendError):
+    """The server refused the credentials (HTTP 401/403). Fatal: fix the key, then re-run."""
+
+    kind = "auth"
+
+
+class ModelNotFound(BackendError):
+    """The server does not serve this model (HTTP 404). Fatal: fix the model name or the URL."""
+
+    kind = "404"
+
+
+class TransientBackendError(BackendError):
+    """A failure worth retrying (429, 5xx, timeout, dropped connection).
+
+    ``retry_after`` is the server's ``Retry-After`` in seconds, when it sent one.
+    """
+
+    kind = "transient"
+
+    def __init__(self, message: str, *, kind: str | None = None, retry_after: float | None = None):
+        super().__init__(message, kind=kind)
+        self.retry_after = retry_after
+
+
+class BadReply(BackendError):
+    """The server answered 200 but the body is unusable (malformed JSON, empty choices)."""
+
+    kind = "bad_reply"
+
+
+class Backend(abc.ABC):
+    """An LLM that answers chat requests. Subclasses set ``name`` and ``model``."""
+
+    name: str = "backend"
+    model: str = ""
+
+    @abc.abstractmethod
+    async def complete(self, request: ChatRequest) -> Completion:
+        """Answer one request (one attempt, no retries)."""
+
+    async def complete_many(self, requests: list[ChatRequest]) -> list[Completion]:
+        """Answer several requests; local backends override this to batch them on the device.
+
+        The default runs :meth:`complete` concurrently. An error of any request propagates.
+        """
+        return list(await asyncio.gather(*(self.complete(r) for r in requests)))
+
+    @property
+    def batched(self) -> bool:
+        """True when :meth:`complete_many` is overridden (the runner then groups requests)."""
+        return type(self).complete_many is not Backend.complete_many
+
+    def identity(self) -> dict:
+        """What distinguishes this backend's answers, for cache keys. Never holds secrets."""
+        return {"backend": self.name, "model": self.model}
+
+    @property
+    def spec(self) -> str:
+        """``"<backend>:<model>"``, as given to :func:`~metric_arena.make_backend`."""
+        return f"{self.name}:{self.model}"
+
+    async def aclose(self) -> None:
+        """Release connections or device memory."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.spec!r})"

@@ -1,0 +1,246 @@
+"""Read judged run folders and turn them into the arena leaderboard.
+
+A run folder is what ``rag-qa-arena judge --out DIR`` writes: ``verdicts.jsonl`` (one judged
+pair per line, appended as the judge goes) and ``summary.json`` (written at the end). Only
+``verdicts.jsonl`` is required, so a run that crashed half-way can still be reported; a torn
+last line (a crash while writing it) is skipped with a warning.
+
+The leaderboard has one entry per system, the reference (LFRQA) included:
+
+* win / tie / loss and win+tie rates against the reference, overall and per domain, with seeded
+  bootstrap intervals (:func:`metric_arena.stats.summarize`), from the system's run against the
+  reference (the paper's Table 3); the reference's own rates are ``None``;
+* a Bradley–Terry rating on the Elo scale fitted on *all* battles (every system vs LFRQA and
+  every system vs system run), with the reference fixed at 1000 and bootstrap intervals
+  (:func:`metric_arena.stats.bootstrap_bradley_terry`, the paper's Table 5);
+* ``rank``: 1 + the number of systems whose rating interval lies entirely above this one's, so
+  systems whose intervals overlap share a rank.
+
+Entries are sorted by rating. Adjacent systems (both judged against the reference) are also
+compared on their shared queries with :func:`metric_arena.stats.paired_comparison`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from lfrqa.errors import RagQaArenaError
+from lfrqa.files import package_version
+from metric_arena.report._runs import REFERENCE, Run, empty_rates, load_run, run_rates
+from metric_arena.stats import BASE, INITIAL, SCALE, BattleCounts, bootstrap_bradley_terry, paired_comparison
+
+__all__ = ["Leaderboard", "ProgressCallback", "build_leaderboard"]
+
+ProgressCallback = Callable[[str, int, int], None]
+
+
+@dataclass
+class Leaderboard:
+    """Leaderboard entries (sorted by rating) plus everything needed to report them."""
+
+    entries: list[dict]
+    reference: str
+    judges: list[str]
+    n_queries: int
+    domains: list[str]
+    head_to_head: list[dict]
+    paired: list[dict]
+    components: list[list[str]]
+    settings: dict
+    warnings: list[str]
+    runs: list[str]
+    agreement: dict | None = None
+    created_at: str = ""
+    package_version: str = ""
+
+    def to_dict(self) -> dict:
+        """Everything as plain JSON-ready data."""
+        return {
+            "entries": self.entries,
+            "reference": self.reference,
+            "judges": self.judges,
+            "n_queries": self.n_queries,
+            "domains": self.domains,
+            "head_to_head": self.head_to_head,
+            "paired": self.paired,
+            "components": self.components,
+            "settings": self.settings,
+            "warnings": self.warnings,
+            "runs": self.runs,
+            "agreement": self.agreement,
+            "created_at": self.created_at,
+            "package_version": self.package_version,
+        }
+
+
+def build_leaderboard(
+    runs: Sequence[Run | str | Path],
+    *,
+    reference: str = REFERENCE,
+    n_boot: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    progress: ProgressCallback | None = None,
+) -> Leaderboard:
+    """Leaderboard of the systems judged in ``runs`` (run folders or loaded :class:`Run`s).
+
+    >>> board = build_leaderboard(["runs/gpt-4o", "runs/llama-3"])  # doctest: +SKIP
+    >>> [(e["system"], round(e["rating"])) for e in board.entries]  # doctest: +SKIP
+    [('gpt-4o', 1083), ('LFRQA', 1000), ('llama-3', 958)]
+    """
+    loaded = _load_runs(runs, progress)
+    warnings = [w for run in loaded for w in run.warnings] + _comparability_warnings(loaded)
+    judges = sorted({j for run in loaded for j in run.judges})
+    stats = dict(n_boot=n_boot, seed=seed, confidence=confidence)
+    reference_runs = {run.system: run for run in loaded if run.opponent == reference}
+    entries = {name: {"system": name, "reference": False, **run_rates(run, **stats)} for name, run in reference_runs.items()}
+    if progress:
+        progress("Win rates", 1, 1)
+    anchor, components, ratings = _ratings(loaded, reference, warnings, progress, **stats)
+    for player in sorted({p for run in loaded for p in (run.system, run.opponent)}):
+        entry = entries.setdefault(player, {"system": player, "reference": player == reference, **empty_rates()})
+        if player == reference:
+            entry["judges"] = judges
+            entry["n"] = len({v["qid"] for run in reference_runs.values() for v in run.verdicts})
+        rating = ratings.get(player)
+        played = rating is not None and rating["n_battles"] > 0
+        entry["rating"] = rating["rating"] if played else None
+        entry["rating_ci"] = rating["rating_ci"] if played else None
+        entry["n_battles"] = rating["n_battles"] if rating else 0
+    ordered = _ranked(list(entries.values()))
+    head_to_head = [{"system_a": run.system, "system_b": run.opponent,
+                     **{k: v for k, v in run_rates(run, **stats).items() if k != "per_domain"}}
+                    for run in loaded if run.opponent != reference]
+    paired = _paired(ordered, reference_runs, **stats)
+    if progress:
+        progress("Paired comparisons", 1, 1)
+    return Leaderboard(
+        entries=ordered,
+        reference=reference,
+        judges=judges,
+        n_queries=len({v["qid"] for run in loaded for v in run.verdicts}),
+        domains=sorted({d for e in ordered for d in (e.get("per_domain") or {})}),
+        head_to_head=head_to_head,
+        paired=paired,
+        components=components,
+        settings=_settings(anchor, sorted({r.summary.get("order") for r in loaded if r.summary.get("order")}), **stats),
+        warnings=warnings,
+        runs=[str(run.path) for run in loaded],
+        created_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        package_version=package_version(),
+    )
+
+
+def _load_runs(runs: Sequence[Run | str | Path], progress: ProgressCallback | None) -> list[Run]:
+    """The runs loaded and checked: one run per pair of systems, system and opponent distinct."""
+    if not runs:
+        raise RagQaArenaError("No run folders given: pass at least one folder written by `rag-qa-arena judge --out DIR`")
+    loaded: list[Run] = []
+    for k, run in enumerate(runs):
+        loaded.append(run if isinstance(run, Run) else load_run(run))
+        if progress:
+            progress("Reading runs", k + 1, len(runs))
+    seen: dict[frozenset, Run] = {}
+    for run in loaded:
+        key = frozenset((run.system, run.opponent))
+        if run.system == run.opponent:
+            raise RagQaArenaError(f"{run.path}: system and opponent are both {run.system!r}; give the run a distinct --name")
+        if key in seen:
+            raise RagQaArenaError(
+                f"{seen[key].path} and {run.path} both judge {run.system!r} against {run.opponent!r}: "
+                "pass one run per pair of systems (rename one with the judge's --name if they differ)"
+            )
+        seen[key] = run
+    return loaded
+
+
+def _comparability_warnings(loaded: list[Run]) -> list[str]:
+    warnings = []
+    if len({tuple(run.judges) for run in loaded}) > 1:
+        warnings.append(
+            "runs were judged by different judges ("
+            + "; ".join(f"{run.system} vs {run.opponent}: {', '.join(run.judges) or '?'}" for run in loaded)
+            + "); their numbers are not strictly comparable"
+        )
+    orders = {run.summary.get("order") for run in loaded if run.summary.get("order")}
+    if len(orders) > 1:
+        warnings.append(f"runs used different answer orders ({', '.join(sorted(orders))}); their numbers are not strictly comparable")
+    return warnings
+
+
+def _ratings(loaded: list[Run], reference: str, warnings: list[str], progress: ProgressCallback | None, *,
+             n_boot: int, seed: int, confidence: float) -> tuple[str | None, list[list[str]], dict[str, dict]]:
+    """Bradley–Terry ratings from all battles: (anchor, connected groups, ratings by player)."""
+    battles = [
+        (run.system, run.opponent, v["outcome"]) for run in loaded for v in run.verdicts if v.get("outcome") is not None
+    ]
+    players = sorted({p for run in loaded for p in (run.system, run.opponent)})
+    counts = BattleCounts.from_battles(battles, players)
+    anchor = reference if reference in players else None
+    if anchor is None:
+        warnings.append(f"no run against {reference!r}: ratings are centred on a mean of {INITIAL:g} instead of anchored")
+    components = counts.components() if counts.n_battles else [[p] for p in players]
+    if len(components) > 1:
+        warnings.append(
+            "the systems fall into groups never compared with each other ("
+            + " | ".join(", ".join(g) for g in components)
+            + "); ratings are only comparable within a group"
+        )
+    if not counts.n_battles:
+        return anchor, components, {}
+    ratings = bootstrap_bradley_terry(
+        counts, anchor=anchor, n_boot=n_boot, seed=seed, confidence=confidence,
+        progress=(lambda done, total: progress("Bootstrap ratings", done, total)) if progress else None,
+    )
+    return anchor, components, ratings
+
+
+def _ranked(entries: list[dict]) -> list[dict]:
+    """Entries sorted by rating; ``rank`` is 1 + the number of entries whose interval lies wholly above."""
+    ordered = sorted(
+        entries,
+        key=lambda e: (e["rating"] is None, -(e["rating"] or 0.0), -(_nan_to(e.get("win_rate"), -1.0)), e["system"]),
+    )
+    for entry in ordered:
+        if entry["rating_ci"] is None:
+            entry["rank"] = None
+            continue
+        entry["rank"] = 1 + sum(
+            1 for other in ordered if other["rating_ci"] is not None and other["rating_ci"][0] > entry["rating_ci"][1]
+        )
+    return ordered
+
+
+def _paired(ordered: list[dict], reference_runs: dict[str, Run], *, n_boot: int, seed: int,
+            confidence: float) -> list[dict]:
+    """Paired tests of each pair of neighbours (both judged against the reference), on shared queries."""
+    ranked = [e["system"] for e in ordered if e["system"] in reference_runs]
+    return [
+        paired_comparison(reference_runs[upper].outcomes(), reference_runs[lower].outcomes(), metric=metric,
+                          names=(upper, lower), n_boot=n_boot, seed=seed, confidence=confidence)
+        for upper, lower in zip(ranked, ranked[1:])
+        for metric in ("win_rate", "win_tie_rate")
+    ]
+
+
+def _settings(anchor: str | None, orders: list[str], *, n_boot: int, seed: int, confidence: float) -> dict:
+    return {
+        "n_boot": n_boot,
+        "seed": seed,
+        "confidence": confidence,
+        "rating_scale": SCALE,
+        "rating_base": BASE,
+        "rating_initial": INITIAL,
+        "anchor": anchor,
+        "ties": "half a win for each side",
+        "rating_bootstrap": "multinomial resampling of each pair's win/tie/loss counts",
+        "paired_test": "two-sided exact sign test (McNemar) on queries where the systems differ",
+        "orders": orders,
+    }
+
+
+def _nan_to(value, default: float) -> float:
+    return default if value is None or value != value else float(value)

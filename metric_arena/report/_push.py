@@ -1,0 +1,233 @@
+"""Share a judged run folder as a Hugging Face dataset repo.
+
+What goes up (one commit): ``data/verdicts.parquet`` (one row per judged pair, the judgments as a
+list of structs), ``summary.json``, and a generated ``README.md`` dataset card whose YAML lets
+``datasets.load_dataset("ORG/NAME", split="test")`` read the verdicts.
+
+Before anything is built, every file's text is scanned for things that look like credentials
+(OpenAI ``sk-…``, Hugging Face ``hf_…``, AWS, Google, GitHub keys, ``Bearer`` tokens) and for the
+values of the API-key environment variables and of the Hub token itself; any hit stops the push
+with :class:`SecretFoundError` naming the file and line (never the value). The token is read the
+usual way (``HF_TOKEN`` or ``huggingface-cli login``) and is never printed or written.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+from builders import check_repo_id, check_secrets, resolve_token, upload_files
+from lfrqa.errors import RagQaArenaError
+from lfrqa.files import package_version
+from metric_arena.report._runs import load_run, run_rates
+
+__all__ = ["build_push_files", "dataset_card", "push_run", "verdicts_parquet"]
+
+
+def build_push_files(run_dir: str | Path, *, repo_id: str, extra_secrets: Iterable[str] = ()) -> dict[str, bytes]:
+    """``{path_in_repo: content}`` of everything :func:`push_run` uploads (no network)."""
+    check_repo_id(repo_id)
+    run_dir = Path(run_dir)
+    run = load_run(run_dir)
+    if not run.verdicts:
+        raise RagQaArenaError(f"{run_dir / 'verdicts.jsonl'} has no verdicts: judge some pairs before pushing")
+    sources = {"verdicts.jsonl": (run_dir / "verdicts.jsonl").read_text(encoding="utf-8")}
+    if (run_dir / "summary.json").is_file():
+        sources["summary.json"] = (run_dir / "summary.json").read_text(encoding="utf-8")
+    card = dataset_card(run, repo_id=repo_id)
+    sources["README.md (generated)"] = card
+    check_secrets(sources, what=str(run_dir), extra=extra_secrets)
+
+    files = {"data/verdicts.parquet": verdicts_parquet(run.verdicts), "README.md": card.encode("utf-8")}
+    if "summary.json" in sources:
+        files["summary.json"] = sources["summary.json"].encode("utf-8")
+    return files
+
+
+def push_run(
+    run_dir: str | Path,
+    repo_id: str,
+    *,
+    private: bool = False,
+    token: str | None = None,
+    token_from_env: bool = False,
+    commit_message: str | None = None,
+    api=None,
+) -> str:
+    """Upload a run folder to the dataset repo ``repo_id`` (created if missing); returns the
+    commit URL.
+
+    The token: ``token`` if given; with ``token_from_env`` only ``$HF_TOKEN``; otherwise wherever
+    ``huggingface_hub`` finds it (``HF_TOKEN`` or ``huggingface-cli login``).
+
+    >>> push_run("runs/gpt-4o", "my-org/rag-qa-arena-gpt-4o", private=True)  # doctest: +SKIP
+    'https://huggingface.co/datasets/my-org/rag-qa-arena-gpt-4o/commit/…'
+    """
+    check_repo_id(repo_id)
+    if api is None or token_from_env:
+        token = resolve_token(token, from_env=token_from_env)
+    files = build_push_files(run_dir, repo_id=repo_id, extra_secrets=[token] if token else [])
+    run_name = Path(run_dir).resolve().name
+    return upload_files(repo_id, files, private=private, token=token, token_from_env=token_from_env, api=api,
+                        commit_message=commit_message or f"Upload RAG-QA Arena verdicts of {run_name}")
+
+
+def verdicts_parquet(verdicts: list[dict]) -> bytes:
+    """Verdict rows as Parquet bytes, judgments kept as a list of structs per row."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    judgment = pa.struct(
+        [
+            ("judge", pa.string()),
+            ("a_position", pa.int64()),
+            ("rating", pa.int64()),
+            ("outcome", pa.string()),
+            ("raw", pa.string()),
+            ("attempts", pa.int64()),
+            ("cached", pa.bool_()),
+        ]
+    )
+    fields = [
+        ("qid", pa.string()),
+        ("domain", pa.string()),
+        ("system_a", pa.string()),
+        ("system_b", pa.string()),
+        ("outcome", pa.string()),
+        ("failed", pa.bool_()),
+        ("flipped", pa.bool_()),
+        ("no_answer_a", pa.bool_()),
+        ("judgments", pa.list_(judgment)),
+    ]
+    known = {name for name, _ in fields}
+    columns = {}
+    for name, kind in fields:
+        values = [row.get(name) for row in verdicts]
+        if name == "judgments":
+            values = [[{k: j.get(k) for k, _ in _struct_fields(judgment)} for j in (v or [])] for v in values]
+        if name == "failed":
+            values = [bool(row.get("failed", row.get("outcome") is None)) for row in verdicts]
+        columns[name] = pa.array(values, type=kind)
+    # Fields beyond the contract travel as JSON text, so nothing is lost.
+    extra = sorted({k for row in verdicts for k in row} - known)
+    for name in extra:
+        columns[name] = pa.array(
+            [None if name not in row else json.dumps(row[name], ensure_ascii=False) for row in verdicts], type=pa.string()
+        )
+    table = pa.table(columns)
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer)
+    return buffer.getvalue()
+
+
+def dataset_card(run, *, repo_id: str) -> str:
+    """The README.md of the dataset repo: YAML metadata, results and how to load them."""
+
+    summary = run.summary
+    rates = run_rates(run, n_boot=int(summary.get("n_boot", 1000) or 1000), seed=int(summary.get("seed", 0) or 0), confidence=0.95)
+    n = len(run.verdicts)
+    size = "n<1K" if n < 1000 else "1K<n<10K" if n < 10_000 else "10K<n<100K" if n < 100_000 else "100K<n<1M"
+    q = json.dumps  # JSON strings are valid YAML scalars: names can hold any character safely
+    yaml = [
+        "---",
+        f"pretty_name: {q(f'RAG-QA Arena verdicts: {run.system} vs {run.opponent}')}",
+        "language:",
+        "- en",
+        "task_categories:",
+        "- question-answering",
+        "tags:",
+        "- rag",
+        "- rag-qa-arena",
+        "- lfrqa",
+        "- llm-as-a-judge",
+        "size_categories:",
+        f"- {size}",
+        "configs:",
+        "- config_name: default",
+        "  data_files:",
+        "  - split: test",
+        "    path: data/verdicts.parquet",
+        "---",
+    ]
+    judges = ", ".join(run.judges) or "unknown"
+    lines = [
+        f"# RAG-QA Arena verdicts: {_md(run.system)} vs {_md(run.opponent)}",
+        "",
+        f"Pairwise judgments of **{_md(run.system)}**'s long-form answers against **{_md(run.opponent)}**"
+        + (" (the human-written LFRQA reference answers)" if run.opponent == "LFRQA" else "")
+        + f", by {_md(judges)}, made with the `rag-qa-arena` package "
+        f"(version {_md(summary.get('package_version') or package_version())}), which packages the RAG-QA Arena "
+        "benchmark's pairwise judge.",
+        "",
+        "## Results",
+        "",
+        f"Judged pairs: {n:,} ({rates['n_failed']:,} failed, left out of every rate). "
+        "Intervals: 95% percentile bootstrap.",
+        "",
+        "| | win | tie | loss | win+tie |",
+        "|---|---|---|---|---|",
+        f"| all queries | {_cell(rates, 'win_rate')} | {_pct(rates['tie_rate'])} | {_pct(rates['loss_rate'])} | {_cell(rates, 'win_tie_rate')} |",
+    ]
+    for domain, stats in sorted((rates.get("per_domain") or {}).items()):
+        lines.append(
+            f"| {_md(domain)} | {_cell(stats, 'win_rate')} | {_pct(stats['tie_rate'])} | "
+            f"{_pct(stats['loss_rate'])} | {_cell(stats, 'win_tie_rate')} |"
+        )
+    settings = [f"judge(s): {judges}"]
+    for key in ("order", "seed", "created_at"):
+        if summary.get(key) is not None:
+            settings.append(f"{key}: {summary[key]}")
+    lines += [
+        "",
+        "Settings: " + "; ".join(_md(s) for s in settings) + ".",
+        "",
+        "## Load",
+        "",
+        "```python",
+        "import datasets",
+        f"verdicts = datasets.load_dataset({json.dumps(repo_id)}, split=\"test\")",
+        "```",
+        "",
+        "## Columns",
+        "",
+        "- `qid`, `domain`: the LFRQA query and its domain.",
+        "- `system_a`, `system_b`: the evaluated system and its opponent.",
+        "- `outcome`: `win`, `tie` or `loss` from `system_a`'s side; null when the judge failed (`failed`).",
+        "- `flipped`: whether the verdict changed when the answers were swapped (when both orders were judged).",
+        "- `no_answer_a`: whether `system_a` gave no answer.",
+        "- `judgments`: every judge call: `judge`, `a_position` (1 when `system_a`'s answer was shown first), "
+        "`rating` (the judge's raw 0/1/2), `outcome`, `raw` (the judge's reply), `attempts`, `cached`.",
+        "- `summary.json`: the run's summary as written by `rag-qa-arena judge`.",
+        "",
+        "## Citation",
+        "",
+        "The benchmark: Han et al., *RAG-QA Arena: Evaluating Domain Robustness for Long-form Retrieval "
+        "Augmented Question Answering*, EMNLP 2024, arXiv:2407.13998 (data and prompts under Apache-2.0).",
+        "",
+    ]
+    return "\n".join(yaml) + "\n\n" + "\n".join(lines)
+
+
+def _struct_fields(struct_type) -> list[tuple[str, object]]:
+    return [(struct_type.field(i).name, struct_type.field(i).type) for i in range(struct_type.num_fields)]
+
+
+def _pct(value) -> str:
+    return "–" if value is None or value != value else f"{value * 100:.1f}%"
+
+
+def _cell(stats: dict, key: str) -> str:
+    value = stats.get(key)
+    ci = stats.get(f"{key}_ci") or [None, None]
+    if value is None or value != value:
+        return "–"
+    return f"{_pct(value)} [{_pct(ci[0])}, {_pct(ci[1])}]"
+
+
+def _md(text) -> str:
+    """Markdown-safe text: no HTML, no table breaks, no link/emphasis syntax from names."""
+    text = str(text).replace("\n", " ")
+    return re.sub(r"([\\`*_\[\]<>|])", r"\\\1", text)

@@ -1,0 +1,155 @@
+"""Run folders as the report reads them: ``verdicts.jsonl`` (checked, resumed runs merged) and ``summary.json``."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lfrqa.errors import RagQaArenaError
+from metric_arena.stats import summarize
+
+__all__ = ["REFERENCE", "Run", "empty_rates", "load_run", "run_rates"]
+
+REFERENCE = "LFRQA"
+_UNKNOWN_DOMAIN = "unknown"
+
+
+@dataclass
+class Run:
+    """One judged run folder: ``system`` judged against ``opponent`` on ``verdicts``."""
+
+    path: Path
+    system: str
+    opponent: str
+    judges: list[str]
+    summary: dict
+    verdicts: list[dict]
+    warnings: list[str] = field(default_factory=list)
+
+    def outcomes(self) -> dict[str, str | None]:
+        """``{qid: outcome}`` from the system's side (``None`` for failed pairs)."""
+        return {v["qid"]: v.get("outcome") for v in self.verdicts}
+
+
+def load_run(path: str | Path) -> Run:
+    """Read a run folder written by ``rag-qa-arena judge --out DIR``."""
+    path = Path(path)
+    verdicts_path = path / "verdicts.jsonl"
+    if not verdicts_path.is_file():
+        what = "does not exist" if not path.exists() else "has no verdicts.jsonl"
+        inside = sorted(p.parent.name for p in path.glob("*/verdicts.jsonl")) if path.is_dir() else []
+        hint = f" (it holds run folders: pass {str(path / '*')!r}, e.g. {str(path / inside[0])!r})" if inside else ""
+        raise FileNotFoundError(
+            f"{str(path)!r} {what}: pass run folders written by `rag-qa-arena judge --out DIR`{hint}"
+        )
+    warnings: list[str] = []
+    summary: dict = {}
+    summary_path = path / "summary.json"
+    if summary_path.is_file():
+        try:
+            summary = json.loads(summary_path.read_bytes().decode("utf-8"))
+        except UnicodeDecodeError as error:
+            raise RagQaArenaError(f"{summary_path}: not UTF-8 text ({error.reason}); delete it and re-run the judge") from None
+        except json.JSONDecodeError as error:
+            raise RagQaArenaError(f"{summary_path}: not valid JSON ({error.msg}); delete it and re-run the report") from None
+        if not isinstance(summary, dict):
+            raise RagQaArenaError(f"{summary_path}: expected a JSON object, got {type(summary).__name__}")
+    else:
+        warnings.append(f"{path.name}: no summary.json (unfinished run?); using verdicts.jsonl only")
+
+    try:
+        lines = verdicts_path.read_bytes().decode("utf-8").splitlines()
+    except UnicodeDecodeError as error:
+        line = verdicts_path.read_bytes()[: error.start].count(b"\n") + 1
+        raise RagQaArenaError(f"{verdicts_path}:{line}: not UTF-8 text ({error.reason}); re-run the judge") from None
+    rows: list[dict] = []
+    for line_no, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as error:
+            if line_no == len(lines):
+                warnings.append(f"{verdicts_path}:{line_no}: torn last line skipped (the judge stopped while writing it)")
+                continue
+            raise RagQaArenaError(f"{verdicts_path}:{line_no}: not valid JSON ({error.msg})") from None
+        _check_verdict(row, f"{verdicts_path}:{line_no}")
+        rows.append(row)
+
+    pairs = {(r["system_a"], r["system_b"]) for r in rows}
+    if len(pairs) > 1:
+        raise RagQaArenaError(
+            f"{verdicts_path} mixes several pairs of systems {sorted(pairs)}: a run folder holds one system against one opponent"
+        )
+    if pairs:
+        system, opponent = next(iter(pairs))
+    else:
+        system, opponent = path.resolve().name, REFERENCE
+    system = str(summary.get("system") or system)
+    opponent = str(summary.get("opponent") or opponent)
+    if pairs and (system, opponent) != next(iter(pairs)):
+        raise RagQaArenaError(
+            f"{path}: summary.json says {system!r} vs {opponent!r} but verdicts.jsonl holds "
+            f"{next(iter(pairs))[0]!r} vs {next(iter(pairs))[1]!r}; re-run the judge or fix summary.json"
+        )
+
+    # A resumed run may append the same qid again: keep its last successful verdict.
+    by_qid: dict[str, dict] = {}
+    for row in rows:
+        old = by_qid.get(row["qid"])
+        if old is None or row.get("outcome") is not None or old.get("outcome") is None:
+            by_qid[row["qid"]] = row
+    if len(by_qid) < len(rows):
+        warnings.append(f"{path.name}: {len(rows) - len(by_qid)} repeated qid(s); kept the last successful verdict of each")
+
+    judges = list(summary.get("judges") or [])
+    if not judges:
+        judges = sorted({j.get("judge") for r in rows for j in r.get("judgments") or [] if j.get("judge")})
+    return Run(path, system, opponent, judges, summary, list(by_qid.values()), warnings)
+
+
+def run_rates(run: Run, n_boot: int, seed: int, confidence: float) -> dict:
+    outcomes = [v.get("outcome") for v in run.verdicts]
+    domains = [v.get("domain") or _UNKNOWN_DOMAIN for v in run.verdicts]
+    has_domains = any(v.get("domain") for v in run.verdicts)
+    no_answer = [bool(v.get("no_answer_a")) for v in run.verdicts]
+    rates = summarize(
+        outcomes, domains if has_domains else None, no_answer, n_boot=n_boot, seed=seed, confidence=confidence
+    )
+    rates.setdefault("per_domain", {})
+    flips = [v.get("flipped") for v in run.verdicts if v.get("flipped") is not None]
+    rates["position_flip_rate"] = sum(map(bool, flips)) / len(flips) if flips else None
+    rates["judges"] = run.judges
+    rates["run"] = str(run.path)
+    return rates
+
+
+def empty_rates() -> dict:
+    return {
+        "n": 0,
+        "n_failed": 0,
+        "n_judged": 0,
+        "win_rate": None,
+        "tie_rate": None,
+        "loss_rate": None,
+        "win_tie_rate": None,
+        "win_rate_ci": None,
+        "win_tie_rate_ci": None,
+        "no_answer_rate": None,
+        "position_flip_rate": None,
+        "per_domain": {},
+        "judges": [],
+        "run": None,
+    }
+
+
+def _check_verdict(row: object, where: str) -> None:
+    if not isinstance(row, dict):
+        raise RagQaArenaError(f"{where}: expected a JSON object, got {type(row).__name__}")
+    missing = [k for k in ("qid", "system_a", "system_b", "outcome") if k not in row]
+    if missing:
+        raise RagQaArenaError(f"{where}: missing field(s) {', '.join(missing)}; is this a verdicts.jsonl written by `rag-qa-arena judge`?")
+    if row["outcome"] not in ("win", "tie", "loss", None):
+        raise RagQaArenaError(f"{where}: unknown outcome {row['outcome']!r}. Allowed: win, tie, loss, or null for a failed pair")
+    row["qid"] = str(row["qid"])

@@ -1,0 +1,71 @@
+"""Writing the report folder: ``leaderboard.json``, ``report.json``, the plots and ``leaderboard.html``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from lfrqa.errors import RagQaArenaError
+from lfrqa.files import atomic_write, dumps_json
+from metric_arena.report._html import render_html
+from metric_arena.report._leaderboard import Leaderboard, ProgressCallback, build_leaderboard
+from metric_arena.report._plots import plot_ratings, plot_win_rates
+from metric_arena.report._runs import REFERENCE, Run, load_run
+from metric_arena.stats import agreement, load_human_labels
+
+__all__ = ["write_report"]
+
+
+def write_report(
+    runs: Sequence[Run | str | Path],
+    out: str | Path,
+    *,
+    reference: str = REFERENCE,
+    n_boot: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    human_labels: str | Path | None = None,
+    agreement_judge: str | None = None,
+    title: str = "RAG-QA Arena leaderboard",
+    plots: bool = True,
+    progress: ProgressCallback | None = None,
+) -> Leaderboard:
+    """Build the leaderboard and write it to ``out``: ``leaderboard.json`` (the entries),
+    ``report.json`` (everything), ``win_rates.png``, ``ratings.png`` and a self-contained
+    ``leaderboard.html``. With ``human_labels`` (JSONL, see :func:`metric_arena.stats.load_human_labels`) the
+    judge's agreement with people is added.
+
+    >>> board = write_report(["runs/gpt-4o", "runs/llama-3"], "leaderboard/")  # doctest: +SKIP
+    """
+    out = Path(out)
+    # `report runs/* --out runs/leaderboard` run twice passes the report folder itself: skip it.
+    runs = [r for r in runs if isinstance(r, Run) or Path(r).resolve() != out.resolve() or (Path(r) / "verdicts.jsonl").is_file()]
+    loaded = [run if isinstance(run, Run) else load_run(run) for run in runs]
+    for run in loaded:
+        if out.resolve() == run.path.resolve():
+            raise RagQaArenaError(f"--out {str(out)!r} is a run folder: write the report to a folder of its own")
+    labels = load_human_labels(human_labels) if human_labels is not None else None
+    board = build_leaderboard(loaded, reference=reference, n_boot=n_boot, seed=seed, confidence=confidence, progress=progress)
+    if labels is not None:
+        verdicts = [v for run in loaded for v in run.verdicts]
+        board.agreement = agreement(labels, verdicts, judge=agreement_judge)
+        if board.agreement["n"] == 0:
+            board.warnings.append(
+                f"none of the {board.agreement['n_human']} human-labelled pairs matches a judged pair "
+                "(check qids and system names)"
+            )
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write(out / "leaderboard.json", dumps_json(board.entries))
+    atomic_write(out / "report.json", dumps_json(board.to_dict()))
+    images: dict[str, bytes] = {}
+    if plots:
+        if any(e["rating"] is not None for e in board.entries):
+            images["ratings"] = plot_ratings(board.entries, reference=reference, confidence=confidence)
+        if any(e.get("win_rate") is not None for e in board.entries):
+            images["win_rates"] = plot_win_rates(board.entries, confidence=confidence)
+        for name, png in images.items():
+            atomic_write(out / f"{name}.png", png)
+        if progress:
+            progress("Plots", 1, 1)
+    atomic_write(out / "leaderboard.html", render_html(board, images=images, title=title))
+    return board

@@ -1,0 +1,53 @@
+"""Statistics of pairwise verdicts: rates with intervals, stratified sampling and early stopping,
+paired tests, Bradley–Terry ratings on the Elo scale, and agreement with human labels.
+Pure numpy; nothing here sends a request or reads a run folder.
+
+>>> from metric_arena.stats import summarize
+>>> summarize(["win", "tie", "loss", None], n_boot=0)["win_rate"]
+0.3333333333333333
+"""
+
+from metric_arena.stats._agreement import (
+    agreement,
+    cohen_kappa,
+    judge_outcomes,
+    load_human_labels,
+    majority_labels,
+    majority_vote,
+)
+from metric_arena.stats._paired import paired_comparison, sign_test
+from metric_arena.stats._rates import bootstrap_interval, summarize
+from metric_arena.stats._ratings import (
+    BASE,
+    INITIAL,
+    SCALE,
+    BattleCounts,
+    bootstrap_bradley_terry,
+    expected_score,
+    fit_bradley_terry,
+)
+from metric_arena.stats._sampling import IntervalStopper, pair_schedule, stratified_sample, wilson_interval
+
+__all__ = [
+    "BASE",
+    "INITIAL",
+    "SCALE",
+    "BattleCounts",
+    "IntervalStopper",
+    "agreement",
+    "bootstrap_bradley_terry",
+    "bootstrap_interval",
+    "cohen_kappa",
+    "expected_score",
+    "fit_bradley_terry",
+    "judge_outcomes",
+    "load_human_labels",
+    "majority_labels",
+    "majority_vote",
+    "paired_comparison",
+    "pair_schedule",
+    "sign_test",
+    "stratified_sample",
+    "summarize",
+    "wilson_interval",
+]

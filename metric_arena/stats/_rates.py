@@ -1,0 +1,93 @@
+"""Win rates against a reference system, with seeded bootstrap intervals.
+
+Outcomes are seen from the evaluated system's side: ``"win"``, ``"tie"``, ``"loss"``, or
+``None`` for a pair the judge failed on. Failed pairs count in ``n`` and ``n_failed`` but not
+in any rate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from lfrqa.errors import RagQaArenaError
+
+OUTCOMES = ("win", "tie", "loss")
+
+
+def summarize(
+    outcomes: Sequence[str | None],
+    domains: Sequence[str] | None = None,
+    no_answer: Sequence[bool] | None = None,
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> dict:
+    """Rates and 95% bootstrap intervals overall and, when ``domains`` is given, per domain.
+
+    >>> s = summarize(["win", "tie", "loss", None])
+    >>> (s["n"], s["n_failed"], round(s["win_rate"], 3), round(s["win_tie_rate"], 3))
+    (4, 1, 0.333, 0.667)
+    """
+    outcomes = list(outcomes)
+    for i, outcome in enumerate(outcomes):
+        if outcome is not None and outcome not in OUTCOMES:
+            raise RagQaArenaError(f"Unknown outcome {outcome!r} at position {i}. Allowed: win, tie, loss, or None for a failed pair")
+    if domains is not None and len(domains) != len(outcomes):
+        raise RagQaArenaError(f"domains has {len(domains)} entries but outcomes has {len(outcomes)}: give one domain per pair")
+    if no_answer is not None and len(no_answer) != len(outcomes):
+        raise RagQaArenaError(f"no_answer has {len(no_answer)} entries but outcomes has {len(outcomes)}: give one flag per pair")
+    summary = _summarize_one(outcomes, no_answer, n_boot=n_boot, seed=seed, confidence=confidence)
+    if domains is not None:
+        summary["per_domain"] = {}
+        for domain in sorted(set(domains)):
+            idx = [i for i, d in enumerate(domains) if d == domain]
+            summary["per_domain"][domain] = _summarize_one(
+                [outcomes[i] for i in idx],
+                None if no_answer is None else [no_answer[i] for i in idx],
+                n_boot=n_boot,
+                seed=seed,
+                confidence=confidence,
+            )
+    return summary
+
+
+def bootstrap_interval(
+    values: np.ndarray, *, n_boot: int = 1000, seed: int = 0, confidence: float = 0.95
+) -> list[float]:
+    """Percentile bootstrap interval ``[low, high]`` of the mean of 0/1 ``values`` (seeded)."""
+    values = np.asarray(values, dtype=float)
+    if values.size == 0:
+        return [float("nan"), float("nan")]
+    rng = np.random.default_rng(seed)
+    # Resampling n Bernoulli values with replacement = one binomial draw of their mean.
+    means = rng.binomial(values.size, values.mean(), size=n_boot) / values.size
+    alpha = (1.0 - confidence) / 2.0
+    low, high = np.quantile(means, [alpha, 1.0 - alpha])
+    return [float(low), float(high)]
+
+
+def _summarize_one(outcomes, no_answer, *, n_boot, seed, confidence) -> dict:
+    judged = np.array([o for o in outcomes if o is not None], dtype=object)
+    n_judged = int(judged.size)
+    wins = (judged == "win").astype(float)
+    ties = (judged == "tie").astype(float)
+    losses = (judged == "loss").astype(float)
+
+    def rate(values: np.ndarray) -> float:
+        return float(values.mean()) if n_judged else float("nan")
+
+    return {
+        "n": len(outcomes),
+        "n_failed": len(outcomes) - n_judged,
+        "n_judged": n_judged,
+        "win_rate": rate(wins),
+        "tie_rate": rate(ties),
+        "loss_rate": rate(losses),
+        "win_tie_rate": rate(wins + ties),
+        "win_rate_ci": bootstrap_interval(wins, n_boot=n_boot, seed=seed, confidence=confidence),
+        "win_tie_rate_ci": bootstrap_interval(wins + ties, n_boot=n_boot, seed=seed, confidence=confidence),
+        "no_answer_rate": (float(np.mean(no_answer)) if no_answer is not None and len(no_answer) else None),
+    }
