@@ -19,7 +19,13 @@ from lfrqa.errors import RagQaArenaError
 from metric_arena import stats
 from metric_arena.generate import generate_answers
 from metric_arena.judge import DEFAULT_JUDGE, ajudge_pairs, judge_pairs
-from metric_arena.llm import AuthenticationFailed, BackendError, ModelNotFound, RateLimiter, RetryPolicy
+from metric_arena.llm import (
+    AuthenticationFailed,
+    BackendError,
+    ModelNotFound,
+    RateLimiter,
+    RetryPolicy,
+)
 from metric_arena.report import build_leaderboard, push_run, write_report
 
 #: Folder of the ``rag_qa_arena`` evaluate module: ``evaluate.load(metric_arena.METRIC_PATH)``.

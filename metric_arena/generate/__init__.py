@@ -2,7 +2,11 @@
 Uses :mod:`metric_arena.llm` and :mod:`metric_arena.prompts`; knows nothing of judging."""
 
 from metric_arena.generate._cost import format_generation_estimate, generation_dry_run
-from metric_arena.generate._inputs import GENERATION_MAX_TOKENS, generation_request, read_retrieved
+from metric_arena.generate._inputs import (
+    GENERATION_MAX_TOKENS,
+    generation_request,
+    read_retrieved,
+)
 from metric_arena.generate._output import summary_path
 from metric_arena.generate._run import agenerate_answers, generate_answers
 

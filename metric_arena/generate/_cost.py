@@ -5,8 +5,20 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 
-from metric_arena.generate._inputs import GENERATION_MAX_TOKENS, check_settings, generation_request, retrieved_rows
-from metric_arena.llm import CompletionCache, CostEstimate, backend_identity, cache_key, estimate_cost, get_encoding
+from metric_arena.generate._inputs import (
+    GENERATION_MAX_TOKENS,
+    check_settings,
+    generation_request,
+    retrieved_rows,
+)
+from metric_arena.llm import (
+    CompletionCache,
+    CostEstimate,
+    backend_identity,
+    cache_key,
+    estimate_cost,
+    get_encoding,
+)
 
 __all__ = ["expected_generation_reply_tokens", "format_generation_estimate", "generation_dry_run"]
 

@@ -10,7 +10,12 @@ from typing import Any
 from lfrqa.errors import InvalidInputType, RagQaArenaError
 from lfrqa.files import iter_jsonl
 from metric_arena.llm import Backend, ChatRequest, parse_spec
-from metric_arena.prompts import GENERATION_TAGS, GENERATION_TEMPLATES, generation_messages, neutralize_delimiters
+from metric_arena.prompts import (
+    GENERATION_TAGS,
+    GENERATION_TEMPLATES,
+    generation_messages,
+    neutralize_delimiters,
+)
 
 __all__ = ["GENERATION_MAX_TOKENS", "check_settings", "generation_request", "read_retrieved", "retrieved_rows"]
 

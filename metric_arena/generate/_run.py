@@ -58,7 +58,14 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from lfrqa.files import JsonlAppender, atomic_write, dumps_json, json_line, package_version, write_error
+from lfrqa.files import (
+    JsonlAppender,
+    atomic_write,
+    dumps_json,
+    json_line,
+    package_version,
+    write_error,
+)
 from metric_arena.generate._inputs import (
     GENERATION_MAX_TOKENS,
     GENERATION_TEMPERATURE,

@@ -63,10 +63,25 @@ from metric_arena.judge._batch import (
     judge_batch_status,
     submit_judge_batch,
 )
-from metric_arena.judge._cost import expected_judge_reply_tokens, format_estimate, judge_dry_run
-from metric_arena.judge._inputs import JudgeInputs, lfrqa_rows, prepare_judge_inputs, read_predictions
+from metric_arena.judge._cost import (
+    expected_judge_reply_tokens,
+    format_estimate,
+    judge_dry_run,
+)
+from metric_arena.judge._inputs import (
+    JudgeInputs,
+    lfrqa_rows,
+    prepare_judge_inputs,
+    read_predictions,
+)
 from metric_arena.judge._parse import judge_outcome, parse_rating
-from metric_arena.judge._plan import DEFAULT_JUDGE, ORDERS, answer_positions, judge_request, planned_requests
+from metric_arena.judge._plan import (
+    DEFAULT_JUDGE,
+    ORDERS,
+    answer_positions,
+    judge_request,
+    planned_requests,
+)
 from metric_arena.judge._run import ajudge_pairs, judge_pairs
 
 __all__ = [

@@ -12,7 +12,12 @@ from pathlib import Path
 
 from lfrqa.errors import InvalidInputType
 from lfrqa.files import package_version
-from metric_arena.judge._parse import judge_outcome, outcome_of, parse_rating, valid_reply
+from metric_arena.judge._parse import (
+    judge_outcome,
+    outcome_of,
+    parse_rating,
+    valid_reply,
+)
 from metric_arena.judge._plan import (
     DEFAULT_JUDGE,
     PairInputs,
@@ -36,7 +41,12 @@ from metric_arena.llm import (
     run_sync,
     run_until_stopped,
 )
-from metric_arena.prompts import JUDGE_TAGS, clean_response, is_no_answer, neutralize_delimiters
+from metric_arena.prompts import (
+    JUDGE_TAGS,
+    clean_response,
+    is_no_answer,
+    neutralize_delimiters,
+)
 from metric_arena.stats import IntervalStopper, majority_vote
 
 __all__ = ["ajudge_pairs", "judge_pairs"]

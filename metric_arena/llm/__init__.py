@@ -8,36 +8,50 @@ and OpenAI's Batch API. Nothing here knows about judging or the benchmark's prom
 """
 
 from metric_arena.llm._batch_api import (
-    MANIFEST,
-    MAX_BYTES,
-    MAX_REQUESTS,
     TERMINAL_STATUSES,
     BatchNotReady,
     batch_client,
     batch_status,
-    chat_body,
     collect,
     custom_ids,
-    parse_output_lines,
-    read_manifest,
     submit_batches,
     wait_for_batches,
+)
+from metric_arena.llm._batch_files import (
+    MANIFEST,
+    MAX_BYTES,
+    MAX_REQUESTS,
+    chat_body,
+    parse_output_lines,
+    read_manifest,
     write_batch_files,
 )
-from metric_arena.llm._cache import CACHE_ENV, CachedCompletion, CompletionCache, cache_key, default_cache_dir
+from metric_arena.llm._cache import (
+    CACHE_ENV,
+    CachedCompletion,
+    CompletionCache,
+    cache_key,
+    default_cache_dir,
+)
 from metric_arena.llm._openai import redact
-from metric_arena.llm._progress import Progress
 from metric_arena.llm._ratelimit import RateLimiter, estimate_tokens
 from metric_arena.llm._runner import (
     FatalBackendError,
+    Progress,
     RequestResult,
     RetryPolicy,
     Runner,
     gather_or_cancel,
+    run_sync,
     run_until_stopped,
 )
-from metric_arena.llm._specs import BACKENDS, backend_identity, make_backend, make_backends, parse_spec
-from metric_arena.llm._sync import run_sync
+from metric_arena.llm._specs import (
+    BACKENDS,
+    backend_identity,
+    make_backend,
+    make_backends,
+    parse_spec,
+)
 from metric_arena.llm._tokens import (
     BATCH_DISCOUNT,
     PRICES_2024,

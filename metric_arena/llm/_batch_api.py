@@ -21,177 +21,33 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime, timezone
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
+from metric_arena.llm._batch_files import (
+    MANIFEST,
+    now,
+    parse_output_lines,
+    read_manifest,
+    write_manifest,
+)
 
 __all__ = [
     "BatchNotReady",
     "TERMINAL_STATUSES",
     "batch_status",
-    "chat_body",
     "collect",
-    "parse_output_lines",
     "submit_batches",
     "wait_for_batches",
-    "write_batch_files",
 ]
 
-MANIFEST = "manifest.json"
-MAX_REQUESTS = 50_000  # per input file (OpenAI)
-MAX_BYTES = 100 * 1024**2
 TERMINAL_STATUSES = frozenset({"completed", "failed", "expired", "cancelled"})
-_FORMAT = "rag-qa-arena/openai-batch"
 
 
 class BatchNotReady(RuntimeError):
     """:func:`collect` was called while some batches are still running."""
-
-
-# -- request files ---------------------------------------------------------------------------
-
-
-def chat_body(model: str, request) -> dict:
-    """The chat-completions body for a ``ChatRequest`` — the same fields the online backend sends.
-
-    >>> from metric_arena.llm._types import ChatRequest
-    >>> chat_body("gpt-4o", ChatRequest([{"role": "user", "content": "hi"}], max_tokens=8))
-    {'model': 'gpt-4o', 'messages': [{'role': 'user', 'content': 'hi'}], 'max_tokens': 8, 'temperature': 0.0, 'top_p': 1.0}
-    """
-    return {
-        "model": model,
-        "messages": list(request.messages),
-        "max_tokens": request.max_tokens,
-        "temperature": request.temperature,
-        "top_p": request.top_p,
-    }
-
-
-def write_batch_files(
-    requests: Sequence[tuple[str, dict]],
-    out_dir: str | os.PathLike,
-    *,
-    endpoint: str = "/v1/chat/completions",
-    max_requests: int = MAX_REQUESTS,
-    max_bytes: int = MAX_BYTES,
-) -> list[Path]:
-    """Write ``(custom_id, body)`` pairs as Batch API input files; return their paths.
-
-    One JSON line per request, ``{"custom_id", "method": "POST", "url": endpoint, "body"}``;
-    a new file starts whenever the next line would pass ``max_requests`` lines or ``max_bytes``
-    bytes (the API's per-file limits). Files are ``batch-00000.jsonl``, ``batch-00001.jsonl``...
-    with ``manifest.json`` beside them. A folder whose batches were already submitted is never
-    overwritten.
-
-    >>> import tempfile
-    >>> body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
-    >>> paths = write_batch_files([("k1", body), ("k2", body), ("k3", body)], tempfile.mkdtemp(), max_requests=2)
-    >>> [p.name for p in paths]
-    ['batch-00000.jsonl', 'batch-00001.jsonl']
-    """
-    if not isinstance(endpoint, str) or not endpoint.startswith("/v1/"):
-        raise RagQaArenaError(f"endpoint={endpoint!r} must be an API path such as '/v1/chat/completions'")
-    for name, value in (("max_requests", max_requests), ("max_bytes", max_bytes)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise RagQaArenaError(f"{name}={value!r} must be a positive int")
-    out = Path(out_dir)
-    old = read_manifest(out) if (out / MANIFEST).is_file() else None
-    if old is not None and any(f.get("input_file_id") or f.get("batch_id") for f in old["files"]):
-        raise FileExistsError(
-            f"{out} holds batches that were already submitted (see {out / MANIFEST}); "
-            "collect them, or write the new requests to another folder"
-        )
-    out.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".batch-staging-", dir=out))
-    written: list[dict] = []
-    seen: set[str] = set()
-    model = None
-    try:
-        handle = None
-        count = size = 0
-        digest = None
-        first_id = None
-
-        def close_current() -> None:
-            if handle is not None:
-                handle.close()
-                written.append({"name": f"batch-{len(written):05d}.jsonl", "n_requests": count, "bytes": size,
-                                "sha256": digest.hexdigest(), "first_custom_id": first_id})
-
-        for i, item in enumerate(requests):
-            try:
-                custom_id, body = item
-            except (TypeError, ValueError):
-                raise RagQaArenaError(f"request #{i} is {type(item).__name__}, not a (custom_id, body) pair") from None
-            if not isinstance(custom_id, str) or not custom_id:
-                raise RagQaArenaError(f"request #{i} has custom_id {custom_id!r}: use a non-empty string (the cache key)")
-            if custom_id in seen:
-                raise RagQaArenaError(f"custom_id {custom_id!r} appears twice: each request needs its own id")
-            seen.add(custom_id)
-            if not isinstance(body, Mapping):
-                raise RagQaArenaError(f"the body of custom_id {custom_id!r} is {type(body).__name__}, not a dict")
-            if "model" in body:
-                if model is None:
-                    model = body["model"]
-                elif body["model"] != model:
-                    raise RagQaArenaError(
-                        f"custom_id {custom_id!r} asks for model {body['model']!r} but earlier requests for {model!r}: "
-                        "a batch holds one model; write each model's requests to its own folder"
-                    )
-            line = (
-                json.dumps({"custom_id": custom_id, "method": "POST", "url": endpoint, "body": body},
-                           ensure_ascii=False, separators=(",", ":"))
-                + "\n"
-            ).encode("utf-8")
-            if len(line) > max_bytes:
-                raise RagQaArenaError(
-                    f"request {custom_id!r} is {len(line):,} bytes, over the {max_bytes:,}-byte file limit on its own: "
-                    "shorten its prompt or send it online"
-                )
-            if handle is None or count + 1 > max_requests or size + len(line) > max_bytes:
-                close_current()
-                handle = open(staging / f"batch-{len(written):05d}.jsonl", "wb")
-                count = size = 0
-                digest = hashlib.sha256()
-                first_id = custom_id
-            handle.write(line)
-            digest.update(line)
-            count += 1
-            size += len(line)
-        close_current()
-        handle = None
-        if not written:
-            raise RagQaArenaError("no requests to write: give at least one (custom_id, body) pair")
-        # Replace what an earlier, never-submitted write left, then move the new files in.
-        if old is not None:
-            for entry in old["files"]:
-                (out / entry["name"]).unlink(missing_ok=True)
-        paths = []
-        for entry in written:
-            os.replace(staging / entry["name"], out / entry["name"])
-            paths.append(out / entry["name"])
-        for entry in written:
-            entry.update(input_file_id=None, batch_id=None, status=None, output_file_id=None, error_file_id=None)
-        _write_manifest(out, {
-            "format": _FORMAT,
-            "version": 1,
-            "endpoint": endpoint,
-            "model": model,
-            "n_requests": len(seen),
-            "created_at": _now(),
-            "files": written,
-        })
-        return paths
-    finally:
-        if handle is not None:
-            handle.close()
-        for leftover in staging.iterdir():
-            leftover.unlink()
-        staging.rmdir()
 
 
 # -- submit / status -------------------------------------------------------------------------
@@ -233,7 +89,7 @@ def submit_batches(files: Sequence[str | os.PathLike], client, *, metadata: Mapp
             with open(path, "rb") as handle:
                 uploaded = client.files.create(file=(path.name, handle), purpose="batch")
             entry["input_file_id"] = uploaded.id
-            _write_manifest(folder, manifest)
+            write_manifest(folder, manifest)
         kwargs = {"metadata": metadata} if metadata else {}
         batch = client.batches.create(
             input_file_id=entry["input_file_id"],
@@ -243,8 +99,8 @@ def submit_batches(files: Sequence[str | os.PathLike], client, *, metadata: Mapp
         )
         entry["batch_id"] = batch.id
         entry["status"] = batch.status
-        entry["submitted_at"] = _now()
-        _write_manifest(folder, manifest)
+        entry["submitted_at"] = now()
+        write_manifest(folder, manifest)
         batch_ids.append(batch.id)
     return batch_ids
 
@@ -279,7 +135,7 @@ def batch_status(manifest_dir: str | os.PathLike, client) -> list[dict]:
         )
         entry.update(status=batch.status, output_file_id=batch.output_file_id, error_file_id=batch.error_file_id)
         rows.append(row)
-    _write_manifest(folder, manifest)
+    write_manifest(folder, manifest)
     return rows
 
 
@@ -355,7 +211,7 @@ def collect(manifest_dir: str | os.PathLike, client, *, allow_partial: bool = Fa
             if entry.get(f"{kind}_downloaded") != file_id or not local.is_file():
                 _download(client, file_id, local)
                 entry[f"{kind}_downloaded"] = file_id
-                _write_manifest(folder, manifest)
+                write_manifest(folder, manifest)
             with open(local, encoding="utf-8") as handle:
                 for custom_id, result in parse_output_lines(handle).items():
                     if "error" not in result or custom_id not in found:  # an answer beats an error
@@ -368,71 +224,6 @@ def collect(manifest_dir: str | os.PathLike, client, *, allow_partial: bool = Fa
                 "error": {"code": "no_output", "message": f"{ended} without an answer for this request"}}
         results.update(found)  # ids the input did not have (should not happen) are kept, not dropped
     return results
-
-
-def parse_output_lines(lines: Iterable[str | bytes]) -> dict[str, dict]:
-    """Parse Batch API output/error file lines into ``{custom_id: result}`` (pure).
-
-    A line answered with HTTP 200 and a chat completion gives ``{"text", "finish_reason",
-    "usage"}`` (``usage`` as ``{"prompt_tokens", "completion_tokens"}``, like the online
-    backend). A line with an ``error``, a non-200 ``status_code`` or an unusable body gives
-    ``{"error": {"code", "message", ...}}``. Blank lines are skipped; a line that is not JSON
-    raises ``ValueError`` naming its number.
-
-    >>> line = ('{"custom_id": "k1", "response": {"status_code": 200, "body": {"choices": '
-    ...         '[{"message": {"content": "<rating>2</rating>"}, "finish_reason": "stop"}]}}, "error": null}')
-    >>> parse_output_lines([line])
-    {'k1': {'text': '<rating>2</rating>', 'finish_reason': 'stop', 'usage': None}}
-    """
-    results: dict[str, dict] = {}
-    for number, raw in enumerate(lines, start=1):
-        if isinstance(raw, bytes):
-            raw = raw.decode("utf-8")
-        if not raw.strip():
-            continue
-        try:
-            record = json.loads(raw)
-        except json.JSONDecodeError as error:
-            raise RagQaArenaError(f"line {number} of the batch output is not JSON ({error.msg}): {raw[:80]!r}") from None
-        custom_id = record.get("custom_id") if isinstance(record, dict) else None
-        if not isinstance(custom_id, str):
-            raise RagQaArenaError(f"line {number} of the batch output has no custom_id: {raw[:80]!r}")
-        result = _parse_record(record)
-        if "error" not in result or custom_id not in results:
-            results[custom_id] = result
-    return results
-
-
-def _parse_record(record: dict) -> dict:
-    if record.get("error"):
-        error = record["error"]
-        return {"error": dict(error) if isinstance(error, dict) else {"code": "error", "message": str(error)}}
-    response = record.get("response")
-    if not isinstance(response, dict):
-        return {"error": {"code": "no_response", "message": "the line has neither a response nor an error"}}
-    status = response.get("status_code")
-    body = response.get("body")
-    if status != 200:
-        detail = body.get("error") if isinstance(body, dict) else None
-        error = {"code": str(status), "message": ""}
-        if isinstance(detail, dict):
-            error.update({k: v for k, v in detail.items() if v is not None})
-            error["code"] = str(detail.get("code") or status)
-        error["status_code"] = status
-        return {"error": error}
-    choices = body.get("choices") if isinstance(body, dict) else None
-    if not isinstance(choices, list) or not choices:
-        return {"error": {"code": "empty_choices", "message": "the reply has no choices"}}
-    choice = choices[0] if isinstance(choices[0], dict) else {}
-    text = (choice.get("message") or {}).get("content")
-    if not isinstance(text, str):
-        return {"error": {"code": "empty_choices", "message": "the reply has no message content"}}
-    usage = body.get("usage")
-    if isinstance(usage, dict):
-        usage = {"prompt_tokens": usage.get("prompt_tokens"), "completion_tokens": usage.get("completion_tokens")}
-    else:
-        usage = None
-    return {"text": text, "finish_reason": choice.get("finish_reason"), "usage": usage}
 
 
 # -- helpers ---------------------------------------------------------------------------------
@@ -463,32 +254,12 @@ def _counts_text(row: dict) -> str:
     return f"{counts.get('completed', 0)}/{counts.get('total', row.get('n_requests'))} done"
 
 
-def read_manifest(folder: Path) -> dict:
-    path = folder / MANIFEST
-    if not path.is_file():
-        raise FileNotFoundError(f"no {MANIFEST} in {folder}: write the requests with write_batch_files() first")
-    manifest = json.loads(path.read_text(encoding="utf-8"))
-    if manifest.get("format") != _FORMAT:
-        raise RagQaArenaError(f"{path} is not a batch manifest written by rag-qa-arena")
-    return manifest
-
-
-def _write_manifest(folder: Path, manifest: dict) -> None:
-    tmp = folder / f".{MANIFEST}.tmp"
-    tmp.write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, folder / MANIFEST)
-
-
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def batch_client(base_url: str | None = None, api_key: str | None = None):

@@ -48,7 +48,10 @@ class HFBackend(LocalBackend):
         self.batch_size = int(batch_size)
         self.trust_remote_code = bool(trust_remote_code)
         self.revision = revision
-        self.max_input_tokens = max_input_tokens
+        if max_input_tokens is not None and (isinstance(max_input_tokens, bool) or not isinstance(max_input_tokens, int)
+                                             or max_input_tokens < 1):
+            raise RagQaArenaError(f"max_input_tokens must be a positive integer, got {max_input_tokens!r}")
+        self.max_input_tokens = max_input_tokens  # longer prompts are refused, never truncated
         self._tokenizer = None
         self._model = None
         self._lock = threading.Lock()
@@ -57,6 +60,8 @@ class HFBackend(LocalBackend):
         ident = {"backend": self.name, "model": self.model}
         if self.revision:
             ident["revision"] = self.revision
+        if self.dtype not in (None, "auto"):
+            ident["dtype"] = str(self.dtype)
         return ident
 
     # -- loading -----------------------------------------------------------------------------
@@ -101,11 +106,6 @@ class HFBackend(LocalBackend):
         self._tokenizer, self._model, self._device = tokenizer, model, device
         return tokenizer, model
 
-    def unload(self) -> None:
-        """Free the model's memory (it is loaded again on the next request)."""
-        self._model = None
-        self._tokenizer = None
-
     # -- generation --------------------------------------------------------------------------
     def _generate_sync(self, requests: list[ChatRequest]) -> list[Completion]:
         with self._lock:
@@ -115,21 +115,36 @@ class HFBackend(LocalBackend):
             groups: dict[tuple, list[int]] = {}
             for i, request in enumerate(requests):
                 groups.setdefault((request.max_tokens, request.temperature, request.top_p), []).append(i)
+            prompts = {i: _chat_prompt(tokenizer, r.messages) for i, r in enumerate(requests)}
+            for i, prompt in prompts.items():
+                refusal = self._refusal(tokenizer, prompt)
+                if refusal is not None:
+                    results[i] = refusal  # refused, never truncated; the others still run
             for (max_tokens, temperature, top_p), indices in groups.items():
+                indices = [i for i in indices if results[i] is None]
                 for start in range(0, len(indices), self.batch_size):
                     chunk = indices[start : start + self.batch_size]
-                    prompts = [_chat_prompt(tokenizer, requests[i].messages) for i in chunk]
-                    for i, completion in zip(chunk, self._generate_batch(prompts, max_tokens, temperature, top_p)):
+                    batch = [prompts[i] for i in chunk]
+                    for i, completion in zip(chunk, self._generate_batch(batch, max_tokens, temperature, top_p)):
                         results[i] = completion
             return results  # type: ignore[return-value]
+
+    def _refusal(self, tokenizer, prompt: str) -> BackendError | None:
+        """The error for a prompt over ``max_input_tokens`` (counted with the model's own tokenizer)."""
+        if not self.max_input_tokens:
+            return None
+        n = len(tokenizer(prompt, add_special_tokens=False)["input_ids"])
+        if n <= self.max_input_tokens:
+            return None
+        return BackendError(f"prompt has {n} tokens, over the max_input_tokens budget of {self.max_input_tokens} of "
+                            f"{self.model!r}: not sent. Raise max_input_tokens up to the model's context window, "
+                            "or shorten the input", kind="over_budget")
 
     def _generate_batch(self, prompts: list[str], max_tokens: int, temperature: float, top_p: float) -> list[Completion]:
         import torch
 
         tokenizer, model = self._tokenizer, self._model
         encoded_kwargs = {"return_tensors": "pt", "padding": True, "add_special_tokens": False}
-        if self.max_input_tokens:
-            encoded_kwargs.update(truncation=True, max_length=int(self.max_input_tokens))
         encoded = tokenizer(prompts, **encoded_kwargs)
         encoded = {"input_ids": encoded["input_ids"].to(self._device),
                    "attention_mask": encoded["attention_mask"].to(self._device)}

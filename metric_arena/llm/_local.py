@@ -16,7 +16,10 @@ class LocalBackend(Backend):
     (which holds ``self._lock`` while it uses the model: one batch at a time)."""
 
     async def complete(self, request: ChatRequest) -> Completion:
-        return (await self.complete_many([request]))[0]
+        result = (await self.complete_many([request]))[0]
+        if isinstance(result, BaseException):
+            raise result
+        return result
 
     async def complete_many(self, requests: list[ChatRequest]) -> list[Completion]:
         if not requests:
@@ -25,4 +28,5 @@ class LocalBackend(Backend):
 
     @abc.abstractmethod
     def _generate_sync(self, requests: list[ChatRequest]) -> list[Completion]:
-        """One completion per request, in order (blocking; called in a worker thread)."""
+        """One completion per request, in order (blocking; called in a worker thread). A request that
+        cannot be answered alone (e.g. a prompt over the input budget) gets its error in its place."""

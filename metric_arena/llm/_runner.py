@@ -28,9 +28,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import threading
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from lfrqa.errors import RagQaArenaError
 from metric_arena.llm._cache import CompletionCache, cache_key
@@ -46,7 +48,8 @@ from metric_arena.llm._types import (
     TransientBackendError,
 )
 
-__all__ = ["FatalBackendError", "RequestResult", "RetryPolicy", "Runner", "gather_or_cancel", "run_until_stopped"]
+__all__ = ["FatalBackendError", "RequestResult", "RetryPolicy", "Progress", "Runner", "gather_or_cancel", "run_sync",
+           "run_until_stopped"]
 
 FatalBackendError = (AuthenticationFailed, ModelNotFound)
 
@@ -127,7 +130,11 @@ class _Batcher:
                     raise
                 continue
             for (_, future), completion in zip(live, completions):
-                if not future.done():
+                if future.done():
+                    continue
+                if isinstance(completion, BaseException):  # this request alone was refused
+                    future.set_exception(completion)
+                else:
                     future.set_result(completion)
 
 
@@ -337,3 +344,70 @@ async def run_until_stopped(
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
     return started
+
+
+T = TypeVar("T")
+
+
+def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
+    """The result of ``coroutine``, run in a fresh event loop (in another thread when one runs here)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    box: dict = {}
+
+    def target() -> None:
+        try:
+            box["result"] = asyncio.run(coroutine)
+        except BaseException as error:  # noqa: BLE001 - re-raised in the caller's thread
+            box["error"] = error
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
+class Progress:
+    """A rich progress bar for a run of many requests (failed and cached counts shown); off when not enabled."""
+
+    def __init__(self, total: int, enabled: bool, description: str):
+        self._progress = None
+        if not enabled:
+            return
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self._progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("failed {task.fields[failed]} · cached {task.fields[cached]}"),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            transient=False,
+        )
+        self._task = self._progress.add_task(description, total=total, failed=0, cached=0)
+        self._progress.start()
+        self.failed = 0
+        self.cached = 0
+
+    def advance(self, failed: bool, cached: bool) -> None:
+        if self._progress is None:
+            return
+        self.failed += int(failed)
+        self.cached += int(cached)
+        self._progress.update(self._task, advance=1, failed=self.failed, cached=self.cached)
+
+    def close(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()

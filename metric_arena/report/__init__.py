@@ -2,7 +2,12 @@
 plots and self-contained HTML page, and uploading a run folder to the Hub."""
 
 from metric_arena.report._leaderboard import Leaderboard, build_leaderboard
-from metric_arena.report._push import build_push_files, dataset_card, push_run, verdicts_parquet
+from metric_arena.report._push import (
+    build_push_files,
+    dataset_card,
+    push_run,
+    verdicts_parquet,
+)
 from metric_arena.report._runs import REFERENCE, Run, load_run
 from metric_arena.report._write import write_report
 

@@ -30,7 +30,14 @@ from pathlib import Path
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import package_version
 from metric_arena.report._runs import REFERENCE, Run, empty_rates, load_run, run_rates
-from metric_arena.stats import BASE, INITIAL, SCALE, BattleCounts, bootstrap_bradley_terry, paired_comparison
+from metric_arena.stats import (
+    BASE,
+    INITIAL,
+    SCALE,
+    BattleCounts,
+    bootstrap_bradley_terry,
+    paired_comparison,
+)
 
 __all__ = ["Leaderboard", "ProgressCallback", "build_leaderboard"]
 

@@ -8,7 +8,11 @@ from pathlib import Path
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import atomic_write, dumps_json
 from metric_arena.report._html import render_html
-from metric_arena.report._leaderboard import Leaderboard, ProgressCallback, build_leaderboard
+from metric_arena.report._leaderboard import (
+    Leaderboard,
+    ProgressCallback,
+    build_leaderboard,
+)
 from metric_arena.report._plots import plot_ratings, plot_win_rates
 from metric_arena.report._runs import REFERENCE, Run, load_run
 from metric_arena.stats import agreement, load_human_labels

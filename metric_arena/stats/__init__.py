@@ -26,7 +26,12 @@ from metric_arena.stats._ratings import (
     expected_score,
     fit_bradley_terry,
 )
-from metric_arena.stats._sampling import IntervalStopper, pair_schedule, stratified_sample, wilson_interval
+from metric_arena.stats._sampling import (
+    IntervalStopper,
+    pair_schedule,
+    stratified_sample,
+    wilson_interval,
+)
 
 __all__ = [
     "BASE",

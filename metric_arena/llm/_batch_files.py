@@ -1,0 +1,241 @@
+"""Batch API request files and output lines: what goes into a batch and what comes back, no network."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+
+from lfrqa.errors import RagQaArenaError
+from lfrqa.files import atomic_write, dumps_json
+
+__all__ = ["MANIFEST", "MAX_BYTES", "MAX_REQUESTS", "chat_body", "parse_output_lines", "read_manifest",
+           "write_batch_files"]
+
+MANIFEST = "manifest.json"
+MAX_REQUESTS = 50_000  # per input file (OpenAI)
+MAX_BYTES = 100 * 1024**2
+_FORMAT = "rag-qa-arena/openai-batch"
+
+
+
+def chat_body(model: str, request) -> dict:
+    """The chat-completions body for a ``ChatRequest`` — the same fields the online backend sends.
+
+    >>> from metric_arena.llm._types import ChatRequest
+    >>> chat_body("gpt-4o", ChatRequest([{"role": "user", "content": "hi"}], max_tokens=8))
+    {'model': 'gpt-4o', 'messages': [{'role': 'user', 'content': 'hi'}], 'max_tokens': 8, 'temperature': 0.0, 'top_p': 1.0}
+    """
+    return {
+        "model": model,
+        "messages": list(request.messages),
+        "max_tokens": request.max_tokens,
+        "temperature": request.temperature,
+        "top_p": request.top_p,
+    }
+
+
+def _request_lines(requests: Sequence[tuple[str, dict]], endpoint: str, max_bytes: int,
+                   seen: set[str], models: list) -> Iterator[tuple[str, bytes]]:
+    """``(custom_id, JSON line)`` for each checked request: unique ids, dict bodies, one model."""
+    for i, item in enumerate(requests):
+        try:
+            custom_id, body = item
+        except (TypeError, ValueError):
+            raise RagQaArenaError(f"request #{i} is {type(item).__name__}, not a (custom_id, body) pair") from None
+        if not isinstance(custom_id, str) or not custom_id:
+            raise RagQaArenaError(f"request #{i} has custom_id {custom_id!r}: use a non-empty string (the cache key)")
+        if custom_id in seen:
+            raise RagQaArenaError(f"custom_id {custom_id!r} appears twice: each request needs its own id")
+        seen.add(custom_id)
+        if not isinstance(body, Mapping):
+            raise RagQaArenaError(f"the body of custom_id {custom_id!r} is {type(body).__name__}, not a dict")
+        if "model" in body:
+            if not models:
+                models.append(body["model"])
+            elif body["model"] != models[0]:
+                raise RagQaArenaError(
+                    f"custom_id {custom_id!r} asks for model {body['model']!r} but earlier requests for {models[0]!r}: "
+                    "a batch holds one model; write each model's requests to its own folder"
+                )
+        line = (json.dumps({"custom_id": custom_id, "method": "POST", "url": endpoint, "body": body},
+                           ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+        if len(line) > max_bytes:
+            raise RagQaArenaError(
+                f"request {custom_id!r} is {len(line):,} bytes, over the {max_bytes:,}-byte file limit on its own: "
+                "shorten its prompt or send it online"
+            )
+        yield custom_id, line
+
+
+def _write_chunks(lines: Iterable[tuple[str, bytes]], staging: Path, max_requests: int, max_bytes: int) -> list[dict]:
+    """Write the lines into ``batch-NNNNN.jsonl`` files under ``staging``, a new file whenever the
+    next line would pass either limit; return one manifest entry per file."""
+    written: list[dict] = []
+    current: dict | None = None
+    handle = None
+    try:
+        for custom_id, line in lines:
+            if current is None or current["n_requests"] + 1 > max_requests or current["bytes"] + len(line) > max_bytes:
+                if handle is not None:
+                    handle.close()
+                current = {"name": f"batch-{len(written):05d}.jsonl", "n_requests": 0, "bytes": 0,
+                           "sha256": hashlib.sha256(), "first_custom_id": custom_id}
+                written.append(current)
+                handle = open(staging / current["name"], "wb")
+            handle.write(line)
+            current["sha256"].update(line)
+            current["n_requests"] += 1
+            current["bytes"] += len(line)
+    finally:
+        if handle is not None:
+            handle.close()
+    for entry in written:
+        entry["sha256"] = entry["sha256"].hexdigest()
+    return written
+
+
+def write_batch_files(
+    requests: Sequence[tuple[str, dict]],
+    out_dir: str | os.PathLike,
+    *,
+    endpoint: str = "/v1/chat/completions",
+    max_requests: int = MAX_REQUESTS,
+    max_bytes: int = MAX_BYTES,
+) -> list[Path]:
+    """Write ``(custom_id, body)`` pairs as Batch API input files; return their paths.
+
+    One JSON line per request, ``{"custom_id", "method": "POST", "url": endpoint, "body"}``;
+    a new file starts whenever the next line would pass ``max_requests`` lines or ``max_bytes``
+    bytes (the API's per-file limits). Files are ``batch-00000.jsonl``, ``batch-00001.jsonl``...
+    with ``manifest.json`` beside them. A folder whose batches were already submitted is never
+    overwritten.
+
+    >>> import tempfile
+    >>> body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
+    >>> paths = write_batch_files([("k1", body), ("k2", body), ("k3", body)], tempfile.mkdtemp(), max_requests=2)
+    >>> [p.name for p in paths]
+    ['batch-00000.jsonl', 'batch-00001.jsonl']
+    """
+    if not isinstance(endpoint, str) or not endpoint.startswith("/v1/"):
+        raise RagQaArenaError(f"endpoint={endpoint!r} must be an API path such as '/v1/chat/completions'")
+    for name, value in (("max_requests", max_requests), ("max_bytes", max_bytes)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise RagQaArenaError(f"{name}={value!r} must be a positive int")
+    out = Path(out_dir)
+    old = read_manifest(out) if (out / MANIFEST).is_file() else None
+    if old is not None and any(f.get("input_file_id") or f.get("batch_id") for f in old["files"]):
+        raise FileExistsError(
+            f"{out} holds batches that were already submitted (see {out / MANIFEST}); "
+            "collect them, or write the new requests to another folder"
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".batch-staging-", dir=out))
+    seen: set[str] = set()
+    models: list = []
+    try:
+        written = _write_chunks(_request_lines(requests, endpoint, max_bytes, seen, models), staging,
+                                max_requests, max_bytes)
+        if not written:
+            raise RagQaArenaError("no requests to write: give at least one (custom_id, body) pair")
+        # Replace what an earlier, never-submitted write left, then move the new files in.
+        for entry in old["files"] if old is not None else []:
+            (out / entry["name"]).unlink(missing_ok=True)
+        for entry in written:
+            os.replace(staging / entry["name"], out / entry["name"])
+            entry.update(input_file_id=None, batch_id=None, status=None, output_file_id=None, error_file_id=None)
+        write_manifest(out, {"format": _FORMAT, "version": 1, "endpoint": endpoint,
+                             "model": models[0] if models else None, "n_requests": len(seen), "created_at": now(),
+                             "files": written})
+        return [out / entry["name"] for entry in written]
+    finally:
+        for leftover in staging.iterdir():
+            leftover.unlink()
+        staging.rmdir()
+
+
+def parse_output_lines(lines: Iterable[str | bytes]) -> dict[str, dict]:
+    """Parse Batch API output/error file lines into ``{custom_id: result}`` (pure).
+
+    A line answered with HTTP 200 and a chat completion gives ``{"text", "finish_reason",
+    "usage"}`` (``usage`` as ``{"prompt_tokens", "completion_tokens"}``, like the online
+    backend). A line with an ``error``, a non-200 ``status_code`` or an unusable body gives
+    ``{"error": {"code", "message", ...}}``. Blank lines are skipped; a line that is not JSON
+    raises ``ValueError`` naming its number.
+
+    >>> line = ('{"custom_id": "k1", "response": {"status_code": 200, "body": {"choices": '
+    ...         '[{"message": {"content": "<rating>2</rating>"}, "finish_reason": "stop"}]}}, "error": null}')
+    >>> parse_output_lines([line])
+    {'k1': {'text': '<rating>2</rating>', 'finish_reason': 'stop', 'usage': None}}
+    """
+    results: dict[str, dict] = {}
+    for number, raw in enumerate(lines, start=1):
+        if isinstance(raw, bytes):
+            raw = raw.decode("utf-8")
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw)
+        except json.JSONDecodeError as error:
+            raise RagQaArenaError(f"line {number} of the batch output is not JSON ({error.msg}): {raw[:80]!r}") from None
+        custom_id = record.get("custom_id") if isinstance(record, dict) else None
+        if not isinstance(custom_id, str):
+            raise RagQaArenaError(f"line {number} of the batch output has no custom_id: {raw[:80]!r}")
+        result = _parse_record(record)
+        if "error" not in result or custom_id not in results:
+            results[custom_id] = result
+    return results
+
+
+def _parse_record(record: dict) -> dict:
+    if record.get("error"):
+        error = record["error"]
+        return {"error": dict(error) if isinstance(error, dict) else {"code": "error", "message": str(error)}}
+    response = record.get("response")
+    if not isinstance(response, dict):
+        return {"error": {"code": "no_response", "message": "the line has neither a response nor an error"}}
+    status = response.get("status_code")
+    body = response.get("body")
+    if status != 200:
+        detail = body.get("error") if isinstance(body, dict) else None
+        error = {"code": str(status), "message": ""}
+        if isinstance(detail, dict):
+            error.update({k: v for k, v in detail.items() if v is not None})
+            error["code"] = str(detail.get("code") or status)
+        error["status_code"] = status
+        return {"error": error}
+    choices = body.get("choices") if isinstance(body, dict) else None
+    if not isinstance(choices, list) or not choices:
+        return {"error": {"code": "empty_choices", "message": "the reply has no choices"}}
+    choice = choices[0] if isinstance(choices[0], dict) else {}
+    text = (choice.get("message") or {}).get("content")
+    if not isinstance(text, str):
+        return {"error": {"code": "empty_choices", "message": "the reply has no message content"}}
+    usage = body.get("usage")
+    if isinstance(usage, dict):
+        usage = {"prompt_tokens": usage.get("prompt_tokens"), "completion_tokens": usage.get("completion_tokens")}
+    else:
+        usage = None
+    return {"text": text, "finish_reason": choice.get("finish_reason"), "usage": usage}
+
+
+def read_manifest(folder: Path) -> dict:
+    path = folder / MANIFEST
+    if not path.is_file():
+        raise FileNotFoundError(f"no {MANIFEST} in {folder}: write the requests with write_batch_files() first")
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    if manifest.get("format") != _FORMAT:
+        raise RagQaArenaError(f"{path} is not a batch manifest written by rag-qa-arena")
+    return manifest
+
+
+def write_manifest(folder: Path, manifest: dict) -> None:
+    atomic_write(folder / MANIFEST, dumps_json(manifest))
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
