@@ -10,141 +10,17 @@ from __future__ import annotations
 
 import base64
 import math
+from functools import lru_cache
 from html import escape
+from importlib.resources import files
 
-_CSS = """
-:root { --fg:#111827; --muted:#6b7280; --line:#e5e7eb; --bg:#ffffff; --soft:#f9fafb; --accent:#2563eb;
-        --ref:#dc2626; --amber:#f59e0b; }
-* { box-sizing: border-box; }
-body { margin:0; font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;
-       color:var(--fg); background:var(--soft); }
-main { max-width:1260px; margin:0 auto; padding:28px 24px 60px; }
-header h1 { margin:0 0 4px; font-size:28px; letter-spacing:-0.01em; }
-header p.meta { margin:0; color:var(--muted); }
-.chips { display:flex; flex-wrap:wrap; gap:8px; margin:14px 0 6px; }
-.chip { background:var(--bg); border:1px solid var(--line); border-radius:999px; padding:3px 12px; font-size:13px; }
-.chip b { font-weight:600; }
-section { background:var(--bg); border:1px solid var(--line); border-radius:12px; padding:18px 20px; margin-top:22px; }
-section h2 { margin:0 0 4px; font-size:19px; }
-section p.lead { margin:0 0 12px; color:var(--muted); font-size:14px; }
-.warn { background:#fffbeb; border-color:#fcd34d; }
-.warn li { margin:2px 0; }
-.table-wrap { overflow-x:auto; }
-table { border-collapse:collapse; width:100%; font-variant-numeric:tabular-nums; }
-th, td { padding:7px 9px; border-bottom:1px solid var(--line); text-align:right; white-space:nowrap; }
-th { font-size:12px; text-transform:uppercase; letter-spacing:0.04em; color:var(--muted); background:var(--soft);
-     position:sticky; top:0; white-space:normal; vertical-align:bottom; }
-th:first-child, td:first-child, th.text, td.text { text-align:left; }
-td.system { font-weight:600; white-space:normal; overflow-wrap:anywhere; min-width:150px; max-width:320px; }
-tr.reference td { background:#fef2f2; }
-.badge { display:inline-block; white-space:nowrap; margin-left:6px; font-size:11px; font-weight:500; color:var(--ref);
-     border:1px solid #fca5a5; border-radius:999px; padding:0 7px; vertical-align:1px; }
-.stack { display:flex; flex-direction:column; align-items:flex-end; gap:3px; }
-tbody tr:hover td { background:#eff6ff; }
-th button { all:unset; cursor:pointer; }
-th button:focus-visible { outline:2px solid var(--accent); }
-th[aria-sort] button::after { content:" \\2195"; opacity:0.35; }
-th[aria-sort="ascending"] button::after { content:" \\25B2"; opacity:1; color:var(--accent); }
-th[aria-sort="descending"] button::after { content:" \\25BC"; opacity:1; color:var(--accent); }
-.ci { color:var(--muted); font-size:12px; }
-.bar { position:relative; display:block; width:130px; height:10px; background:#f3f4f6; border-radius:5px; }
-.bar .span { position:absolute; top:2px; height:6px; border-radius:3px; background:#93c5fd; }
-.bar .dot { position:absolute; top:0; width:3px; height:10px; margin-left:-1px; background:var(--accent); border-radius:1px; }
-.bar.wt .span { background:#fcd34d; } .bar.wt .dot { background:#d97706; }
-.bar .half { position:absolute; left:50%; top:-2px; height:14px; border-left:1px dashed #9ca3af; }
-.num-na { color:#d1d5db; }
-.toggle { display:inline-flex; border:1px solid var(--line); border-radius:8px; overflow:hidden; margin-bottom:10px; }
-.toggle button { border:0; background:var(--bg); padding:5px 14px; cursor:pointer; font:inherit; font-size:13px; }
-.toggle button[aria-pressed="true"] { background:var(--accent); color:white; }
-td.heat { min-width:74px; }
-figure { margin:10px 0 0; } figure img { max-width:100%; height:auto; }
-figcaption { color:var(--muted); font-size:13px; }
-dl.howto { display:grid; grid-template-columns:210px 1fr; gap:8px 18px; margin:0; }
-dl.howto dt { font-weight:600; } dl.howto dd { margin:0; color:#374151; }
-.sig { color:#047857; font-weight:600; } .nosig { color:var(--muted); }
-footer { color:var(--muted); font-size:13px; margin-top:26px; }
-code { background:#f3f4f6; padding:1px 5px; border-radius:4px; font-size:13px; }
-@media (max-width: 700px) { dl.howto { grid-template-columns:1fr; } .bar { display:none; } }
-"""
 
-_JS = """
-(function () {
-  function cellValue(row, index, type) {
-    var cell = row.cells[index];
-    if (!cell) return null;
-    var raw = cell.getAttribute("data-value");
-    if (raw === null) raw = cell.textContent.trim();
-    if (type === "number") {
-      if (raw === "") return null;
-      var n = parseFloat(raw);
-      return isNaN(n) ? null : n;
-    }
-    return raw.toLowerCase();
-  }
-  function sortTable(table, key, direction) {
-    var headers = table.tHead.rows[0].cells, index = -1, type = "text";
-    for (var i = 0; i < headers.length; i++) {
-      if (headers[i].getAttribute("data-key") === key) { index = i; type = headers[i].getAttribute("data-type") || "text"; }
-      if (headers[i].hasAttribute("aria-sort")) headers[i].setAttribute("aria-sort", "none");
-    }
-    if (index < 0) return false;
-    var body = table.tBodies[0], rows = Array.prototype.slice.call(body.rows), sign = direction === "asc" ? 1 : -1;
-    rows.sort(function (a, b) {
-      var x = cellValue(a, index, type), y = cellValue(b, index, type);
-      if (x === null && y === null) return 0;
-      if (x === null) return 1;  // missing values always last
-      if (y === null) return -1;
-      return x < y ? -sign : x > y ? sign : 0;
-    });
-    rows.forEach(function (row) { body.appendChild(row); });
-    headers[index].setAttribute("aria-sort", direction === "asc" ? "ascending" : "descending");
-    table.setAttribute("data-sorted-by", key + ":" + direction);
-    return true;
-  }
-  var tables = document.querySelectorAll("table.sortable");
-  Array.prototype.forEach.call(tables, function (table) {
-    Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th) {
-      var key = th.getAttribute("data-key");
-      if (!key) return;
-      var button = document.createElement("button");
-      button.type = "button";
-      while (th.firstChild) button.appendChild(th.firstChild);
-      th.appendChild(button);
-      th.setAttribute("aria-sort", "none");
-      button.addEventListener("click", function () {
-        var current = th.getAttribute("aria-sort");
-        var first = th.getAttribute("data-type") === "number" ? "desc" : "asc";
-        var next = current === "none" ? first : (current === "ascending" ? "desc" : "asc");
-        sortTable(table, key, next);
-      });
-    });
-    table.setAttribute("data-sortable", "ready");
-  });
-  var match = /(?:^#|&)sort=([^:&]+):([^:&]+):(asc|desc)/.exec(window.location.hash);
-  if (match) {
-    var target = document.getElementById(decodeURIComponent(match[1]));
-    if (target && target.classList.contains("sortable")) sortTable(target, decodeURIComponent(match[2]), match[3]);
-  }
-  var toggles = document.querySelectorAll(".toggle[data-target]");
-  Array.prototype.forEach.call(toggles, function (group) {
-    var buttons = group.querySelectorAll("button[data-show]");
-    function show(name) {
-      Array.prototype.forEach.call(buttons, function (b) {
-        var on = b.getAttribute("data-show") === name;
-        b.setAttribute("aria-pressed", on ? "true" : "false");
-        var panel = document.getElementById(b.getAttribute("data-show"));
-        if (panel) panel.hidden = !on;
-      });
-    }
-    Array.prototype.forEach.call(buttons, function (b) {
-      b.addEventListener("click", function () { show(b.getAttribute("data-show")); });
-    });
-    if (buttons.length) show(buttons[0].getAttribute("data-show"));
-    group.hidden = false;
-  });
-  document.documentElement.setAttribute("data-js", "ready");
-})();
-"""
+
+
+@lru_cache(maxsize=2)
+def _asset(name: str) -> str:
+    """The page's stylesheet or script, shipped beside this module."""
+    return (files("metric_arena.report") / name).read_text(encoding="utf-8")
 
 
 def render_html(board, *, images: dict[str, bytes] | None = None, title: str = "RAG-QA Arena leaderboard") -> str:
@@ -161,7 +37,7 @@ def render_html(board, *, images: dict[str, bytes] | None = None, title: str = "
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; "
         "style-src 'unsafe-inline'; script-src 'unsafe-inline'\">",
         f"<title>{escape(title)}</title>",
-        f"<style>{_CSS}</style></head><body><main>",
+        f"<style>\n{_asset('leaderboard.css')}</style></head><body><main>",
         "<header>",
         f"<h1>{escape(title)}</h1>",
         f'<p class="meta">Long-form answers judged pairwise by an LLM against {_e(ref)}, the human-written '
@@ -199,7 +75,7 @@ def render_html(board, *, images: dict[str, bytes] | None = None, title: str = "
         f'{"s" if len(board.runs) != 1 else ""}. Benchmark: RAG-QA Arena / LFRQA by Han et al. (2024), '
         "arXiv:2407.13998, released under Apache-2.0.</footer>"
     )
-    parts.append(f"</main><script>{_JS}</script></body></html>")
+    parts.append(f"</main><script>\n{_asset('leaderboard.js')}</script></body></html>")
     return "\n".join(parts)
 
 

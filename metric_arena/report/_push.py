@@ -123,15 +123,11 @@ def verdicts_parquet(verdicts: list[dict]) -> bytes:
     return buffer.getvalue()
 
 
-def dataset_card(run, *, repo_id: str) -> str:
-    """The README.md of the dataset repo: YAML metadata, results and how to load them."""
-
-    summary = run.summary
-    rates = run_rates(run, n_boot=int(summary.get("n_boot", 1000) or 1000), seed=int(summary.get("seed", 0) or 0), confidence=0.95)
+def _card_yaml(run: Run) -> list[str]:
     n = len(run.verdicts)
     size = "n<1K" if n < 1000 else "1K<n<10K" if n < 10_000 else "10K<n<100K" if n < 100_000 else "100K<n<1M"
     q = json.dumps  # JSON strings are valid YAML scalars: names can hold any character safely
-    yaml = [
+    return [
         "---",
         f"pretty_name: {q(f'RAG-QA Arena verdicts: {run.system} vs {run.opponent}')}",
         "language:",
@@ -152,6 +148,13 @@ def dataset_card(run, *, repo_id: str) -> str:
         "    path: data/verdicts.parquet",
         "---",
     ]
+
+
+def dataset_card(run: Run, *, repo_id: str) -> str:
+    """The README.md of the dataset repo: YAML metadata, results and how to load them."""
+    summary = run.summary
+    rates = run_rates(run, n_boot=int(summary.get("n_boot", 1000) or 1000), seed=int(summary.get("seed", 0) or 0), confidence=0.95)
+    n = len(run.verdicts)
     judges = ", ".join(run.judges) or "unknown"
     lines = [
         f"# RAG-QA Arena verdicts: {_md(run.system)} vs {_md(run.opponent)}",
@@ -180,10 +183,35 @@ def dataset_card(run, *, repo_id: str) -> str:
     for key in ("order", "seed", "created_at"):
         if summary.get(key) is not None:
             settings.append(f"{key}: {summary[key]}")
-    lines += [
-        "",
-        "Settings: " + "; ".join(_md(s) for s in settings) + ".",
-        "",
+    lines += ["", "Settings: " + "; ".join(_md(s) for s in settings) + ".", ""]
+    return "\n".join(_card_yaml(run)) + "\n\n" + "\n".join(lines) + _card_columns(repo_id)
+
+
+def _struct_fields(struct_type) -> list[tuple[str, object]]:
+    return [(struct_type.field(i).name, struct_type.field(i).type) for i in range(struct_type.num_fields)]
+
+
+def _pct(value) -> str:
+    return "–" if value is None or value != value else f"{value * 100:.1f}%"
+
+
+def _cell(stats: dict, key: str) -> str:
+    value = stats.get(key)
+    ci = stats.get(f"{key}_ci") or [None, None]
+    if value is None or value != value:
+        return "–"
+    return f"{_pct(value)} [{_pct(ci[0])}, {_pct(ci[1])}]"
+
+
+def _md(text) -> str:
+    """Markdown-safe text: no HTML, no table breaks, no link/emphasis syntax from names."""
+    text = str(text).replace("\n", " ")
+    return re.sub(r"([\\`*_\[\]<>|])", r"\\\1", text)
+
+
+def _card_columns(repo_id: str) -> str:
+    """How to load the verdicts, what each column means, and the citation."""
+    return "\n" + "\n".join([
         "## Load",
         "",
         "```python",
@@ -207,27 +235,4 @@ def dataset_card(run, *, repo_id: str) -> str:
         "The benchmark: Han et al., *RAG-QA Arena: Evaluating Domain Robustness for Long-form Retrieval "
         "Augmented Question Answering*, EMNLP 2024, arXiv:2407.13998 (data and prompts under Apache-2.0).",
         "",
-    ]
-    return "\n".join(yaml) + "\n\n" + "\n".join(lines)
-
-
-def _struct_fields(struct_type) -> list[tuple[str, object]]:
-    return [(struct_type.field(i).name, struct_type.field(i).type) for i in range(struct_type.num_fields)]
-
-
-def _pct(value) -> str:
-    return "–" if value is None or value != value else f"{value * 100:.1f}%"
-
-
-def _cell(stats: dict, key: str) -> str:
-    value = stats.get(key)
-    ci = stats.get(f"{key}_ci") or [None, None]
-    if value is None or value != value:
-        return "–"
-    return f"{_pct(value)} [{_pct(ci[0])}, {_pct(ci[1])}]"
-
-
-def _md(text) -> str:
-    """Markdown-safe text: no HTML, no table breaks, no link/emphasis syntax from names."""
-    text = str(text).replace("\n", " ")
-    return re.sub(r"([\\`*_\[\]<>|])", r"\\\1", text)
+    ])
