@@ -55,7 +55,7 @@ def source_location(relpath: str, data_dir: str | os.PathLike | None = None) -> 
     path = local / relpath
     if not path.is_file():
         raise FileNotFoundError(
-            f"{relpath} is not in the data folder {local} (from data_dir= or ${DATA_DIR_ENV}). "
+            f"{relpath} is not in the data folder {local} (from --data-dir / data_dir= or ${DATA_DIR_ENV}). "
             f"Copy the benchmark's files there in their published layout, e.g. {local / relpath}, "
             f"or unset {DATA_DIR_ENV} to download them from {BASE_URL + relpath}."
         )
@@ -100,7 +100,7 @@ def pinned_file(relpath: str, data_dir: str | os.PathLike | None = None) -> Path
             raise FileNotFoundError(
                 f"Could not download {relpath} from {location} ({type(error).__name__}: {error}). "
                 f"Without network access, put the benchmark's files in a folder in their published layout "
-                f"and pass data_dir=... or set ${DATA_DIR_ENV}."
+                f"and pass it with --data-dir DIR (data_dir=... in Python) or set ${DATA_DIR_ENV}."
             ) from error
     return verify(relpath, location)
 

@@ -208,3 +208,12 @@ def test_metric_refuses_prompts_over_the_token_budget(env, arena, tmp_path):
     )
     assert results["n"] == 2 and results["n_failed"] == 1 and len(env.requests) == 1
     assert results["verdicts"][1]["failed"] and "over_budget" in json.dumps(results["errors"])
+
+
+def test_metric_takes_the_data_dir_its_offline_hint_names(env, arena, tmp_path, lfrqa_data_dir, monkeypatch):
+    monkeypatch.delenv("LFRQA_DATA_DIR", raising=False)
+    results = arena.compute(predictions=["Paris."], references=["The capital is Paris."], questions=["capital?"],
+                            judge="openai:gpt-4o-mini", data_dir=str(lfrqa_data_dir),
+                            cache_dir=str(tmp_path / "metric-cache"))
+    assert results["n"] == 1 and results["n_failed"] == 0 and len(env.requests) == 1
+    assert env.requests[0]["messages"][0]["role"] == "system"  # the pinned judge prompt, read from data_dir

@@ -7,7 +7,7 @@ A thin wrapper over :func:`metric_arena.judge_pairs`; everything is implemented 
 import datasets
 import evaluate
 
-from metric_arena.judge import DEFAULT_JUDGE, judge_pairs
+from metric_arena import DEFAULT_JUDGE, judge_pairs
 
 _CITATION = """\
 @article{han2024ragqaarena,
@@ -54,6 +54,8 @@ Args:
     out (`str`, optional): a run folder to write verdicts.jsonl and summary.json into.
     max_input_tokens (`int`, optional): refuse (fail, never truncate) pairs whose judge prompt is
         longer than this many tokens, e.g. the judge's context window minus 256.
+    data_dir (`str`, optional): a folder with the pinned benchmark files (the judge prompt templates),
+        for offline use; default `$LFRQA_DATA_DIR`, else the checksummed download.
     system, opponent (`str`, optional): names recorded in the verdicts (default: the run
         folder's name or "system", and "LFRQA").
 
@@ -131,6 +133,7 @@ class RagQaArena(evaluate.Metric):
         opponent="LFRQA",
         progress=None,
         max_input_tokens=None,
+        data_dir=None,
     ):
         if ids is not None:
             ids = [str(i) if isinstance(i, int) and not isinstance(i, bool) else i for i in ids]
@@ -152,4 +155,5 @@ class RagQaArena(evaluate.Metric):
             system=system,
             opponent=opponent,
             max_input_tokens=max_input_tokens,
+            data_dir=data_dir,
         )
