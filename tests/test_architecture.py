@@ -1,0 +1,56 @@
+"""The package's structure holds: light imports, a small public API, explicit keyword arguments."""
+
+from __future__ import annotations
+
+import inspect
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = ("datasets", "pyarrow", "pandas", "torch", "transformers", "matplotlib")
+
+
+@pytest.mark.parametrize("code", [
+    "import metric_arena",
+    "import lfrqa, builders, retrieval",
+    "from rag_qa_arena.cli import build_parser; build_parser()",
+])
+def test_start_up_loads_no_heavy_library(code):
+    probe = f"{code}\nimport sys\nprint(','.join(m for m in {HEAVY!r} if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True).stdout
+    assert out.strip() == "", f"{code!r} loads {out.strip()}"
+
+
+def test_public_api_is_small_and_explicit():
+    import metric_arena
+
+    assert len(metric_arena.__all__) <= 15
+    for name in metric_arena.__all__:
+        assert hasattr(metric_arena, name), name
+    for function in (metric_arena.judge_pairs, metric_arena.ajudge_pairs, metric_arena.generate_answers,
+                     metric_arena.build_leaderboard, metric_arena.write_report, metric_arena.push_run):
+        kinds = {p.kind for p in inspect.signature(function).parameters.values()}
+        assert inspect.Parameter.VAR_KEYWORD not in kinds, f"{function.__name__} hides options in **kwargs"
+        assert function.__doc__
+
+
+def test_user_errors_share_one_base_class():
+    import builders
+    import lfrqa
+    import metric_arena
+    from metric_arena.llm import BatchNotReady  # noqa: F401 - a state, not a user error
+
+    for error in (lfrqa.ChecksumError, lfrqa.InvalidRecord, builders.SecretFoundError):
+        assert issubclass(error, metric_arena.RagQaArenaError) and issubclass(error, ValueError)
+
+
+def test_cli_shows_a_traceback_for_bugs_and_one_line_for_mistakes(tmp_path):
+    cmd = [sys.executable, "-m", "rag_qa_arena", "judge", "--predictions", str(tmp_path / "missing.jsonl"),
+           "--out", str(tmp_path / "run")]
+    mistake = subprocess.run(cmd, capture_output=True, text=True)
+    assert mistake.returncode == 2 and mistake.stderr.count("\n") == 1 and "does not exist" in mistake.stderr
+    debug = subprocess.run([cmd[0], "-m", "rag_qa_arena", "--debug", *cmd[3:]], capture_output=True, text=True)
+    assert debug.returncode != 0 and "Traceback" in debug.stderr
+    version = subprocess.run([sys.executable, "-m", "rag_qa_arena", "--version"], capture_output=True, text=True)
+    assert version.returncode == 0 and version.stdout.startswith("rag-qa-arena ")
