@@ -278,6 +278,9 @@ def _import_colbert():
         import torch  # noqa: F401
     except ImportError as error:
         raise ImportError(f"{INSTALL_HINT} ({error})") from error
+    from retrieval import _colbert_compat
+
+    _colbert_compat.apply()  # colbert-ai <= 0.2.22 under transformers 5: see retrieval/_colbert_compat.py
 
 
 def _check_checkpoint(checkpoint: str) -> None:

@@ -44,6 +44,61 @@ def test_tiny_checkpoint_is_a_colbert_checkpoint(checkpoint):
     assert "[unused0]" in vocab and "[unused1]" in vocab and "w1999" in vocab
 
 
+def test_loaded_weights_equal_the_saved_ones(checkpoint):
+    """colbert-ai builds HF_ColBERT under transformers 5 (retrieval/_colbert_compat.py), and loading
+    neither drops nor re-initialises a saved weight."""
+    import torch
+    from colbert.infra import ColBERTConfig
+    from colbert.modeling.base_colbert import BaseColBERT
+    from safetensors.torch import load_file
+
+    saved = load_file(str(checkpoint / "model.safetensors"))
+    loaded = BaseColBERT(str(checkpoint), colbert_config=ColBERTConfig()).model.state_dict()
+    assert "linear.weight" in saved and saved["linear.weight"].shape[0] == 32
+    assert set(loaded) == set(saved)
+    assert all(torch.equal(loaded[key], saved[key]) for key in saved)
+
+
+def test_a_plain_bert_checkpoint_keeps_its_encoder_weights(tmp_path):
+    """Loading a BertModel folder into ColBERT keeps the encoder's weights and adds a fresh linear layer."""
+    import torch
+    from colbert.infra import ColBERTConfig
+    from colbert.modeling.base_colbert import BaseColBERT
+    from transformers import BertModel
+
+    folder = _bert_only(make_tiny_checkpoint(tmp_path / "tiny", words=["alpha"]), tmp_path / "bert")
+    bert = BertModel.from_pretrained(folder)
+    model = BaseColBERT(folder, colbert_config=ColBERTConfig(dim=16)).model
+    weights = model.state_dict()
+    assert all(torch.equal(weights[f"bert.{key}"], value) for key, value in bert.state_dict().items())
+    assert weights["linear.weight"].shape == (16, bert.config.hidden_size)
+    assert weights["linear.weight"].abs().sum() > 0  # initialised once, by post_init()
+
+
+def test_hf_colbert_can_be_built_directly(checkpoint):
+    from colbert.infra import ColBERTConfig
+    from colbert.modeling import base_colbert, hf_colbert
+    from transformers import AutoConfig
+
+    assert base_colbert.class_factory is hf_colbert.class_factory  # both modules use the wrapped factory
+    cls = hf_colbert.class_factory(str(checkpoint))
+    model = cls(AutoConfig.from_pretrained(str(checkpoint)), ColBERTConfig(dim=8))
+    assert model.linear.weight.shape[0] == 8 and isinstance(model.all_tied_weights_keys, dict)
+
+
+def _bert_only(tiny, target):
+    """A folder with the tiny checkpoint's tokenizer and a BertModel (no ColBERT layer) of its own."""
+    from transformers import BertConfig, BertModel
+
+    shutil.copytree(tiny, target)
+    for name in ("model.safetensors", "artifact.metadata"):
+        (target / name).unlink()
+    config = BertConfig.from_pretrained(str(tiny))
+    config.architectures = None
+    BertModel(config).save_pretrained(str(target))
+    return str(target)
+
+
 def test_index_search_save_load(checkpoint, passages, tmp_path, capfd):
     retriever = ColBERTRetriever(checkpoint, index_dir=tmp_path / "built", show_progress=False)
     retriever.index(passages)
