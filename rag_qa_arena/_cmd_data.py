@@ -74,16 +74,13 @@ def _export(args: argparse.Namespace) -> int:
 
 def _push(args: argparse.Namespace) -> int:
     from builders import export_dataset, push_dataset
-    from rag_qa_arena._cmd_push import hub_errors
 
     if args.folder:
-        with hub_errors(args.repo_id):
-            print(push_dataset(args.folder, args.repo_id, private=args.private))
+        print(push_dataset(args.folder, args.repo_id, private=args.private))
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         folder = export_dataset(f"{tmp}/lfrqa", data_dir=args.data_dir)
-        with hub_errors(args.repo_id):
-            print(push_dataset(folder, args.repo_id, private=args.private))
+        print(push_dataset(folder, args.repo_id, private=args.private))
     return 0
 
 

@@ -7,7 +7,6 @@ and :func:`metric_arena.judge.judge_dry_run` (``--dry-run``).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
 from pathlib import Path
 
-from lfrqa.errors import RagQaArenaError
 
 _DESCRIPTION = """\
 Upload a run folder written by `rag-qa-arena judge --out DIR` to a Hugging Face dataset repo:
@@ -68,7 +66,7 @@ def _run(args: argparse.Namespace) -> int:
             target.write_bytes(data)
         print(f"Wrote {len(files)} files to {out} (nothing uploaded): {', '.join(sorted(files))}", file=sys.stderr)
         return 0
-    with err.status(f"Uploading {args.run} to {args.repo}"), hub_errors(args.repo):
+    with err.status(f"Uploading {args.run} to {args.repo}"):
         url = push_run(
             args.run,
             args.repo,
@@ -78,28 +76,3 @@ def _run(args: argparse.Namespace) -> int:
         )
     print(url)
     return 0
-
-
-@contextlib.contextmanager
-def hub_errors(repo_id: str):
-    """Turn a failed Hub call (offline mode, no network, token rejected, no write access) into a
-    one-line ``ValueError`` naming the repo and the fix; other errors pass through."""
-    from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
-    from requests.exceptions import ConnectionError, Timeout
-
-    try:
-        yield
-    except OfflineModeIsEnabled:
-        raise RagQaArenaError(f"cannot upload to {repo_id}: HF_HUB_OFFLINE is set; unset it to reach the Hub") from None
-    except HfHubHTTPError as error:
-        status = getattr(error.response, "status_code", None)
-        if status in (401, 403):
-            fix = ("check the token (HF_TOKEN or `huggingface-cli login`): it needs write access to "
-                   f"{repo_id.split('/')[0]}")
-        else:
-            fix = "check the repo id, then run the same command again"
-        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise RagQaArenaError(f"the Hugging Face Hub refused the upload to {repo_id} (HTTP {status}): {reason}; {fix}") from None
-    except (ConnectionError, Timeout) as error:
-        raise RagQaArenaError(f"cannot reach the Hugging Face Hub to upload to {repo_id} ({type(error).__name__}): check "
-                         "the network (and HF_ENDPOINT), then run the same command again") from None

@@ -228,3 +228,21 @@ def test_hub_failures_are_one_line_errors(tmp_path, monkeypatch, capsys, command
         assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cannot reach the Hugging Face Hub to upload to org/x: check the network" in err
+
+
+@pytest.mark.parametrize("command", ["push", "data push"])
+def test_no_token_is_said_before_any_network_call(tmp_path, monkeypatch, capsys, command):
+    run = make_run(tmp_path, "sys", p_win=0.5, n=3, folder="run")
+    folder = tmp_path / "lfrqa"
+    folder.mkdir()
+    (folder / "README.md").write_text("---\nconfigs: []\n---\n")
+    for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))  # no saved login either
+    monkeypatch.setenv("HF_TOKEN_PATH", str(tmp_path / "hf-home" / "token"))
+    argv = (["push", str(run), "--repo", "org/x"] if command == "push"
+            else ["data", "push", "org/x", "--from", str(folder)])
+    with _hub(offline=False, endpoint="http://127.0.0.1:9"):  # a network call would fail differently
+        assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "No Hugging Face token found" in err and "Traceback" not in err
