@@ -4,7 +4,8 @@ Every file the package reads from the RAG-QA Arena repository (annotations and p
 templates) goes through :func:`pinned_file`: it is fetched from its canonical URL at the
 pinned commit (cached by ``datasets``), or taken from a local folder with the same layout
 (``data_dir=`` or ``$LFRQA_DATA_DIR``), and its bytes are checked against the hashes kept
-here. A checksum file lying next to the data is never trusted.
+here. A checksum file lying next to the data is never trusted. :func:`cached_copy` finds a
+verified copy left in the download cache by an earlier download.
 """
 
 from __future__ import annotations
@@ -103,6 +104,25 @@ def pinned_file(relpath: str, data_dir: str | os.PathLike | None = None) -> Path
                 f"and pass it with --data-dir DIR (data_dir=... in Python) or set ${DATA_DIR_ENV}."
             ) from error
     return verify(relpath, location)
+
+
+def cached_copy(relpath: str, cache_dir: str | os.PathLike | None = None) -> Path | None:
+    """A verified copy of ``relpath`` left by an earlier download, or None.
+
+    Downloads are cached by ``datasets`` in ``cache_dir`` (default ``datasets.config.DOWNLOADED_DATASETS_PATH``:
+    ``$HF_DATASETS_CACHE/downloads``, i.e. ``~/.cache/huggingface/datasets/downloads``), each under the
+    sha256 of its URL (plus that of its ETag). Only a file with the pinned bytes is returned.
+    """
+    _check_known(relpath)
+    import datasets.config
+    from datasets.utils.file_utils import hash_url_to_filename
+
+    folder = Path(cache_dir) if cache_dir is not None else Path(datasets.config.DOWNLOADED_DATASETS_PATH)
+    stem = hash_url_to_filename(BASE_URL + relpath)
+    for path in sorted(folder.glob(stem + "*")):
+        if path.suffix not in (".json", ".lock", ".incomplete") and path.is_file() and sha256_of(path) == SHA256[relpath]:
+            return path
+    return None
 
 
 def read_text(relpath: str, data_dir: str | os.PathLike | None = None) -> str:

@@ -203,3 +203,19 @@ def test_stats_table_matches_the_paper_layout(all_rows):
     assert table["science"]["queries"] == 1404
     assert 50 < table["all"]["words_per_answer"] < 110
     assert 1 < table["fiqa"]["documents_per_query"] < table["writing"]["documents_per_query"]
+
+
+def test_cached_copy_finds_a_verified_download_by_its_url(lfrqa_data_dir, tmp_path):
+    from datasets.utils.file_utils import hash_url_to_filename
+
+    relpath = "templates/pairwise_lfrqa.cfg"
+    stem = hash_url_to_filename(_sources.BASE_URL + relpath)
+    assert _sources.cached_copy(relpath, cache_dir=tmp_path) is None
+    (tmp_path / f"{stem}.0bad").write_bytes(b"other bytes")  # another version: never served
+    (tmp_path / f"{stem}.0bad.json").write_text('{"url": "x"}')
+    assert _sources.cached_copy(relpath, cache_dir=tmp_path) is None
+    good = tmp_path / f"{stem}.{'e' * 64}"  # named as datasets names it: sha256(url).sha256(etag)
+    shutil.copyfile(lfrqa_data_dir / relpath, good)
+    assert _sources.cached_copy(relpath, cache_dir=tmp_path) == good
+    with pytest.raises(KeyError, match="Unknown pinned file"):
+        _sources.cached_copy("templates/nope.cfg", cache_dir=tmp_path)

@@ -80,13 +80,24 @@ def subprocess_env(**extra: str) -> dict:
     return env
 
 
+def _needs_pinned_files() -> None:
+    """The judge and generate commands read the pinned prompt templates: a subprocess finds them only
+    through ``$LFRQA_DATA_DIR`` (set by conftest when the files are available)."""
+    if not os.environ.get("LFRQA_DATA_DIR"):
+        from tests.conftest import NO_DATA
+
+        pytest.skip(NO_DATA)
+
+
 def start_cli(argv: list[str], **env: str) -> subprocess.Popen:
     """``python -m rag_qa_arena ARGV`` as a real subprocess (stdout/stderr piped)."""
+    _needs_pinned_files()
     return subprocess.Popen([sys.executable, "-m", "rag_qa_arena", *map(str, argv)], cwd=ROOT,
                             env=subprocess_env(**env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def run_cli(argv: list[str], timeout: float = 120, **env: str) -> subprocess.CompletedProcess:
+    _needs_pinned_files()
     return subprocess.run([sys.executable, "-m", "rag_qa_arena", *map(str, argv)], cwd=ROOT,
                           env=subprocess_env(**env), capture_output=True, text=True, timeout=timeout)
 
