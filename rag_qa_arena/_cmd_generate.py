@@ -11,7 +11,6 @@ import os
 import sys
 
 from lfrqa.errors import RagQaArenaError
-from rag_qa_arena._common_options import cannot_write_message  # noqa: F401 - importable here as before
 
 _EPILOG = """\
 input (--retrieved): the JSON Lines `rag-qa-arena retrieve` writes, one

@@ -97,7 +97,13 @@ def _system_name(out: str | None, name: str | None) -> str:
 # The command
 # --------------------------------------------------------------------------------------------
 def run_judge(args: argparse.Namespace) -> int:
-    from metric_arena.judge import DEFAULT_JUDGE, format_estimate, judge_dry_run, judge_pairs, prepare_judge_inputs
+    from metric_arena.judge import (
+        DEFAULT_JUDGE,
+        format_estimate,
+        judge_dry_run,
+        judge_pairs,
+        prepare_judge_inputs,
+    )
     from rag_qa_arena import _scale_options as scale
     from rag_qa_arena._common_options import (
         api_key,

@@ -6,7 +6,6 @@ import argparse
 import sys
 from pathlib import Path
 
-
 _DESCRIPTION = """\
 Upload a run folder written by `rag-qa-arena judge --out DIR` to a Hugging Face dataset repo:
 data/verdicts.parquet (one row per judged pair), summary.json, and a generated README.md dataset card,

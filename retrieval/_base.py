@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from lfrqa.errors import RagQaArenaError
+from lfrqa.files import atomic_write, dumps_json, package_version
 
 META_FILE = "retriever.json"
 PIDS_FILE = "pids.json"
@@ -151,23 +152,17 @@ def rank(pairs: Iterable[tuple[str, float]], k: int) -> list[tuple[str, float]]:
 
 
 def write_meta(path: Path, kind: str, pids: list[str], settings: dict) -> None:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        package_version = version("rag-qa-arena")
-    except PackageNotFoundError:
-        package_version = "unknown"
     path.mkdir(parents=True, exist_ok=True)
-    _atomic_write(path / PIDS_FILE, json.dumps(pids, ensure_ascii=False))
+    atomic_write(path / PIDS_FILE, json.dumps(pids, ensure_ascii=False))
     meta = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "kind": kind,
         "n_passages": len(pids),
         "settings": settings,
-        "package_version": package_version,
+        "package_version": package_version(),
     }
-    _atomic_write(path / META_FILE, json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
+    atomic_write(path / META_FILE, dumps_json(meta))
 
 
 def read_meta(path: Path) -> dict:
@@ -185,9 +180,3 @@ def read_pids(path: Path, meta: dict) -> list[str]:
     if not isinstance(pids, list) or len(pids) != meta["n_passages"]:
         raise RagQaArenaError(f"{path / PIDS_FILE} does not hold the {meta['n_passages']} passage ids of the index: rebuild it")
     return pids
-
-
-def _atomic_write(file: Path, text: str) -> None:
-    tmp = file.with_name(file.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, file)
