@@ -287,3 +287,35 @@ def openai_server():
     """A running :class:`OpenAIServer` with the default judge reply (rating 1)."""
     with OpenAIServer() as server:
         yield server
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve the default judge reply until stopped (SIGTERM/SIGINT), on a free port of 127.0.0.1:
+    ``python -m tests.openai_server --url-file FILE`` writes the base URL (``http://127.0.0.1:PORT/v1``)
+    to FILE once the server accepts connections; CI's plain-install smoke run uses it."""
+    import argparse
+    import os
+    import signal
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--url-file", help="write the base URL here once listening (default: print it)")
+    args = parser.parse_args(argv)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    with OpenAIServer() as server:
+        if args.url_file:
+            partial = f"{args.url_file}.partial"
+            with open(partial, "w", encoding="utf-8") as handle:
+                handle.write(server.base_url + "\n")
+            os.replace(partial, args.url_file)  # whole or absent: a reader never sees half a URL
+        else:
+            print(server.base_url, flush=True)
+        try:
+            stop.wait()
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -212,6 +212,7 @@ def test_load_corpus_uses_the_data_dir_env(tmp_path, monkeypatch):
     assert load_corpus("technology")["text"] == ["from env"]
 
 
+@pytest.mark.plain
 def test_load_corpus_errors_name_the_fix(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="Unknown corpus domain 'nope'. Available: bioasq, fiqa, lifestyle"):
         load_corpus("nope", data_dir=tmp_path)
@@ -231,6 +232,7 @@ def test_load_corpus_errors_name_the_fix(tmp_path, monkeypatch):
         load_corpus("bioasq")
 
 
+@pytest.mark.plain
 def test_without_files_or_network_the_error_says_where_to_put_them(tmp_path, monkeypatch):
     import datasets.config
 

@@ -18,6 +18,8 @@ from metric_arena.report import build_push_files, push_run
 from rag_qa_arena.cli import main
 from tests.test_report import make_run
 
+pytestmark = pytest.mark.plain  # needs only `pip install .` (CI runs it there too)
+
 FAKE_OPENAI = "sk-proj-" + "Ab3dEf6hIj9lMn2pQr5tUv8xYz" * 2
 FAKE_HF = "hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
 

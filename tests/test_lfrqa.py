@@ -135,6 +135,7 @@ def _copy_data(src: Path, dst: Path) -> Path:
     return dst
 
 
+@pytest.mark.plain
 def test_a_changed_file_is_refused_even_after_a_cache_was_built(lfrqa_data_dir, tmp_path):
     data = _copy_data(lfrqa_data_dir, tmp_path / "lfrqa")
     assert lfrqa.load("science", data_dir=data).num_rows == 1404  # builds the Arrow cache
@@ -144,12 +145,14 @@ def test_a_changed_file_is_refused_even_after_a_cache_was_built(lfrqa_data_dir, 
         lfrqa.load("science", data_dir=data)
 
 
+@pytest.mark.plain
 def test_missing_data_folder_file_says_where_to_put_it(tmp_path):
     (tmp_path / "data").mkdir()
     with pytest.raises(FileNotFoundError, match="annotations_fiqa_with_citation.jsonl is not in the data folder"):
         lfrqa.load("fiqa", data_dir=tmp_path)
 
 
+@pytest.mark.plain
 def test_without_a_data_folder_files_come_from_the_pinned_commit(monkeypatch):
     monkeypatch.delenv("LFRQA_DATA_DIR", raising=False)
     url = _sources.source_location("data/annotations_fiqa_with_citation.jsonl")
@@ -205,6 +208,7 @@ def test_stats_table_matches_the_paper_layout(all_rows):
     assert 1 < table["fiqa"]["documents_per_query"] < table["writing"]["documents_per_query"]
 
 
+@pytest.mark.plain
 def test_cached_copy_finds_a_verified_download_by_its_url(lfrqa_data_dir, tmp_path):
     from datasets.utils.file_utils import hash_url_to_filename
 
