@@ -115,7 +115,7 @@ def resolve_token(token: str | None = None, *, from_env: bool = False) -> str:
     token = get_token()
     if not token:
         raise RagQaArenaError(
-            "No Hugging Face token found: run `huggingface-cli login` or set HF_TOKEN (a token with write access)"
+            "No Hugging Face token found: run `hf auth login` or set HF_TOKEN (a token with write access)"
         )
     return token
 
@@ -211,7 +211,7 @@ def hub_errors(repo_id: str) -> Iterator[None]:
     except HfHubHTTPError as error:
         status = getattr(getattr(error, "response", None), "status_code", None)
         if status in (401, 403):
-            fix = ("check the token (HF_TOKEN or `huggingface-cli login`): it needs write access to "
+            fix = ("check the token (HF_TOKEN or `hf auth login`): it needs write access to "
                    f"{repo_id.split('/')[0]}")
         else:
             fix = "check the repo id, then run the same command again"

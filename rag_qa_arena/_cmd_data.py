@@ -38,7 +38,7 @@ def register(subparsers) -> None:
         "push",
         help="upload the exported dataset to a Hugging Face Hub dataset repo",
         description="Export LFRQA (or take --from FOLDER) and commit it to the dataset repo REPO_ID. The token comes "
-        "from HF_TOKEN or `huggingface-cli login`; it is never printed or written.",
+        "from HF_TOKEN or `hf auth login`; it is never printed or written.",
     )
     push.add_argument("repo_id", metavar="REPO_ID", help="ORG/NAME of the dataset repository")
     push.add_argument("--from", dest="folder", default=None, help="an already exported folder to upload")

@@ -12,7 +12,7 @@ data/verdicts.parquet (one row per judged pair), summary.json, and a generated R
 so that `datasets.load_dataset("ORG/NAME", split="test")` reads the verdicts. The repo is created if
 it does not exist.
 
-The token comes from the usual places (HF_TOKEN, or `huggingface-cli login`) and is never printed or
+The token comes from the usual places (HF_TOKEN, or `hf auth login`) and is never printed or
 written. Before uploading, every file is scanned for things that look like credentials (sk-..., hf_...,
 AWS/Google/GitHub keys, Bearer tokens, the values of OPENAI_API_KEY / HF_TOKEN and friends); the push
 is refused if any is found.
@@ -39,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--private", action="store_true", help="create the repo as private (an existing repo keeps its visibility)")
     parser.add_argument(
         "--token-from-env", action="store_true",
-        help="take the token only from $HF_TOKEN (default: HF_TOKEN or the `huggingface-cli login` token)",
+        help="take the token only from $HF_TOKEN (default: HF_TOKEN or the `hf auth login` token)",
     )
     parser.add_argument("--message", metavar="TEXT", help="commit message (default: 'Upload RAG-QA Arena verdicts of RUN')")
     parser.add_argument(

@@ -224,7 +224,7 @@ def test_hub_failures_are_one_line_errors(tmp_path, monkeypatch, capsys, command
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err and FAKE_HF not in err
     assert "the Hugging Face Hub refused the upload to org/x (HTTP 401)" in err
-    assert "check the token (HF_TOKEN or `huggingface-cli login`): it needs write access to org" in err
+    assert "check the token (HF_TOKEN or `hf auth login`): it needs write access to org" in err
 
     with _hub(offline=False, endpoint="http://127.0.0.1:9"):  # nothing listens there
         assert main(argv) == 2

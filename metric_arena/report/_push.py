@@ -8,7 +8,7 @@ Before anything is built, every file's text is scanned for things that look like
 (OpenAI ``sk-…``, Hugging Face ``hf_…``, AWS, Google, GitHub keys, ``Bearer`` tokens) and for the
 values of the API-key environment variables and of the Hub token itself; any hit stops the push
 with :class:`SecretFoundError` naming the file and line (never the value). The token is read the
-usual way (``HF_TOKEN`` or ``huggingface-cli login``) and is never printed or written.
+usual way (``HF_TOKEN`` or ``hf auth login``) and is never printed or written.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def push_run(
     commit URL.
 
     The token: ``token`` if given; with ``token_from_env`` only ``$HF_TOKEN``; otherwise wherever
-    ``huggingface_hub`` finds it (``HF_TOKEN`` or ``huggingface-cli login``).
+    ``huggingface_hub`` finds it (``HF_TOKEN`` or ``hf auth login``).
 
     >>> push_run("runs/gpt-4o", "my-org/rag-qa-arena-gpt-4o", private=True)  # doctest: +SKIP
     'https://huggingface.co/datasets/my-org/rag-qa-arena-gpt-4o/commit/…'
