@@ -148,7 +148,10 @@ def _domain_source(domain: str, split: str, data_dir: Path | None, download) -> 
     location = _sources.source_location(relpath, data_dir)
     if location.startswith("https://"):
         # Inside the builder: its download manager; otherwise the shared download cache.
-        location = download(location) if download is not None else str(_sources.pinned_file(relpath))
+        try:
+            location = download(location) if download is not None else str(_sources.pinned_file(relpath))
+        except Exception:  # noqa: BLE001 - offline or unreachable: a verified earlier download, else the hint
+            location = str(_sources.pinned_file(relpath))
     _sources.verify(relpath, location)
     return domain, "jsonl", [location]
 

@@ -97,7 +97,10 @@ def pinned_file(relpath: str, data_dir: str | os.PathLike | None = None) -> Path
 
         try:
             location = cached_path(location)
-        except Exception as error:  # offline, DNS, HTTP errors: say what to do instead
+        except Exception as error:  # offline, DNS, HTTP errors: an earlier download, else say what to do
+            cached = cached_copy(relpath)
+            if cached is not None:
+                return cached
             raise FileNotFoundError(
                 f"Could not download {relpath} from {location} ({type(error).__name__}: {error}). "
                 f"Without network access, put the benchmark's files in a folder in their published layout "

@@ -223,3 +223,33 @@ def test_cached_copy_finds_a_verified_download_by_its_url(lfrqa_data_dir, tmp_pa
     assert _sources.cached_copy(relpath, cache_dir=tmp_path) == good
     with pytest.raises(KeyError, match="Unknown pinned file"):
         _sources.cached_copy("templates/nope.cfg", cache_dir=tmp_path)
+
+
+def test_offline_after_one_download_the_cached_copies_are_used(lfrqa_data_dir, tmp_path):
+    """Offline, with no data folder: the files an earlier online run downloaded (the download cache,
+    named as `datasets` names them) are verified and used, by lfrqa.load and by the judge prompts."""
+    import subprocess
+    import sys
+
+    from datasets.utils.file_utils import hash_url_to_filename
+
+    downloads = tmp_path / "hf" / "downloads"
+    downloads.mkdir(parents=True)
+    for relpath in _sources.SHA256:
+        source = lfrqa_data_dir / relpath
+        if source.is_file():  # an earlier download: <sha256(url)>.<sha256(etag)>, as datasets stores it
+            (downloads / (hash_url_to_filename(_sources.BASE_URL + relpath) + ".0123abcd")).write_bytes(source.read_bytes())
+    code = ("import lfrqa\nfrom metric_arena.prompts import judge_messages\n"
+            "print(len(lfrqa.load('fiqa')), len(judge_messages('q', 'a', 'b')))")
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+           "HF_DATASETS_CACHE": str(tmp_path / "hf")}
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300,
+                            cwd=str(Path(__file__).resolve().parent.parent))
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["3570", "8"]
+
+    (next(downloads.glob(hash_url_to_filename(_sources.BASE_URL + "templates/pairwise_lfrqa.cfg") + "*"))
+     .write_text("tampered"))  # a changed copy is never used
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300,
+                            cwd=str(Path(__file__).resolve().parent.parent))
+    assert result.returncode != 0 and "--data-dir" in result.stderr
