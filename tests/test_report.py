@@ -170,9 +170,10 @@ def test_html_escapes_names(tmp_path):
     write_report(runs, tmp_path / "out", n_boot=50, plots=False, title="T <i>")
     html = (tmp_path / "out" / "leaderboard.html").read_text()
     assert evil not in html and "<script>alert" not in html
-    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;&quot;" in html
+    assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;&amp;&#34;" in html  # autoescaped by the template
     assert "judge&lt;b&gt;" in html and "<title>T &lt;i&gt;</title>" in html
     assert html.count("<script>") == 1  # only the page's own sorting script
+    assert 'content:" \\2195"' in html  # the stylesheet reaches the page unescaped: CSS escapes intact
     entries = json.loads((tmp_path / "out" / "leaderboard.json").read_text())
     assert evil in {e["system"] for e in entries}
 
