@@ -126,7 +126,7 @@ def judge_backends(judges: list[str], args: argparse.Namespace) -> list:
     out = []
     for spec, kind in zip(judges, kinds):
         if kind == "vllm" and args.tensor_parallel_size is not None:
-            out.append(make_backend(spec, tensor_parallel_size=args.tensor_parallel_size))
+            out.append(make_backend(spec, options={"tensor_parallel_size": args.tensor_parallel_size}))
         else:
             out.append(spec)
     return out

@@ -40,7 +40,7 @@ def test_parse_spec():
 def test_make_backend_builds_each_kind_lazily():
     backend = make_backend("openai:m", base_url="http://127.0.0.1:1/v1", api_key="k")
     assert isinstance(backend, OpenAIBackend) and backend.spec == "openai:m"
-    hf = make_backend("hf:/nowhere/model", batch_size=4)
+    hf = make_backend("hf:/nowhere/model", options={"batch_size": 4})
     assert hf.spec == "hf:/nowhere/model" and hf.batch_size == 4 and hf.trust_remote_code is False
     assert hf.batched and not backend.batched
     with pytest.raises(ValueError, match="openai backend only"):
@@ -166,7 +166,7 @@ def tiny_llama(tmp_path_factory):
 
 
 def test_hf_backend_generates_batched_left_padded(tiny_llama):
-    backend = make_backend(f"hf:{tiny_llama}", batch_size=4, device="cpu")
+    backend = make_backend(f"hf:{tiny_llama}", options={"batch_size": 4, "device": "cpu"})
     requests = [
         ChatRequest([{"role": "user", "content": "the query"}], max_tokens=5),
         ChatRequest([{"role": "system", "content": "is"}, {"role": "user", "content": "the answer is 1 2 0"}],
@@ -205,7 +205,7 @@ def test_hf_backend_on_cuda(tiny_llama):
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA device")
-    backend = make_backend(f"hf:{tiny_llama}", device="cuda", dtype="bfloat16", batch_size=8)
+    backend = make_backend(f"hf:{tiny_llama}", options={"device": "cuda", "dtype": "bfloat16", "batch_size": 8})
     requests = [ChatRequest([{"role": "user", "content": "the query " * k}], max_tokens=8) for k in range(1, 12)]
     completions = asyncio.run(backend.complete_many(requests))
     assert len(completions) == 11 and all(c.usage["completion_tokens"] <= 8 for c in completions)
@@ -264,3 +264,11 @@ def test_runner_groups_requests_for_batched_backends(tmp_path):
     assert device.batched and device.calls == [4, 4, 2]  # batch_size, not max_concurrency, sets the group size
     assert [r.text for r in results] == [f"<rating>{k % 3}</rating>" for k in range(10)]
     assert runner.n_sent == 10
+
+
+def test_a_backend_option_it_does_not_take_is_named_with_the_ones_it_does():
+    with pytest.raises(ValueError, match=r"'hf:x' takes no option 'tensor_parallel_size'\. Its options: .*batch_size"):
+        make_backend("hf:x", options={"tensor_parallel_size": 2})
+    with pytest.raises(ValueError, match=r"takes no option 'device'"):
+        make_backend("openai:m", base_url="http://127.0.0.1:1/v1", api_key="k", options={"device": "cpu"})
+    assert make_backend("openai:m", base_url="http://127.0.0.1:1/v1", api_key="k", options={"timeout": 3}).timeout == 3

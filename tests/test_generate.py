@@ -298,7 +298,7 @@ def test_hf_backend_refuses_over_long_prompts_and_answers_the_rest(tiny_chat_mod
 
     rows = retrieved_rows(3, n_passages=2)
     rows[1]["question"] = "the passage is a query " * 200  # far over the budget; the others fit
-    backend = make_backend(f"hf:{tiny_chat_model}", device="cpu", batch_size=4, max_input_tokens=600)
+    backend = make_backend(f"hf:{tiny_chat_model}", options={"device": "cpu", "batch_size": 4, "max_input_tokens": 600})
     res = generate_answers(rows, backend, max_tokens=4, use_cache=False)
     failed = [r["qid"] for r in res["predictions"] if r["failed"]]
     assert failed == ["q1"] and res["errors"]["over_budget"] == 1
@@ -306,13 +306,13 @@ def test_hf_backend_refuses_over_long_prompts_and_answers_the_rest(tiny_chat_mod
     assert "over the max_input_tokens budget of 600" in refused["error"] and "not sent" in refused["error"]
     assert res["predictions"][0]["raw"] is not None and res["predictions"][2]["raw"] is not None
     with pytest.raises(ValueError, match="max_input_tokens must be a positive integer"):
-        make_backend(f"hf:{tiny_chat_model}", max_input_tokens=0)
+        make_backend(f"hf:{tiny_chat_model}", options={"max_input_tokens": 0})
 
 
 def test_hf_identity_names_every_setting_that_changes_the_answer(tiny_chat_model):
     from metric_arena.llm import backend_identity, make_backend
 
     plain = make_backend(f"hf:{tiny_chat_model}").identity()
-    assert make_backend(f"hf:{tiny_chat_model}", dtype="float16").identity() == {**plain, "dtype": "float16"}
-    assert make_backend(f"hf:{tiny_chat_model}", revision="abc").identity() == {**plain, "revision": "abc"}
+    assert make_backend(f"hf:{tiny_chat_model}", options={"dtype": "float16"}).identity() == {**plain, "dtype": "float16"}
+    assert make_backend(f"hf:{tiny_chat_model}", options={"revision": "abc"}).identity() == {**plain, "revision": "abc"}
     assert backend_identity(f"hf:{tiny_chat_model}", options={"dtype": "float16"})["dtype"] == "float16"

@@ -85,8 +85,8 @@ def test_missing_vllm_through_make_backend():
 
 # -- with the stand-in -------------------------------------------------------------------------
 def test_requests_become_sampling_params_in_one_chat_call(fake_vllm):
-    backend = make_backend("vllm:org/judge-model", tensor_parallel_size=2, max_model_len=8192,
-                           gpu_memory_utilization=0.8)
+    backend = make_backend("vllm:org/judge-model", options={
+        "tensor_parallel_size": 2, "engine_options": {"max_model_len": 8192, "gpu_memory_utilization": 0.8}})
     assert isinstance(backend, VLLMBackend)
     requests = [_request("a"), _request("b", max_tokens=2, temperature=0.7, top_p=0.9), _request("c", max_tokens=64)]
     completions = asyncio.run(backend.complete_many(requests))
@@ -127,10 +127,10 @@ def test_trust_remote_code_only_when_asked(fake_vllm):
 
 
 def test_identity_holds_what_changes_answers(fake_vllm):
-    backend = VLLMBackend("org/m", tensor_parallel_size=4, dtype="bfloat16", revision="abc123", seed=1,
-                          gpu_memory_utilization=0.9)
+    backend = VLLMBackend("org/m", tensor_parallel_size=4, engine_options={
+        "dtype": "bfloat16", "revision": "abc123", "seed": 1, "gpu_memory_utilization": 0.9})
     assert backend.identity() == {"backend": "vllm", "model": "org/m", "revision": "abc123", "dtype": "bfloat16"}
-    assert VLLMBackend("org/m", dtype="auto").identity() == {"backend": "vllm", "model": "org/m"}
+    assert VLLMBackend("org/m", engine_options={"dtype": "auto"}).identity() == {"backend": "vllm", "model": "org/m"}
     assert backend.spec == "vllm:org/m" and backend.batched
 
 

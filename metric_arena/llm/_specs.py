@@ -60,30 +60,53 @@ def parse_spec(spec: str) -> tuple[str, str]:
     return backend, model.strip()
 
 
-def make_backend(spec: str, *, base_url: str | None = None, api_key: str | None = None, **options) -> Backend:
+def make_backend(
+    spec: str,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    options: Mapping | None = None,
+) -> Backend:
     """Build the backend a spec names.
 
     ``base_url``/``api_key`` apply to the ``openai`` backend (defaults: ``$OPENAI_BASE_URL``,
-    ``$OPENAI_API_KEY``); other keyword options go to the backend's constructor
-    (e.g. ``timeout=`` for openai, ``batch_size=``/``device=``/``trust_remote_code=`` for hf,
-    ``tensor_parallel_size=`` for vllm).
+    ``$OPENAI_API_KEY``). ``options`` are the backend's own settings, e.g. ``{"timeout": 30}`` for
+    openai, ``{"device": "cpu", "batch_size": 8, "dtype": "bfloat16"}`` for hf,
+    ``{"tensor_parallel_size": 4, "engine_options": {"max_model_len": 8192}}`` for vllm; an option
+    the backend does not take is named in the error with the ones it does.
+
+    >>> make_backend("hf:Qwen/Qwen2.5-0.5B-Instruct", options={"batch_size": 4}).batch_size
+    4
     """
     backend, model = parse_spec(spec)
-    if backend == "openai":
-        from metric_arena.llm._openai import OpenAIBackend
-
-        return OpenAIBackend(model, base_url=base_url, api_key=api_key, **options)
-    if base_url is not None or api_key is not None:
+    if backend != "openai" and (base_url is not None or api_key is not None):
         raise RagQaArenaError(f"base_url/api_key apply to the openai backend only, not to {spec!r}")
-    if backend == "hf":
-        from metric_arena.llm._hf import HFBackend
+    if backend == "openai":
+        from metric_arena.llm._openai import OpenAIBackend as cls
 
-        return HFBackend(model, **options)
-    from metric_arena.llm._vllm import (
-        VLLMBackend,  # written separately; imports vllm lazily
-    )
+        fixed = {"base_url": base_url, "api_key": api_key}
+    elif backend == "hf":
+        from metric_arena.llm._hf import HFBackend as cls
 
-    return VLLMBackend(model, **options)
+        fixed = {}
+    else:
+        from metric_arena.llm._vllm import VLLMBackend as cls  # imports vllm lazily
+
+        fixed = {}
+    return cls(model, **fixed, **_checked_options(cls, dict(options or {}), spec))
+
+
+def _checked_options(cls: type, options: dict, spec: str) -> dict:
+    """``options`` if ``cls`` takes every one of them as a keyword, else an error naming the bad ones."""
+    import inspect
+
+    accepted = [name for name, p in inspect.signature(cls.__init__).parameters.items()
+                if p.kind is inspect.Parameter.KEYWORD_ONLY or (p.kind is p.POSITIONAL_OR_KEYWORD and name not in ("self", "model"))]
+    unknown = sorted(set(options) - set(accepted) - {"base_url", "api_key"})
+    if unknown:
+        raise RagQaArenaError(f"{spec!r} takes no option {', '.join(map(repr, unknown))}. "
+                              f"Its options: {', '.join(a for a in accepted if a not in ('base_url', 'api_key'))}")
+    return options
 
 
 def make_backends(
@@ -114,9 +137,9 @@ def make_backends(
             extra = dict(options or {})
             if timeout is not None:
                 extra["timeout"] = timeout
-            backends.append(make_backend(item, base_url=base_url, api_key=api_key, **extra))
+            backends.append(make_backend(item, base_url=base_url, api_key=api_key, options=extra))
         else:
-            backends.append(make_backend(item, **dict(options or {})))
+            backends.append(make_backend(item, options=options))
     built = [b.spec for b in backends]
     twice = sorted({s for s in built if built.count(s) > 1})
     if twice:

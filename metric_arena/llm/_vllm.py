@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import threading
+from collections.abc import Mapping
 
 from lfrqa.errors import MissingDependency, RagQaArenaError
 from metric_arena.llm._local import LocalBackend
@@ -38,7 +39,7 @@ def _import_vllm():
 class VLLMBackend(LocalBackend):
     """A chat model served by an in-process ``vllm.LLM`` (Hub id or local folder).
 
-    ``engine_kwargs`` go to ``vllm.LLM`` as they are (``max_model_len=``,
+    ``engine_options`` go to ``vllm.LLM`` as they are (``max_model_len=``,
     ``gpu_memory_utilization=``, ``dtype=``, ``quantization=``, ``seed=``...).
     ``trust_remote_code`` stays off unless you ask for it: it runs code shipped with the model.
 
@@ -55,7 +56,7 @@ class VLLMBackend(LocalBackend):
         *,
         trust_remote_code: bool = False,
         batch_size: int = 512,
-        **engine_kwargs,
+        engine_options: Mapping | None = None,
     ):
         if not isinstance(model, str) or not model.strip():
             raise RagQaArenaError("The model name is empty: give a Hub id or a local folder, e.g. vllm:Qwen/Qwen2.5-7B-Instruct")
@@ -66,6 +67,7 @@ class VLLMBackend(LocalBackend):
             )
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise RagQaArenaError(f"batch_size={batch_size!r} must be a positive int")
+        engine_kwargs = dict(engine_options or {})
         if "model" in engine_kwargs:
             raise RagQaArenaError("give the model once, as the first argument (or in the spec 'vllm:<model>')")
         try:

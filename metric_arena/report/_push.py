@@ -22,7 +22,7 @@ from pathlib import Path
 from builders import check_repo_id, check_secrets, resolve_token, upload_files
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import package_version
-from metric_arena.report._runs import load_run, run_rates
+from metric_arena.report._runs import Run, load_run, run_rates
 
 __all__ = ["build_push_files", "dataset_card", "push_run", "verdicts_parquet"]
 
