@@ -68,7 +68,7 @@ class ColBERTRetriever(Retriever):
             on CPU on a machine with GPUs, hide them: ``CUDA_VISIBLE_DEVICES=`` before starting Python.)
         doc_maxlen, query_maxlen, kmeans_niters, index_bsize: ColBERT settings; None keeps the checkpoint's.
         ncells, centroid_score_threshold, ndocs: PLAID search settings; None lets ColBERT pick them from k.
-        colbert_options: any other ``ColBERTConfig`` field.
+        colbert_options: any other ``ColBERTConfig`` fields, as a mapping.
     """
 
     kind = "colbert"
@@ -89,7 +89,7 @@ class ColBERTRetriever(Retriever):
         centroid_score_threshold: float | None = None,
         ndocs: int | None = None,
         show_progress: bool = True,
-        **colbert_options: Any,
+        colbert_options: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__()
         checkpoint = str(checkpoint)
@@ -105,7 +105,7 @@ class ColBERTRetriever(Retriever):
             ).items()
             if v is not None
         }
-        self.index_options.update(colbert_options)
+        self.index_options.update(colbert_options or {})
         self.search_options = {"ncells": ncells, "centroid_score_threshold": centroid_score_threshold, "ndocs": ndocs}
         self.show_progress = show_progress
         self._searcher = None

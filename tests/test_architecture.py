@@ -54,3 +54,26 @@ def test_cli_shows_a_traceback_for_bugs_and_one_line_for_mistakes(tmp_path):
     assert debug.returncode != 0 and "Traceback" in debug.stderr
     version = subprocess.run([sys.executable, "-m", "rag_qa_arena", "--version"], capture_output=True, text=True)
     assert version.returncode == 0 and version.stdout.startswith("rag-qa-arena ")
+
+
+def test_no_public_function_of_the_rooms_hides_options_in_kwargs():
+    import importlib
+
+    hidden = []
+    for room in ("metric_arena", "metric_arena.llm", "metric_arena.judge", "metric_arena.generate",
+                 "metric_arena.report", "metric_arena.stats", "lfrqa", "builders", "retrieval"):
+        module = importlib.import_module(room)
+        for name in module.__all__:
+            target = getattr(module, name)
+            if inspect.isclass(target) and (issubclass(target, BaseException) or "__init__" not in vars(target)):
+                continue  # exceptions and classes without a constructor of their own
+            function = target.__init__ if inspect.isclass(target) else target
+            if not callable(function) or inspect.ismodule(target):
+                continue
+            try:
+                parameters = inspect.signature(function).parameters.values()
+            except (TypeError, ValueError):
+                continue
+            if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+                hidden.append(f"{room}.{name}")
+    assert hidden == []

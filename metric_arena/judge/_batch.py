@@ -191,13 +191,18 @@ def submit_judge_batch(
     metadata: dict[str, str] | None = None,
     max_requests: int = MAX_REQUESTS,
     max_bytes: int = MAX_BYTES,
-    **options,
+    ids: Sequence[str] | None = None,
+    domains: Sequence[str] | None = None,
+    judge: str | Sequence[str] = DEFAULT_JUDGE,
+    cache_dir: str | os.PathLike | None = None,
+    use_cache: bool = True,
+    data_dir: str | os.PathLike | None = None,
+    generation_failed: Sequence[bool] | None = None,
+    max_input_tokens: int | None = None,
 ) -> dict:
     """Write the judge's requests as Batch API files under ``batch_dir`` and submit them.
 
-    The requests are those of :func:`judge_batch_requests`, which gets the same arguments
-    (``options``: ``ids``, ``domains``, ``judge``, ``cache_dir``, ``use_cache``, ``data_dir``,
-    ``generation_failed``, ``max_input_tokens``).
+    The requests are those of :func:`judge_batch_requests`, which gets the same arguments.
     One sub-folder per judge; files split to the API's limits (50,000 requests, ``max_bytes``).
     ``judge_batch.json`` records the plan before anything is uploaded. Calling again with the
     same inputs after a crash resumes the submission without uploading or creating anything
@@ -208,7 +213,9 @@ def submit_judge_batch(
     "n_reasks", "n_cached", "n_failed", "files", "batch_ids"}]}``.
     """
     plans = judge_batch_requests(predictions, references, questions, base_url=base_url, api_key=api_key, order=order,
-                                 seed=seed, sample=sample, **options)
+                                 seed=seed, sample=sample, ids=ids, domains=domains, judge=judge,
+                                 cache_dir=cache_dir, use_cache=use_cache, data_dir=data_dir,
+                                 generation_failed=generation_failed, max_input_tokens=max_input_tokens)
     folder = Path(batch_dir)
     total = sum(len(p["requests"]) for p in plans.values())
     result = {"batch_dir": str(folder), "n_requests": total, "judges": []}
