@@ -53,6 +53,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--title", default="RAG-QA Arena leaderboard", help="title of the HTML page")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots (the HTML then has none)")
+    parser.add_argument("--battles", metavar="FILE",
+                        help="also write every battle to FILE (.jsonl or .parquet): model_a, model_b, winner, qid, "
+                             "domain, judge, first_shown, as Chatbot-Arena-style notebooks read them")
     parser.set_defaults(func=_run)
 
 
@@ -97,6 +100,13 @@ def _run(args: argparse.Namespace) -> int:
         )
     out = Console()
     out.print(leaderboard_table(board))
+    if board.elo_study:
+        out.print(elo_study_table(board))
+    if args.battles:
+        from metric_arena.report import write_battles
+
+        n = write_battles(board.runs, args.battles)
+        print(f"Wrote {n:,} battles to {args.battles}", file=sys.stderr)
     if board.agreement:
         a = board.agreement
         out.print(
@@ -109,6 +119,33 @@ def _run(args: argparse.Namespace) -> int:
     written = [p for p in ("leaderboard.json", "report.json", "ratings.png", "win_rates.png", "leaderboard.html") if (folder / p).exists()]
     print(f"Wrote {', '.join(str(folder / p) for p in written)}", file=sys.stderr)
     return 0
+
+
+def elo_study_table(board):
+    """The Table 5 view: ratings against the reference only and with the complete pairs, and separation."""
+    from rich.table import Table
+
+    only = board.elo_study["against_reference_only"]
+    full = board.elo_study["with_complete_pairs"]
+    table = Table(title=f"Ratings against {board.reference} only, and with the complete pairs", title_justify="left")
+    for column in ("System", f"{board.reference} only", "with pairs", "separated from next (only / with pairs)"):
+        table.add_column(column, justify="left" if column == "System" else "right")
+    separated = {n["upper"]: n["separated"] for n in full["neighbours"]}
+
+    def cell(view, player):
+        rating = view["ratings"].get(player)
+        return "n/a" if rating is None else f"{rating['rating']:.0f} [{rating['rating_ci'][0]:.0f}, {rating['rating_ci'][1]:.0f}]"
+
+    for k, player in enumerate(full["ranking"]):
+        if player in separated:
+            lower = full["ranking"][k + 1]
+            a, b = only["ratings"].get(player), only["ratings"].get(lower)
+            before = "n/a" if not (a and b) else ("yes" if a["rating_ci"][0] > b["rating_ci"][1] else "no")
+            mark = f"{before} / {'yes' if separated[player] else 'no'}"
+        else:
+            mark = ""
+        table.add_row(player, cell(only, player), cell(full, player), mark)
+    return table
 
 
 def leaderboard_table(board):

@@ -83,6 +83,13 @@ from metric_arena.judge._plan import (
     planned_requests,
 )
 from metric_arena.judge._run import ajudge_pairs, judge_pairs
+from metric_arena.judge._tournament import (
+    Tournament,
+    atournament,
+    load_tournament,
+    tournament,
+    tournament_dry_run,
+)
 
 __all__ = [
     "DEFAULT_JUDGE",
@@ -90,7 +97,9 @@ __all__ = [
     "PLAN_FILE",
     "CacheOnlyBackend",
     "JudgeInputs",
+    "Tournament",
     "ajudge_pairs",
+    "atournament",
     "answer_positions",
     "collect_judge_batch",
     "expected_judge_reply_tokens",
@@ -102,9 +111,12 @@ __all__ = [
     "judge_pairs",
     "judge_request",
     "lfrqa_rows",
+    "load_tournament",
     "parse_rating",
     "planned_requests",
     "prepare_judge_inputs",
     "read_predictions",
     "submit_judge_batch",
+    "tournament",
+    "tournament_dry_run",
 ]

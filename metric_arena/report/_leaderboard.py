@@ -29,6 +29,7 @@ from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import package_version
+from metric_arena.report._elo_study import elo_study
 from metric_arena.report._runs import REFERENCE, Run, empty_rates, load_run, run_rates
 from metric_arena.stats import (
     BASE,
@@ -60,6 +61,7 @@ class Leaderboard:
     warnings: list[str]
     runs: list[str]
     agreement: dict | None = None
+    elo_study: dict | None = None  # Table 5: ratings against LFRQA only, and with the complete pairs
     created_at: str = ""
     package_version: str = ""
 
@@ -78,6 +80,7 @@ class Leaderboard:
             "warnings": self.warnings,
             "runs": self.runs,
             "agreement": self.agreement,
+            "elo_study": self.elo_study,
             "created_at": self.created_at,
             "package_version": self.package_version,
         }
@@ -136,6 +139,7 @@ def build_leaderboard(
         settings=_settings(anchor, sorted({r.summary.get("order") for r in loaded if r.summary.get("order")}), **stats),
         warnings=warnings,
         runs=[str(run.path) for run in loaded],
+        elo_study=elo_study(loaded, reference, **stats),
         created_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         package_version=package_version(),
     )

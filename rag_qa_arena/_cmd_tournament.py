@@ -1,0 +1,126 @@
+"""``rag-qa-arena tournament``: every system against LFRQA and every pair of systems on shared questions."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from lfrqa.errors import RagQaArenaError
+
+_EPILOG = """\
+run folders (RUNS_DIR): one per match, as `judge --out` writes them: RUNS_DIR/<system> (against
+LFRQA) and RUNS_DIR/<a>__vs__<b> (a pair), plus RUNS_DIR/tournament.json. Re-running the same
+command reuses finished matches and resumes an interrupted one from the cache. Then:
+  rag-qa-arena report RUNS_DIR/* --out leaderboard/ --battles battles.jsonl
+
+examples:
+  rag-qa-arena tournament runs/a.jsonl runs/b.jsonl runs/c.jsonl --judge openai:gpt-4o --out runs/arena
+  rag-qa-arena tournament runs/*.jsonl --judge openai:gpt-4o --out runs/arena --sample 1400 --dry-run
+  rag-qa-arena tournament runs/*.jsonl --judge openai:gpt-4o --out runs/arena --adaptive --max-judgments 5000
+"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    from metric_arena.judge import DEFAULT_JUDGE, ORDERS
+    from rag_qa_arena._common_options import add_backend_flags, add_run_flags
+    from rag_qa_arena._scale_options import add_rate_limit_flags
+
+    parser = subparsers.add_parser(
+        "tournament",
+        help="Judge many systems: each against LFRQA, and every pair against each other (the paper's Elo study).",
+        description=(
+            "The paper's Elo study (Table 5): every system is judged against LFRQA on all its questions, and "
+            "every unordered pair of systems on one shared, seeded, domain-stratified sample of the questions "
+            "all systems answered. With --adaptive, pairs are judged in rounds where the ratings' intervals "
+            "still overlap, until the ranking is separated or --max-judgments are spent."
+        ),
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("predictions", nargs="+", metavar="PRED_FILE",
+                        help="one prediction file per system (JSONL, as for `judge`); named by the file name")
+    parser.add_argument("--out", metavar="RUNS_DIR", help="folder for the run folders (required unless --dry-run)")
+    parser.add_argument("--name", action="append", default=[], metavar="FILE=NAME",
+                        help="name a system other than by its file name (repeatable)")
+    parser.add_argument("--judge", action="append", metavar="BACKEND:MODEL",
+                        help=f"judge model (repeat for several judges that vote; default: {DEFAULT_JUDGE})")
+    parser.add_argument("--sample", type=int, default=700, metavar="N",
+                        help="questions every pair of systems is judged on (default: 700, the paper's column B)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the sample, the order and the intervals")
+    parser.add_argument("--order", choices=ORDERS, default="paper", help="answer order shown to the judge")
+    parser.add_argument("--adaptive", action="store_true",
+                        help="judge pairs in rounds where neighbouring ratings still overlap, instead of all pairs")
+    parser.add_argument("--max-judgments", type=int, metavar="N", help="with --adaptive: the budget of pair judgments")
+    parser.add_argument("--round-size", type=int, default=100, metavar="N",
+                        help="with --adaptive: judgments per round (default: 100)")
+    parser.add_argument("--max-input-tokens", type=int, metavar="N", help="refuse judge prompts longer than N tokens")
+    add_backend_flags(parser, "judges")
+    add_run_flags(parser, cache="judgment cache", cost="estimated cost of the whole tournament")
+    add_rate_limit_flags(parser)
+    parser.set_defaults(func=run_tournament)
+
+
+def _systems(args: argparse.Namespace) -> dict[str, str]:
+    names: dict[str, str] = {}
+    for item in args.name:
+        file, sep, name = item.partition("=")
+        if not sep or not name:
+            raise RagQaArenaError(f"--name {item!r}: write FILE=NAME, e.g. --name runs/a.jsonl=gpt-4o")
+        names[str(Path(file))] = name
+    unknown = sorted(set(names) - {str(Path(p)) for p in args.predictions})
+    if unknown:
+        raise RagQaArenaError(f"--name names {unknown[0]!r}, which is not one of the prediction files")
+    systems: dict[str, str] = {}
+    for path in args.predictions:
+        name = names.get(str(Path(path)), Path(path).stem)
+        if name in systems:
+            raise RagQaArenaError(f"Two prediction files are both named {name!r}: give one another name with --name")
+        systems[name] = path
+    return systems
+
+
+def run_tournament(args: argparse.Namespace) -> int:
+    from metric_arena.judge import DEFAULT_JUDGE, format_estimate, tournament, tournament_dry_run
+    from rag_qa_arena._common_options import api_key, check_backend_args, run_reporting_failures
+    from rag_qa_arena._scale_options import make_limiter
+
+    check_backend_args(args)
+    if args.max_judgments is not None and not args.adaptive:
+        raise RagQaArenaError("--max-judgments is the budget of --adaptive: add --adaptive, or drop it")
+    judges = args.judge or [DEFAULT_JUDGE]
+    systems = _systems(args)
+    if args.dry_run:
+        estimates = tournament_dry_run(systems, judge=judges, sample=args.sample, seed=args.seed,
+                                       base_url=args.base_url, order=args.order, cache_dir=args.cache_dir,
+                                       use_cache=not args.no_cache, data_dir=args.data_dir)
+        n = len(systems)
+        print(f"dry run: {n} systems against LFRQA, {n * (n - 1) // 2} pairs on {args.sample:,} shared questions, "
+              f"order {args.order!r}, nothing sent")
+        print(format_estimate(estimates))
+        return 0
+    if not args.out:
+        raise RagQaArenaError("--out RUNS_DIR is required (the folder for the run folders), or use --dry-run")
+    result = run_reporting_failures(
+        lambda: tournament(
+            systems, out=args.out, judge=judges, sample=args.sample, seed=args.seed, adaptive=args.adaptive,
+            max_judgments=args.max_judgments, round_size=args.round_size, base_url=args.base_url, api_key=api_key(args),
+            order=args.order, max_concurrency=args.max_concurrency, cache_dir=args.cache_dir,
+            use_cache=not args.no_cache, limiter=make_limiter(args), timeout=args.timeout, data_dir=args.data_dir,
+            max_input_tokens=args.max_input_tokens, progress=not args.no_progress and sys.stderr.isatty(),
+        ),
+        stopped=f"Matches finished before the error are in {args.out}; judgments are cached: run it again to resume.",
+        where=args.out,
+        kept="Judgments so far are cached: free space or choose another --out, then re-run.",
+    )
+    if isinstance(result, int):
+        return result
+    for match in result["against_reference"] + result["pairs"]:
+        print(f"{match['system']} vs {match['opponent']}: {match['n']:,} pairs, {match['n_failed']:,} failed"
+              f"{' (reused)' if match['reused'] else ''}")
+    line = f"stopped: {result['stopped']}; {result['judgments']:,} judgments"
+    if "rounds" in result:
+        line += f" in {result['rounds']} adaptive rounds"
+    print(line)
+    print(f"next: rag-qa-arena report {args.out}/* --out {args.out}/leaderboard", file=sys.stderr)
+    return 1 if all(m["n_failed"] == m["n"] for m in result["against_reference"]) else 0
