@@ -79,6 +79,16 @@ def test_mixed_batches_are_refused_with_the_fix(env, arena):
         arena.compute(predictions=["a"], references=["b"], ids=["1"])
 
 
+def test_a_refused_batch_leaves_the_module_usable(env, arena):
+    with pytest.raises(ValueError, match=r"Mismatch in the number of predictions \(1\) and references \(2\)"):
+        arena.compute(predictions=["a"], references=["b", "c"], questions=["q"], judge="openai:m")
+    with pytest.raises(ValueError, match=r"questions\[0\] is int"):
+        arena.add_batch(predictions=["a"], references=["b"], questions=[3])
+    res = arena.compute(predictions=["a"], references=["b"], questions=["q"], ids=["z"], domains=["fiqa"],
+                        judge="openai:m")
+    assert list(res["outcomes"]) == ["z"] and list(res["per_domain"]) == ["fiqa"]
+
+
 def test_feature_sets_with_and_without_ids_and_domains(arena):
     names = [sorted(features) for features in arena.features]
     base = ["predictions", "questions", "references"]

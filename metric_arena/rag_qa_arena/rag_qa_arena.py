@@ -144,18 +144,23 @@ class RagQaArena(evaluate.Metric):
 
     # -- which feature set: chosen from the inputs given, the same for every batch -------------
     # evaluate picks among several feature sets only when they share their column names; these
-    # differ by column, so the set is chosen here from the optional inputs given, and held until
-    # compute() has read the batches back.
-    def _use_columns(self, given):
+    # differ by column, so the set is chosen here from the optional inputs given (the batches
+    # pending in evaluate's writer fix it until compute() has read them back), and each batch is
+    # checked before evaluate's writer sees it.
+    def _use_columns(self, given, *, single=False):
         columns = (*_REQUIRED, *(name for name in _OPTIONAL if given[name] is not None))
-        chosen = getattr(self, "_columns", None)
-        if chosen is not None and chosen != columns:
-            had = [name for name in _OPTIONAL if name in chosen] or ["neither ids nor domains"]
+        pending = self.selected_feature_format if getattr(self, "writer", None) is not None else None
+        if pending is not None and set(pending) != set(columns):
+            had = [name for name in _OPTIONAL if name in pending] or ["neither ids nor domains"]
             now = [name for name in _OPTIONAL if name in columns] or ["neither ids nor domains"]
             raise ValueError(
                 f"This batch gives {' and '.join(now)}, earlier batches gave {' and '.join(had)}: give ids (and "
                 "domains) with every batch or with none"
             )
+        missing = [name for name in _REQUIRED if given[name] is None]
+        if missing:
+            raise ValueError(f"Evaluation module inputs are missing: {missing}. All required inputs are {list(columns)}")
+        _check_texts({name: given[name] for name in columns}, single=single)
         self._columns = columns
 
     def _feature_names(self):
@@ -177,19 +182,20 @@ class RagQaArena(evaluate.Metric):
     # -- the public entry points, with explicit inputs ----------------------------------------
     def add_batch(self, *, predictions=None, references=None, questions=None, ids=None, domains=None):
         """Add a batch of pairs: lists of predictions, references, questions, and optionally ids, domains."""
-        given = {"questions": questions, "ids": _ids(ids), "domains": domains}
+        given = {"predictions": predictions, "references": references, "questions": questions, "ids": _ids(ids),
+                 "domains": domains}
         self._use_columns(given)
-        super().add_batch(predictions=predictions, references=references,
-                          **{k: v for k, v in given.items() if v is not None or k in _REQUIRED})
+        super().add_batch(**{k: v for k, v in given.items() if v is not None})
 
     def add(self, *, prediction=None, reference=None, questions=None, ids=None, domains=None):
         """Add one pair: a prediction, its reference, its question (``questions=``), optionally its id and domain."""
         if isinstance(ids, int) and not isinstance(ids, bool):
             ids = str(ids)
-        given = {"questions": questions, "ids": ids, "domains": domains}
-        self._use_columns(given)
-        super().add(prediction=prediction, reference=reference,
-                    **{k: v for k, v in given.items() if v is not None or k in _REQUIRED})
+        given = {"predictions": prediction, "references": reference, "questions": questions, "ids": ids,
+                 "domains": domains}
+        self._use_columns(given, single=True)
+        extra = {k: v for k, v in given.items() if v is not None and k not in ("predictions", "references")}
+        super().add(prediction=prediction, reference=reference, **extra)
 
     def compute(
         self,
@@ -223,10 +229,10 @@ class RagQaArena(evaluate.Metric):
                     raise ValueError("ids and domains given without predictions: pass them to add_batch with "
                                      "their predictions, or everything to compute")
                 return super().compute(**options)
-            given = {"questions": questions, "ids": _ids(ids), "domains": domains}
+            given = {"predictions": predictions, "references": references, "questions": questions,
+                     "ids": _ids(ids), "domains": domains}
             self._use_columns(given)
-            inputs = {k: v for k, v in given.items() if v is not None}
-            return super().compute(predictions=predictions, references=references, **inputs, **options)
+            return super().compute(**{k: v for k, v in given.items() if v is not None}, **options)
         finally:
             self._columns = None
 
@@ -273,6 +279,24 @@ class RagQaArena(evaluate.Metric):
         )
         result["outcomes"] = {verdict["qid"]: verdict["outcome"] for verdict in result["verdicts"]}
         return result
+
+
+def _check_texts(columns, *, single=False):
+    """Every input a string (one per column with ``single``), all columns of one length, else a
+    ValueError naming the column, as evaluate's own checks do."""
+    if single:
+        columns = {name: [value] for name, value in columns.items()}
+    n = len(columns["predictions"])
+    for name, values in columns.items():
+        if len(values) != n:
+            raise ValueError(f"Mismatch in the number of predictions ({n}) and {name} ({len(values)})")
+        for i, value in enumerate(values):
+            if not isinstance(value, str):
+                shown = repr(list(values)[:5])
+                raise ValueError(
+                    f"Module inputs don't match the expected format: {name}[{i}] is {type(value).__name__}, not a "
+                    f"string (an empty answer is legal). Input {name}: {shown}"
+                )
 
 
 def _ids(ids):
