@@ -47,6 +47,7 @@ _PATTERNS = (
     ("a Bearer token", re.compile(r"\bBearer\s+[A-Za-z0-9._~+/\-]{20,}=*")),
 )
 _MIN_SECRET_LENGTH = 8
+_REPO_TYPES = ("dataset", "model", "space")
 
 
 class SecretFoundError(RagQaArenaError):
@@ -155,11 +156,20 @@ def upload_files(
     token: str | None = None,
     token_from_env: bool = False,
     commit_message: str,
+    space_sdk: str | None = None,
     api=None,
 ) -> str:
     """Create the repo if needed and commit ``files`` (``{path_in_repo: bytes or file}``) in one commit;
-    returns the commit URL. Every text file is scanned for credentials first."""
+    returns the commit URL. Every text file is scanned for credentials first.
+
+    ``repo_type``: "dataset", "model" or "space"; a Space is created with ``space_sdk`` (e.g. "gradio"),
+    which the Hub requires for a new Space.
+    """
     check_repo_id(repo_id)
+    if repo_type not in _REPO_TYPES:
+        raise RagQaArenaError(f"Unknown repo type {repo_type!r}. Available: {', '.join(_REPO_TYPES)}")
+    if (space_sdk is not None) != (repo_type == "space"):
+        raise RagQaArenaError("space_sdk goes with repo_type='space' (and a Space needs one, e.g. space_sdk='gradio')")
     if api is None or token_from_env:
         token = resolve_token(token, from_env=token_from_env)
     operations = upload_operations(files, token=token, what=f"to {repo_id}")
@@ -168,7 +178,8 @@ def upload_files(
             from huggingface_hub import HfApi
 
             api = HfApi()
-        api.create_repo(repo_id, repo_type=repo_type, private=private, exist_ok=True, token=token)
+        space = {"space_sdk": space_sdk} if repo_type == "space" else {}
+        api.create_repo(repo_id, repo_type=repo_type, private=private, exist_ok=True, token=token, **space)
         info = api.create_commit(repo_id, operations, commit_message=commit_message, repo_type=repo_type, token=token)
     return str(getattr(info, "commit_url", info))
 

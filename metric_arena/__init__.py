@@ -5,12 +5,15 @@
 >>> res = arena.compute(predictions=[...], references=[...], questions=[...],
 ...                     judge="openai:gpt-4-0125-preview")  # doctest: +SKIP
 >>> res = metric_arena.judge_pairs(predictions, references, questions, judge="openai:gpt-4o")  # doctest: +SKIP
+>>> reward = metric_arena.reward_function(judge="openai:gpt-4o-mini")  # for GRPOTrainer  # doctest: +SKIP
+>>> callback = metric_arena.ArenaCallback(trainer=trainer, every_n_steps=200)  # doctest: +SKIP
 
 The rooms, each importing only the ones below it: :mod:`metric_arena.stats` (numbers),
 :mod:`metric_arena.llm` (backends, cache, retries, limits, Batch API), :mod:`metric_arena.prompts`
 (the paper's templates), :mod:`metric_arena.judge`, :mod:`metric_arena.generate` and
-:mod:`metric_arena.report`. Importing this package loads no ``datasets``, ``torch`` or plotting
-library.
+:mod:`metric_arena.report`; above them :mod:`metric_arena.train` (reward and trainer callback) and
+:mod:`metric_arena.space` (the evaluate module as a folder and a Hub Space). Importing this package
+loads no ``datasets``, ``torch`` or plotting library (``ArenaCallback`` loads transformers on first use).
 """
 
 from pathlib import Path
@@ -27,6 +30,7 @@ from metric_arena.llm import (
     RetryPolicy,
 )
 from metric_arena.report import build_leaderboard, push_run, write_report
+from metric_arena.train import reward_function
 
 #: Folder of the ``rag_qa_arena`` evaluate module: ``evaluate.load(metric_arena.METRIC_PATH)``.
 METRIC_PATH = str(Path(__file__).resolve().parent / "rag_qa_arena")
@@ -34,17 +38,27 @@ METRIC_PATH = str(Path(__file__).resolve().parent / "rag_qa_arena")
 __all__ = [
     "DEFAULT_JUDGE",
     "METRIC_PATH",
+    "ArenaCallback",
     "AuthenticationFailed",
     "BackendError",
     "ModelNotFound",
     "RagQaArenaError",
     "RateLimiter",
     "RetryPolicy",
-    "ajudge_pairs",
     "build_leaderboard",
     "generate_answers",
     "judge_pairs",
     "push_run",
-    "stats",
+    "reward_function",
     "write_report",
 ]
+# Also here, not listed: ajudge_pairs (metric_arena.judge) and the stats room (metric_arena.stats).
+
+
+def __getattr__(name: str):
+    # ArenaCallback subclasses transformers.TrainerCallback: imported when first asked for.
+    if name == "ArenaCallback":
+        from metric_arena import train
+
+        return train.ArenaCallback
+    raise AttributeError(f"module 'metric_arena' has no attribute {name!r}")

@@ -28,8 +28,11 @@ def test_public_api_is_small_and_explicit():
     assert len(metric_arena.__all__) <= 15
     for name in metric_arena.__all__:
         assert hasattr(metric_arena, name), name
+    from metric_arena.space import export_metric, push_metric
+
     for function in (metric_arena.judge_pairs, metric_arena.ajudge_pairs, metric_arena.generate_answers,
-                     metric_arena.build_leaderboard, metric_arena.write_report, metric_arena.push_run):
+                     metric_arena.build_leaderboard, metric_arena.write_report, metric_arena.push_run,
+                     metric_arena.reward_function, export_metric, push_metric):
         kinds = {p.kind for p in inspect.signature(function).parameters.values()}
         assert inspect.Parameter.VAR_KEYWORD not in kinds, f"{function.__name__} hides options in **kwargs"
         assert function.__doc__

@@ -50,6 +50,7 @@ from metric_arena.llm._specs import (
     backend_identity,
     make_backend,
     make_backends,
+    model_backend,
     parse_spec,
 )
 from metric_arena.llm._tokens import (
@@ -117,6 +118,7 @@ __all__ = [
     "make_backend",
     "make_backends",
     "make_budgets",
+    "model_backend",
     "parse_output_lines",
     "parse_spec",
     "read_manifest",

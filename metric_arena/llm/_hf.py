@@ -4,6 +4,7 @@ The model is loaded on first use. Generation runs in a worker thread so the even
 serving the cache and other judges; requests arrive in groups through :meth:`complete_many`
 (the runner collects concurrent requests into batches of ``batch_size``).
 Greedy decoding when ``temperature == 0`` (the paper's setting), sampling otherwise.
+:meth:`HFBackend.from_model` wraps a model already in memory (e.g. the one being trained).
 """
 
 from __future__ import annotations
@@ -54,10 +55,28 @@ class HFBackend(LocalBackend):
         self.max_input_tokens = max_input_tokens  # longer prompts are refused, never truncated
         self._tokenizer = None
         self._model = None
+        self._in_memory = False
         self._lock = threading.Lock()
+
+    @classmethod
+    def from_model(cls, model, tokenizer, *, name: str = "in-memory", batch_size: int = 8,
+                   max_input_tokens: int | None = None) -> HFBackend:
+        """A backend on a model already loaded (e.g. the one a ``Trainer`` is training), on its device.
+
+        While it generates, the model is put in eval mode and the tokenizer pads on the left; both are
+        set back afterwards. Its answers change as the weights do, so do not cache them
+        (``use_cache=False``): the identity says ``in_memory``.
+        """
+        backend = cls(name, batch_size=batch_size, max_input_tokens=max_input_tokens)
+        _check_chat_template(tokenizer, name)
+        backend._tokenizer, backend._model, backend._in_memory = tokenizer, model, True
+        backend._device = getattr(model, "device", None) or "cpu"
+        return backend
 
     def identity(self) -> dict:
         ident = {"backend": self.name, "model": self.model}
+        if self._in_memory:
+            ident["in_memory"] = True
         if self.revision:
             ident["revision"] = self.revision
         if self.dtype not in (None, "auto"):
@@ -82,12 +101,7 @@ class HFBackend(LocalBackend):
                 f"cannot load the tokenizer of {self.model!r}: {str(error).rstrip('.')}. Give a Hub id or a folder "
                 "written by save_pretrained"
             ) from None
-        if getattr(tokenizer, "chat_template", None) is None:
-            raise BackendError(
-                f"the tokenizer of {self.model!r} has no chat_template: use an instruction-tuned (chat) model, "
-                "or set tokenizer.chat_template and save it",
-                kind="config",
-            )
+        _check_chat_template(tokenizer, self.model)
         tokenizer.padding_side = "left"
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token
@@ -109,25 +123,41 @@ class HFBackend(LocalBackend):
     # -- generation --------------------------------------------------------------------------
     def _generate_sync(self, requests: list[ChatRequest]) -> list[Completion]:
         with self._lock:
-            tokenizer, _ = self._load()
-            results: list[Completion | None] = [None] * len(requests)
-            # Requests with the same decoding parameters share a batch.
-            groups: dict[tuple, list[int]] = {}
-            for i, request in enumerate(requests):
-                groups.setdefault((request.max_tokens, request.temperature, request.top_p), []).append(i)
-            prompts = {i: _chat_prompt(tokenizer, r.messages) for i, r in enumerate(requests)}
-            for i, prompt in prompts.items():
-                refusal = self._refusal(tokenizer, prompt)
-                if refusal is not None:
-                    results[i] = refusal  # refused, never truncated; the others still run
-            for (max_tokens, temperature, top_p), indices in groups.items():
-                indices = [i for i in indices if results[i] is None]
-                for start in range(0, len(indices), self.batch_size):
-                    chunk = indices[start : start + self.batch_size]
-                    batch = [prompts[i] for i in chunk]
-                    for i, completion in zip(chunk, self._generate_batch(batch, max_tokens, temperature, top_p)):
-                        results[i] = completion
-            return results  # type: ignore[return-value]
+            if not self._in_memory:
+                return self._generate_all(requests)
+            tokenizer, model = self._tokenizer, self._model
+            saved = tokenizer.padding_side, tokenizer.pad_token, model.training
+            tokenizer.padding_side = "left"
+            if tokenizer.pad_token is None:
+                tokenizer.pad_token = tokenizer.eos_token
+            model.eval()
+            try:
+                return self._generate_all(requests)
+            finally:
+                tokenizer.padding_side, tokenizer.pad_token = saved[0], saved[1]
+                model.train(saved[2])
+
+    def _generate_all(self, requests: list[ChatRequest]) -> list[Completion]:
+        """Every request, grouped by decoding parameters into batches (called under ``self._lock``)."""
+        tokenizer, _ = self._load()
+        results: list[Completion | None] = [None] * len(requests)
+        # Requests with the same decoding parameters share a batch.
+        groups: dict[tuple, list[int]] = {}
+        for i, request in enumerate(requests):
+            groups.setdefault((request.max_tokens, request.temperature, request.top_p), []).append(i)
+        prompts = {i: _chat_prompt(tokenizer, r.messages) for i, r in enumerate(requests)}
+        for i, prompt in prompts.items():
+            refusal = self._refusal(tokenizer, prompt)
+            if refusal is not None:
+                results[i] = refusal  # refused, never truncated; the others still run
+        for (max_tokens, temperature, top_p), indices in groups.items():
+            indices = [i for i in indices if results[i] is None]
+            for start in range(0, len(indices), self.batch_size):
+                chunk = indices[start : start + self.batch_size]
+                batch = [prompts[i] for i in chunk]
+                for i, completion in zip(chunk, self._generate_batch(batch, max_tokens, temperature, top_p)):
+                    results[i] = completion
+        return results  # type: ignore[return-value]
 
     def _refusal(self, tokenizer, prompt: str) -> BackendError | None:
         """The error for a prompt over ``max_input_tokens`` (counted with the model's own tokenizer)."""
@@ -178,6 +208,15 @@ class HFBackend(LocalBackend):
                 )
             )
         return completions
+
+
+def _check_chat_template(tokenizer, model: str) -> None:
+    if getattr(tokenizer, "chat_template", None) is None:
+        raise BackendError(
+            f"the tokenizer of {model!r} has no chat_template: use an instruction-tuned (chat) model, "
+            "or set tokenizer.chat_template and save it",
+            kind="config",
+        )
 
 
 def _chat_prompt(tokenizer, messages: list[dict]) -> str:

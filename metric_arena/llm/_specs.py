@@ -33,6 +33,7 @@ __all__ = [
     "backend_identity",
     "make_backend",
     "make_backends",
+    "model_backend",
     "parse_spec",
 ]
 
@@ -107,6 +108,17 @@ def _checked_options(cls: type, options: dict, spec: str) -> dict:
         raise RagQaArenaError(f"{spec!r} takes no option {', '.join(map(repr, unknown))}. "
                               f"Its options: {', '.join(a for a in accepted if a not in ('base_url', 'api_key'))}")
     return options
+
+
+def model_backend(model, tokenizer, *, name: str = "in-memory", batch_size: int = 8,
+                  max_input_tokens: int | None = None) -> Backend:
+    """A backend on a transformers chat model already in memory (e.g. the one being trained), spec
+    ``hf:<name>``: it generates on the model's device, in eval mode (set back afterwards). Its answers
+    follow the current weights: generate with ``use_cache=False``.
+    """
+    from metric_arena.llm._hf import HFBackend
+
+    return HFBackend.from_model(model, tokenizer, name=name, batch_size=batch_size, max_input_tokens=max_input_tokens)
 
 
 def make_backends(

@@ -1,13 +1,20 @@
 # Copyright 2024 The rag-qa-arena authors. Licensed under the Apache License, Version 2.0.
 """RAG-QA Arena: pairwise LLM judging of long-form answers against LFRQA (an ``evaluate`` module).
 
-A thin wrapper over :func:`metric_arena.judge_pairs`; everything is implemented there.
+A thin wrapper over :func:`metric_arena.judge_pairs`; everything is implemented there. The module
+declares its input columns as feature sets with and without ``ids`` and ``domains``, so
+``add_batch(predictions=, references=, questions=, ids=, domains=)`` accumulates all five and
+``compute()`` keeps the per-domain breakdown and the ids of an eval loop that adds batches.
+
+``rag-qa-arena metric export DIR`` copies this file into ``DIR`` (named after the folder, as
+``evaluate.load(DIR)`` expects) with its card, ``requirements.txt`` and ``app.py``; ``rag-qa-arena
+metric push ORG/NAME`` uploads that folder as a Hub Space so that ``evaluate.load("ORG/NAME")`` works.
 """
 
 import datasets
 import evaluate
 
-from metric_arena import DEFAULT_JUDGE, judge_pairs
+from metric_arena import DEFAULT_JUDGE, judge_pairs  # From: rag-qa-arena
 
 _CITATION = """\
 @article{han2024ragqaarena,
@@ -37,8 +44,11 @@ Args:
     predictions (`list` of `str`): the evaluated system's answers (an empty answer is legal).
     references (`list` of `str`): the LFRQA (or other reference) answers, one per prediction.
     questions (`list` of `str`): the questions, one per prediction.
-    ids (`list` of `str`, optional): stable ids (e.g. LFRQA qids); default "0", "1", ...
+    ids (`list` of `str`, optional): stable ids (e.g. LFRQA qids); default "0", "1", ... (in the
+        order pairs were added). Integers are read as strings.
     domains (`list` of `str`, optional): a domain per pair; adds a `per_domain` breakdown.
+    All five may be given to `compute` or accumulated with `add_batch` / `add`; give `ids` (and
+    `domains`) with every batch or with none.
     judge (`str` or `list` of `str`): "<backend>:<model>"; backends "openai" (any
         OpenAI-compatible server) and "hf" (a local transformers chat model). Several specs vote
         (majority; no majority is a tie; failed judges don't vote). Default "openai:gpt-4-0125-preview".
@@ -69,6 +79,7 @@ Returns:
     position_flip_rate: share of judged pairs whose verdict changed with the order ("both");
     per_judge: each judge's own rates (several judges);
     errors, n_sent, n_cached: error counts by kind, requests sent, requests answered by the cache;
+    outcomes: {id: "win"/"tie"/"loss" or None (failed)}, keyed by the given ids;
     verdicts: one dict per pair: qid, outcome ("win"/"tie"/"loss" for the prediction, None if
         failed), failed, flipped, no_answer_a, and judgments (judge, a_position: 1 if the
         prediction was shown as Answer 1, rating, outcome, raw judge text, attempts, cached).
@@ -89,9 +100,32 @@ Examples:
     (2, 0, 0.5)
     >>> sorted(results["per_domain"])
     ['geography', 'science']
+    >>> sorted(results["outcomes"])
+    ['q1', 'q2']
     >>> [v["judgments"][0]["a_position"] for v in results["verdicts"]]   # 6 words: prediction first
     [1, 1]
+
+    In an eval loop, batch by batch:
+
+    >>> for start in (0, 1):
+    ...     arena.add_batch(predictions=["Paris.", "100 C."][start:start + 1],
+    ...                     references=["Paris is the capital.", "It boils at 100 C."][start:start + 1],
+    ...                     questions=["capital of france?", "boiling point?"][start:start + 1],
+    ...                     ids=["q1", "q2"][start:start + 1], domains=["geography", "science"][start:start + 1])
+    >>> results = arena.compute(judge="openai:gpt-4o-mini")
+    >>> sorted(results["outcomes"]), sorted(results["per_domain"])
+    (['q1', 'q2'], ['geography', 'science'])
 """
+
+_TEXT = datasets.Value("string")
+_REQUIRED = ("predictions", "references", "questions")
+_OPTIONAL = ("ids", "domains")
+#: The accepted input columns: the three texts, with or without ids and domains (the first set,
+#: all five, is the one evaluate's widget shows).
+FEATURE_SETS = [
+    datasets.Features({name: _TEXT for name in (*_REQUIRED, *extra)})
+    for extra in (("ids", "domains"), ("ids",), ("domains",), ())
+]
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
@@ -103,16 +137,104 @@ class RagQaArena(evaluate.Metric):
             description=_DESCRIPTION,
             citation=_CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features(
-                {
-                    "predictions": datasets.Value("string"),
-                    "references": datasets.Value("string"),
-                    "questions": datasets.Value("string"),
-                }
-            ),
+            features=FEATURE_SETS,
             codebase_urls=["https://github.com/awslabs/rag-qa-arena"],
             reference_urls=["https://arxiv.org/abs/2407.13998"],
         )
+
+    # -- which feature set: chosen from the inputs given, the same for every batch -------------
+    # evaluate picks among several feature sets only when they share their column names; these
+    # differ by column, so the set is chosen here from the optional inputs given (the batches
+    # pending in evaluate's writer fix it until compute() has read them back), and each batch is
+    # checked before evaluate's writer sees it.
+    def _use_columns(self, given, *, single=False):
+        columns = (*_REQUIRED, *(name for name in _OPTIONAL if given[name] is not None))
+        pending = self.selected_feature_format if getattr(self, "writer", None) is not None else None
+        if pending is not None and set(pending) != set(columns):
+            had = [name for name in _OPTIONAL if name in pending] or ["neither ids nor domains"]
+            now = [name for name in _OPTIONAL if name in columns] or ["neither ids nor domains"]
+            raise ValueError(
+                f"This batch gives {' and '.join(now)}, earlier batches gave {' and '.join(had)}: give ids (and "
+                "domains) with every batch or with none"
+            )
+        missing = [name for name in _REQUIRED if given[name] is None]
+        if missing:
+            raise ValueError(f"Evaluation module inputs are missing: {missing}. All required inputs are {list(columns)}")
+        _check_texts({name: given[name] for name in columns}, single=single)
+        self._columns = columns
+
+    def _feature_names(self):
+        columns = getattr(self, "_columns", None)
+        return list(columns) if columns is not None else list(FEATURE_SETS[0])
+
+    def _features_for(self, names):
+        for features in FEATURE_SETS:
+            if set(features) == set(names):
+                return features
+        raise ValueError(f"No feature set has the columns {sorted(names)}")
+
+    def _infer_feature_from_batch(self, batch):
+        return self._features_for(batch)
+
+    def _infer_feature_from_example(self, example):
+        return self._features_for(example)
+
+    # -- the public entry points, with explicit inputs ----------------------------------------
+    def add_batch(self, *, predictions=None, references=None, questions=None, ids=None, domains=None):
+        """Add a batch of pairs: lists of predictions, references, questions, and optionally ids, domains."""
+        given = {"predictions": predictions, "references": references, "questions": questions, "ids": _ids(ids),
+                 "domains": domains}
+        self._use_columns(given)
+        super().add_batch(**{k: v for k, v in given.items() if v is not None})
+
+    def add(self, *, prediction=None, reference=None, questions=None, ids=None, domains=None):
+        """Add one pair: a prediction, its reference, its question (``questions=``), optionally its id and domain."""
+        if isinstance(ids, int) and not isinstance(ids, bool):
+            ids = str(ids)
+        given = {"predictions": prediction, "references": reference, "questions": questions, "ids": ids,
+                 "domains": domains}
+        self._use_columns(given, single=True)
+        extra = {k: v for k, v in given.items() if v is not None and k not in ("predictions", "references")}
+        super().add(prediction=prediction, reference=reference, **extra)
+
+    def compute(
+        self,
+        *,
+        predictions=None,
+        references=None,
+        questions=None,
+        ids=None,
+        domains=None,
+        judge=DEFAULT_JUDGE,
+        base_url=None,
+        api_key=None,
+        order="paper",
+        seed=0,
+        max_concurrency=16,
+        cache_dir=None,
+        out=None,
+        system=None,
+        opponent="LFRQA",
+        progress=None,
+        max_input_tokens=None,
+        data_dir=None,
+    ):
+        """Judge the pairs given here, or those added with :meth:`add_batch` / :meth:`add`."""
+        options = dict(judge=judge, base_url=base_url, api_key=api_key, order=order, seed=seed,
+                       max_concurrency=max_concurrency, cache_dir=cache_dir, out=out, system=system,
+                       opponent=opponent, progress=progress, max_input_tokens=max_input_tokens, data_dir=data_dir)
+        try:
+            if predictions is None and references is None and questions is None:
+                if ids is not None or domains is not None:
+                    raise ValueError("ids and domains given without predictions: pass them to add_batch with "
+                                     "their predictions, or everything to compute")
+                return super().compute(**options)
+            given = {"predictions": predictions, "references": references, "questions": questions,
+                     "ids": _ids(ids), "domains": domains}
+            self._use_columns(given)
+            return super().compute(**{k: v for k, v in given.items() if v is not None}, **options)
+        finally:
+            self._columns = None
 
     def _compute(
         self,
@@ -135,14 +257,12 @@ class RagQaArena(evaluate.Metric):
         max_input_tokens=None,
         data_dir=None,
     ):
-        if ids is not None:
-            ids = [str(i) if isinstance(i, int) and not isinstance(i, bool) else i for i in ids]
-        return judge_pairs(
+        result = judge_pairs(
             list(predictions),
             list(references),
             list(questions),
-            ids=ids,
-            domains=domains,
+            ids=None if ids is None else list(ids),
+            domains=None if domains is None else list(domains),
             judge=judge,
             base_url=base_url,
             api_key=api_key,
@@ -157,3 +277,30 @@ class RagQaArena(evaluate.Metric):
             max_input_tokens=max_input_tokens,
             data_dir=data_dir,
         )
+        result["outcomes"] = {verdict["qid"]: verdict["outcome"] for verdict in result["verdicts"]}
+        return result
+
+
+def _check_texts(columns, *, single=False):
+    """Every input a string (one per column with ``single``), all columns of one length, else a
+    ValueError naming the column, as evaluate's own checks do."""
+    if single:
+        columns = {name: [value] for name, value in columns.items()}
+    n = len(columns["predictions"])
+    for name, values in columns.items():
+        if len(values) != n:
+            raise ValueError(f"Mismatch in the number of predictions ({n}) and {name} ({len(values)})")
+        for i, value in enumerate(values):
+            if not isinstance(value, str):
+                shown = repr(list(values)[:5])
+                raise ValueError(
+                    f"Module inputs don't match the expected format: {name}[{i}] is {type(value).__name__}, not a "
+                    f"string (an empty answer is legal). Input {name}: {shown}"
+                )
+
+
+def _ids(ids):
+    """Integer ids (e.g. from a numeric id column) read as strings; anything else as given."""
+    if ids is None:
+        return None
+    return [str(i) if isinstance(i, int) and not isinstance(i, bool) else i for i in ids]

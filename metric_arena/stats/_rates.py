@@ -57,9 +57,10 @@ def summarize(
 def bootstrap_interval(
     values: np.ndarray, *, n_boot: int = 1000, seed: int = 0, confidence: float = 0.95
 ) -> list[float]:
-    """Percentile bootstrap interval ``[low, high]`` of the mean of 0/1 ``values`` (seeded)."""
+    """Percentile bootstrap interval ``[low, high]`` of the mean of 0/1 ``values`` (seeded); NaNs for
+    no values or ``n_boot=0`` (no interval wanted)."""
     values = np.asarray(values, dtype=float)
-    if values.size == 0:
+    if values.size == 0 or n_boot < 1:
         return [float("nan"), float("nan")]
     rng = np.random.default_rng(seed)
     # Resampling n Bernoulli values with replacement = one binomial draw of their mean.

@@ -1,0 +1,47 @@
+"""The arena inside training loops: the judge as an RL reward, and win rates logged while training.
+
+- :func:`reward_function` returns an :class:`ArenaReward`, a callable in the shape TRL's
+  ``GRPOTrainer(reward_funcs=[...])`` expects: ``fn(prompts, completions, **dataset_columns)
+  -> list[float | None]`` (win 1.0, tie 0.5, loss 0.0 by default; None for a failed judgment).
+- :class:`ArenaCallback` is a ``transformers.TrainerCallback``: every N steps it answers a fixed,
+  seeded, domain-stratified LFRQA sample (:func:`arena_sample`) with the model being trained, judges
+  the answers and logs win and win+tie rates with 95% intervals into the trainer's logs.
+
+Both judge with :func:`metric_arena.judge_pairs` (the paper's prompt and order rule, the cache,
+concurrency, rate limits, retries). Importing this package loads neither torch nor transformers:
+``ArenaCallback`` imports transformers when first asked for.
+"""
+
+from metric_arena.train._reward import DEFAULT_SCORES, ArenaReward, completion_text, reward_function
+from metric_arena.train._sample import arena_sample, gold_passages
+
+__all__ = [
+    "DEFAULT_SCORES",
+    "ArenaCallback",
+    "ArenaReward",
+    "arena_sample",
+    "completion_text",
+    "gold_passages",
+    "reward_function",
+]
+
+_HINT = 'ArenaCallback needs transformers (and torch): pip install "rag-qa-arena[hf]"'
+
+
+def __getattr__(name: str):
+    # ArenaCallback subclasses transformers.TrainerCallback: defined when first asked for.
+    if name == "ArenaCallback":
+        try:
+            from metric_arena.train._callback import ArenaCallback
+        except ImportError as error:
+            if (getattr(error, "name", None) or "").split(".")[0] not in ("transformers", "torch"):
+                raise
+            from lfrqa.errors import MissingDependency
+
+            raise MissingDependency(f"{_HINT} ({error})") from error
+        return ArenaCallback
+    raise AttributeError(f"module 'metric_arena.train' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

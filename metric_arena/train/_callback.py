@@ -1,0 +1,176 @@
+"""``ArenaCallback``: the RAG-QA Arena win rates of the model being trained, in the trainer's logs.
+
+Every ``every_n_steps`` optimizer steps (and at the end of training) the callback answers a fixed,
+seeded, domain-stratified LFRQA sample (:func:`~metric_arena.train.arena_sample`) with the model
+being trained, using the paper's generation prompt (``v1`` or ``v2``) and its greedy decoding; it
+judges those answers against LFRQA's with the paper's judge and logs, under ``<prefix>/``:
+``win_rate``, ``win_tie_rate`` and their 95% bootstrap intervals (``*_ci_low``/``*_ci_high``),
+``tie_rate``, ``loss_rate``, ``n``, ``n_failed``, ``n_sent``, ``n_cached`` and per domain
+``<prefix>/<domain>/win_rate``/``win_tie_rate``. The figures go into ``state.log_history`` and, when
+the callback is given the trainer, through the trainer's callbacks (TensorBoard, W&B...) as every
+``Trainer.log`` does. An answer that has not changed since the last evaluation is judged from the
+cache: it costs no request.
+
+Generation runs on the model's device in eval mode (set back to train mode afterwards), on the
+main process only (``state.is_world_process_zero``); with sharded weights (FSDP, ZeRO-3) use a
+separate evaluation job instead.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from transformers import TrainerCallback
+
+from lfrqa.errors import RagQaArenaError
+from metric_arena.generate import GENERATION_MAX_TOKENS, generate_answers
+from metric_arena.judge import DEFAULT_JUDGE
+from metric_arena.llm import Backend, RateLimiter, RetryPolicy, model_backend
+from metric_arena.train._judge import ArenaJudge
+from metric_arena.train._sample import arena_sample
+
+__all__ = ["ArenaCallback"]
+
+_RATES = ("win_rate", "tie_rate", "loss_rate", "win_tie_rate")
+
+
+def _metrics(result: dict, prefix: str) -> dict[str, float]:
+    """The numbers of a judge result, flat, as a log entry (intervals split in low/high; None left out)."""
+    def flat(summary: dict, head: str) -> dict:
+        out = {f"{head}/{key}": summary.get(key) for key in _RATES}
+        for key in ("win_rate_ci", "win_tie_rate_ci"):
+            interval = summary.get(key) or [None, None]
+            out[f"{head}/{key}_low"], out[f"{head}/{key}_high"] = interval[0], interval[1]
+        return out
+
+    metrics = flat(result, prefix)
+    for key in ("n", "n_failed", "n_sent", "n_cached"):
+        metrics[f"{prefix}/{key}"] = result.get(key)
+    for domain, summary in sorted((result.get("per_domain") or {}).items()):
+        metrics.update({k: v for k, v in flat(summary, f"{prefix}/{domain}").items()
+                        if k.endswith(("/win_rate", "/win_tie_rate"))})
+    return {key: value for key, value in metrics.items() if isinstance(value, (int, float)) and value == value}
+
+
+class ArenaCallback(TrainerCallback):
+    """A ``transformers.TrainerCallback`` that logs RAG-QA Arena win and win+tie rates while training.
+
+    >>> trainer = Trainer(model=model, args=args, train_dataset=ds, processing_class=tokenizer)  # doctest: +SKIP
+    >>> trainer.add_callback(ArenaCallback(trainer=trainer, judge="openai:gpt-4o-mini", every_n_steps=200,
+    ...                                    n_questions=100, retrieved="fiqa.bm25.jsonl"))  # doctest: +SKIP
+
+    ``trainer``: lets the figures reach the trainer's other callbacks (TensorBoard, W&B); without it
+    they are only appended to ``state.log_history``. Questions: ``n_questions`` from ``domains``
+    ("all", one or a list), drawn with ``seed``; passages from ``retrieved`` (a ``retrieve`` output
+    file) or the gold passages (raw corpora in ``corpus_dir``); ``data_dir``: LFRQA's files.
+    Generation: ``prompt`` ("v1"/"v2"), ``n_passages``, ``max_new_tokens``, ``batch_size``. The judge
+    options are :func:`~metric_arena.judge_pairs`'s. ``results`` keeps each evaluation's step and
+    judge summary (verdicts included).
+    """
+
+    def __init__(
+        self,
+        *,
+        judge: str | Backend | Sequence[str | Backend] = DEFAULT_JUDGE,
+        trainer=None,
+        every_n_steps: int = 500,
+        at_end: bool = True,
+        n_questions: int = 100,
+        domains: str | Sequence[str] = "all",
+        seed: int = 0,
+        retrieved: str | os.PathLike | None = None,
+        corpus_dir: str | os.PathLike | None = None,
+        prompt: str = "v1",
+        n_passages: int = 5,
+        max_new_tokens: int = GENERATION_MAX_TOKENS,
+        batch_size: int = 8,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        order: str = "paper",
+        max_concurrency: int = 16,
+        cache_dir: str | os.PathLike | None = None,
+        limiter: RateLimiter | None = None,
+        retry: RetryPolicy | None = None,
+        timeout: float | None = None,
+        max_input_tokens: int | None = None,
+        data_dir: str | os.PathLike | None = None,
+        prefix: str = "arena",
+    ) -> None:
+        for name, value in (("every_n_steps", every_n_steps), ("batch_size", batch_size),
+                            ("max_new_tokens", max_new_tokens), ("n_passages", n_passages)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise RagQaArenaError(f"{name} must be a positive integer, got {value!r}")
+        self.judge = ArenaJudge(
+            judge=judge, base_url=base_url, api_key=api_key, order=order, seed=seed, max_concurrency=max_concurrency,
+            cache_dir=cache_dir, use_cache=True, limiter=limiter, retry=retry, timeout=timeout,
+            max_input_tokens=max_input_tokens, data_dir=data_dir, backend_options=None,
+        )
+        self.trainer = trainer
+        self.every_n_steps, self.at_end, self.prefix = every_n_steps, at_end, prefix
+        self.sample_options = {"n": n_questions, "domains": domains, "seed": seed, "retrieved": retrieved,
+                               "n_passages": n_passages, "data_dir": data_dir, "corpus_dir": corpus_dir}
+        self.generation = {"prompt": prompt, "n_passages": n_passages, "max_tokens": max_new_tokens,
+                           "batch_size": batch_size, "data_dir": data_dir}
+        self._rows: list[dict] | None = None
+        self._last_step: int | None = None
+        self.results: list[dict] = []
+
+    @property
+    def rows(self) -> list[dict]:
+        """The evaluation questions (drawn once, on first use)."""
+        if self._rows is None:
+            self._rows = arena_sample(**self.sample_options)
+        return self._rows
+
+    # -- the numbers -------------------------------------------------------------------------
+    def evaluate(self, model, tokenizer, *, step: int = 0) -> dict:
+        """Answer the questions with ``model`` (and its ``tokenizer``), judge the answers; the judge's
+        result (rates, per domain, verdicts) with ``step``, ``n_generation_failed`` and ``answers``."""
+        if tokenizer is None:
+            raise RagQaArenaError("ArenaCallback needs the model's tokenizer: give the trainer processing_class=tokenizer")
+        tokenizer = getattr(tokenizer, "tokenizer", tokenizer)  # a processor wraps its tokenizer
+        rows = self.rows
+        backend = model_backend(model, tokenizer, name=f"trained@{step}", batch_size=self.generation["batch_size"])
+        generated = generate_answers(
+            rows, backend, prompt=self.generation["prompt"], n_passages=self.generation["n_passages"],
+            max_tokens=self.generation["max_tokens"], use_cache=False, progress=False,
+            data_dir=self.generation["data_dir"], max_concurrency=max(1, self.generation["batch_size"]),
+        )
+        records = generated["predictions"]
+        failed = [record["failed"] for record in records]
+        result = self.judge(
+            [record["answer"] or "" for record in records], [row["answer"] for row in rows],
+            [row["question"] for row in rows], ids=[row["qid"] for row in rows],
+            domains=[row["domain"] for row in rows], generation_failed=failed, system=f"step-{step}",
+        )
+        result.update(step=step, n_generation_failed=sum(failed),
+                      answers={row["qid"]: record["answer"] for row, record in zip(rows, records)})
+        self.results.append(result)
+        return result
+
+    def _run(self, args, state, control, model, processing_class) -> None:
+        if not state.is_world_process_zero or self._last_step == state.global_step:
+            return
+        self._last_step = state.global_step
+        tokenizer = processing_class if processing_class is not None else getattr(self.trainer, "processing_class", None)
+        result = self.evaluate(model, tokenizer, step=state.global_step)
+        logs = _metrics(result, self.prefix)
+        if state.epoch is not None:
+            logs["epoch"] = state.epoch
+        state.log_history.append({**logs, "step": state.global_step})
+        if self.trainer is not None:  # what Trainer.log does after recording: every callback gets the entry
+            self.trainer.callback_handler.on_log(args, state, control, logs)
+
+    # -- TrainerCallback events --------------------------------------------------------------
+    def on_train_begin(self, args, state, control, **kwargs):
+        if state.is_world_process_zero:
+            _ = self.rows  # a missing file or corpus is said before the first step, not after it
+
+    def on_step_end(self, args, state, control, model=None, processing_class=None, **kwargs):
+        if state.global_step % self.every_n_steps == 0:
+            self._run(args, state, control, model, processing_class)
+
+    def on_train_end(self, args, state, control, model=None, processing_class=None, **kwargs):
+        if self.at_end:
+            self._run(args, state, control, model, processing_class)

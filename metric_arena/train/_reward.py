@@ -1,0 +1,211 @@
+"""The RAG-QA Arena judge as a reward: a callable in the shape TRL's ``GRPOTrainer(reward_funcs=...)``
+expects, ``fn(prompts, completions, **dataset_columns) -> list[float | None]``.
+
+Each completion is judged against its row's reference answer for its row's question (the dataset
+columns TRL passes along: with LFRQA's own columns, ``answer``, ``question`` and ``qid``), with the
+paper's prompt and order rule, through the cache, concurrency, rate limits and retries of every
+judge run. A win scores 1.0, a tie 0.5, a loss 0.0 (``scores=`` changes them, e.g. +1/0/-1). A
+failed judgment scores ``None``, which TRL leaves out of the reward, and is counted.
+
+Ids. The judge sees one pair per distinct (row, completion): the id ``"<qid>~<12 hex of the
+completion's sha256>"`` (the qid is the ``id_column`` value, or a hash of the question without one),
+so identical completions of one prompt are judged once and, with ``order="random"``, a completion's
+position is seeded by what it says, the same in every step.
+
+>>> reward = reward_function(judge="openai:gpt-4o-mini")                    # doctest: +SKIP
+>>> reward(prompts=["..."], completions=["Paris."], question=["Capital of France?"],
+...        answer=["The capital of France is Paris."], qid=["q1"])            # doctest: +SKIP
+[1.0]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from lfrqa.errors import InvalidInputType, RagQaArenaError
+from metric_arena.judge import DEFAULT_JUDGE
+from metric_arena.llm import Backend, RateLimiter, RetryPolicy
+from metric_arena.train._judge import ArenaJudge
+
+__all__ = ["DEFAULT_SCORES", "ArenaReward", "completion_text", "reward_function"]
+
+#: Reward of each outcome of the completion against the reference.
+DEFAULT_SCORES = {"win": 1.0, "tie": 0.5, "loss": 0.0}
+# What GRPOTrainer passes besides the dataset's columns (none of them is a column).
+_TRAINER_KWARGS = ("completion_ids", "trainer_state", "log_extra", "log_metric", "environments")
+
+
+def completion_text(completion: Any, index: int = 0) -> str:
+    """The answer in one completion: a string as it is, or the content of the last assistant message
+    of a chat completion (``[{"role": "assistant", "content": ...}]``; content parts of type "text"
+    are joined)."""
+    if isinstance(completion, str):
+        return completion
+    messages = [completion] if isinstance(completion, Mapping) else completion
+    if not isinstance(messages, Sequence) or not all(isinstance(m, Mapping) for m in messages):
+        raise InvalidInputType(f"completions[{index}] is {type(completion).__name__}: give a string or chat messages "
+                               '[{"role": "assistant", "content": "..."}]')
+    replies = [m for m in messages if m.get("role") == "assistant"]
+    if not replies:
+        roles = [m.get("role") for m in messages]
+        raise RagQaArenaError(f"completions[{index}] holds no assistant message (roles: {roles}): the answer judged "
+                              "is the content of the last assistant message")
+    content = replies[-1].get("content")
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Sequence):
+        return "".join(part.get("text", "") for part in content if isinstance(part, Mapping) and part.get("type") == "text")
+    raise InvalidInputType(f"completions[{index}]: the assistant content is {type(content).__name__}, not text")
+
+
+def _check_scores(scores: Mapping[str, float]) -> dict[str, float]:
+    if not isinstance(scores, Mapping) or set(scores) != set(DEFAULT_SCORES):
+        given = sorted(scores) if isinstance(scores, Mapping) else scores
+        raise RagQaArenaError(f"scores must give a number for exactly win, tie and loss (e.g. {DEFAULT_SCORES}), got {given!r}")
+    checked = {}
+    for outcome, value in scores.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise RagQaArenaError(f"scores[{outcome!r}] must be a finite number, got {value!r}")
+        checked[outcome] = float(value)
+    return checked
+
+
+def _digest(text: str, size: int = 12) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:size]
+
+
+class ArenaReward:
+    """A TRL reward function judging completions against their rows' references (see :func:`reward_function`).
+
+    ``counts`` holds what was judged so far: ``calls``, ``completions``, ``pairs`` (distinct pairs
+    judged), ``failed`` (completions scored None), ``win``/``tie``/``loss``, ``n_sent``,
+    ``n_cached`` and ``errors`` by kind.
+    """
+
+    def __init__(self, judge: ArenaJudge, *, scores: Mapping[str, float], reference_column: str,
+                 question_column: str, id_column: str | None, name: str) -> None:
+        self.judge = judge
+        self.scores = _check_scores(scores)
+        for what, column in (("reference_column", reference_column), ("question_column", question_column)):
+            if not isinstance(column, str) or not column:
+                raise RagQaArenaError(f"{what} must name a dataset column, got {column!r}")
+        self.reference_column, self.question_column, self.id_column = reference_column, question_column, id_column
+        self.__name__ = name  # TRL names the reward after it: rewards/<name>/mean
+        self.counts: Counter = Counter()
+        self.errors: Counter = Counter()
+
+    def __repr__(self) -> str:
+        return f"ArenaReward({self.__name__!r}, judge={self.judge.specs}, scores={self.scores})"
+
+    def _column(self, columns: Mapping[str, Any], name: str, n: int, what: str) -> list:
+        if name not in columns:
+            available = sorted(k for k in columns if k not in _TRAINER_KWARGS)
+            raise RagQaArenaError(
+                f"The reward needs the {what} of each completion from the dataset column {name!r}, which is not among "
+                f"the columns passed ({available}): add it to the dataset or set {what.split()[0]}_column=..."
+            )
+        values = list(columns[name])
+        if len(values) != n:
+            raise RagQaArenaError(f"column {name!r} has {len(values)} values for {n} completions")
+        return values
+
+    def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], **dataset_columns: Any) -> list[float | None]:
+        """One reward per completion (None for a failed judgment), in order; TRL passes the dataset's
+        other columns as keyword lists (plus its own ``trainer_state``, ``log_metric``...)."""
+        log_metric: Callable[[str, float], None] | None = dataset_columns.get("log_metric")
+        log_extra: Callable[[str, list], None] | None = dataset_columns.get("log_extra")
+        n = len(completions)
+        if len(prompts) != n:
+            raise RagQaArenaError(f"{len(prompts)} prompts for {n} completions: give one prompt per completion")
+        references = self._column(dataset_columns, self.reference_column, n, "reference answer")
+        questions = self._column(dataset_columns, self.question_column, n, "question")
+        if self.id_column is not None and self.id_column in dataset_columns:
+            qids = [str(q) for q in self._column(dataset_columns, self.id_column, n, "id")]
+        else:
+            qids = [f"q{_digest(str(q))}" for q in questions]
+        answers = [completion_text(c, i) for i, c in enumerate(completions)]
+        pair_ids = [f"{qid}~{_digest(answer)}" for qid, answer in zip(qids, answers)]
+        first: dict[str, int] = {}
+        for i, pair_id in enumerate(pair_ids):
+            first.setdefault(pair_id, i)
+        unique = list(first.values())
+        outcomes: dict[str, str | None] = {}
+        if unique:
+            result = self.judge([answers[i] for i in unique], [references[i] for i in unique],
+                                [questions[i] for i in unique], ids=[pair_ids[i] for i in unique],
+                                system=self.__name__, n_boot=0)
+            outcomes = {v["qid"]: v["outcome"] for v in result["verdicts"]}
+            self.counts.update(n_sent=result.get("n_sent", 0), n_cached=result.get("n_cached", 0), pairs=len(unique))
+            self.errors.update(result.get("errors") or {})
+        per_completion = [outcomes.get(pair_id) for pair_id in pair_ids]
+        rewards = [None if o is None else self.scores[o] for o in per_completion]
+        tally = Counter("failed" if o is None else o for o in per_completion)
+        self.counts.update(calls=1, completions=n, **tally)
+        if log_metric is not None and n:
+            for key in ("win", "tie", "loss", "failed"):
+                log_metric(f"{self.__name__}/{key}", tally[key] / n)
+        if log_extra is not None:
+            log_extra(f"{self.__name__}_outcome", [o if o is not None else "failed" for o in per_completion])
+        return rewards
+
+    def close(self) -> None:
+        """Free what the judge holds (a local judge model)."""
+        self.judge.close()
+
+
+def reward_function(
+    *,
+    judge: str | Backend | Sequence[str | Backend] = DEFAULT_JUDGE,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    order: str = "paper",
+    seed: int = 0,
+    max_concurrency: int = 16,
+    cache_dir: str | os.PathLike | None = None,
+    use_cache: bool = True,
+    limiter: RateLimiter | None = None,
+    retry: RetryPolicy | None = None,
+    timeout: float | None = None,
+    max_input_tokens: int | None = None,
+    data_dir: str | os.PathLike | None = None,
+    backend_options: dict | None = None,
+    reference_column: str = "answer",
+    question_column: str = "question",
+    id_column: str | None = "qid",
+    scores: Mapping[str, float] = DEFAULT_SCORES,
+    name: str = "rag_qa_arena",
+) -> ArenaReward:
+    """The RAG-QA Arena judge as a reward function for TRL's ``GRPOTrainer(reward_funcs=[...])``.
+
+    The returned callable takes ``(prompts, completions, **dataset_columns)`` and returns one
+    ``float | None`` per completion: ``scores`` of the completion's outcome against the row's
+    ``reference_column`` (LFRQA's ``answer``) for its ``question_column``, or None when the
+    judgment failed (TRL ignores it; counted in ``reward.counts["failed"]``). Completions may be
+    strings or chat messages. ``id_column`` (LFRQA's ``qid``; None or absent: a hash of the
+    question) names the pairs in the cache and seeds ``order="random"``.
+
+    The judge options are :func:`~metric_arena.judge_pairs`'s: ``judge``, ``base_url``/``api_key``
+    (default ``$OPENAI_BASE_URL``/``$OPENAI_API_KEY``), ``order``, ``seed``, ``max_concurrency``,
+    ``cache_dir``/``use_cache``, ``limiter`` (a :class:`~metric_arena.RateLimiter`, shared by all
+    calls), ``retry``, ``timeout``, ``max_input_tokens``, ``data_dir`` (the pinned prompt files)
+    and ``backend_options``. ``name`` is the reward's name in TRL's logs (``rewards/<name>/mean``);
+    through TRL's ``log_metric`` it also logs the shares ``<name>/win|tie|loss|failed``.
+
+    >>> from trl import GRPOTrainer                                        # doctest: +SKIP
+    >>> reward = reward_function(judge="openai:gpt-4o-mini", scores={"win": 1, "tie": 0, "loss": -1})  # doctest: +SKIP
+    >>> trainer = GRPOTrainer(model=..., reward_funcs=[reward], train_dataset=lfrqa_with_prompts)  # doctest: +SKIP
+    """
+    settings = ArenaJudge(
+        judge=judge, base_url=base_url, api_key=api_key, order=order, seed=seed, max_concurrency=max_concurrency,
+        cache_dir=cache_dir, use_cache=use_cache, limiter=limiter, retry=retry, timeout=timeout,
+        max_input_tokens=max_input_tokens, data_dir=data_dir, backend_options=backend_options,
+    )
+    return ArenaReward(settings, scores=scores, reference_column=reference_column, question_column=question_column,
+                       id_column=id_column, name=name)
