@@ -19,9 +19,9 @@ loads no ``datasets``, ``torch`` or plotting library (``ArenaCallback`` loads tr
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
-from metric_arena import stats
+from metric_arena import stats  # noqa: F401 - metric_arena.stats, the statistics room
 from metric_arena.generate import generate_answers
-from metric_arena.judge import DEFAULT_JUDGE, ajudge_pairs, judge_pairs
+from metric_arena.judge import DEFAULT_JUDGE, ajudge_pairs, judge_pairs  # noqa: F401 - ajudge_pairs: the async form
 from metric_arena.llm import (
     AuthenticationFailed,
     BackendError,

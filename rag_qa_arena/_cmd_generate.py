@@ -41,9 +41,10 @@ examples:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from metric_arena.prompts import GENERATION_TEMPLATES
-    from rag_qa_arena._common_options import add_backend_flags, add_run_flags
-    from rag_qa_arena._scale_options import (
+    from rag_qa_arena._options import (
+        add_backend_flags,
         add_rate_limit_flags,
+        add_run_flags,
         add_tensor_parallel_flag,
     )
 
@@ -131,13 +132,13 @@ def run_generate(args: argparse.Namespace) -> int:
         generate_answers,
         generation_dry_run,
     )
-    from rag_qa_arena._common_options import (
+    from rag_qa_arena._options import (
         api_key,
         check_backend_args,
+        make_limiter,
         run_reporting_failures,
         unreachable_hint,
     )
-    from rag_qa_arena._scale_options import make_limiter
 
     if not args.dry_run and not args.out:
         raise RagQaArenaError("--out FILE is required (the answers' JSONL file), or use --dry-run")

@@ -33,8 +33,11 @@ examples:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from metric_arena.judge import DEFAULT_JUDGE, ORDERS
-    from rag_qa_arena._common_options import add_backend_flags, add_run_flags
-    from rag_qa_arena._scale_options import add_judge_scale_flags
+    from rag_qa_arena._options import (
+        add_backend_flags,
+        add_judge_scale_flags,
+        add_run_flags,
+    )
 
     parser = subparsers.add_parser(
         "judge",
@@ -104,8 +107,8 @@ def run_judge(args: argparse.Namespace) -> int:
         judge_pairs,
         prepare_judge_inputs,
     )
-    from rag_qa_arena import _scale_options as scale
-    from rag_qa_arena._common_options import (
+    from rag_qa_arena import _options as scale
+    from rag_qa_arena._options import (
         api_key,
         check_backend_args,
         run_reporting_failures,
@@ -192,7 +195,7 @@ def _print_summary(result: dict, out: str) -> None:
         lines.append(f"  no-answer rate {pct(result['no_answer_rate'])}")
     if "position_flip_rate" in result:
         lines.append(f"  position flip rate {pct(result['position_flip_rate'])}")
-    from rag_qa_arena._scale_options import stop_note
+    from rag_qa_arena._options import stop_note
 
     lines.extend(stop_note(result))
     for domain, part in result.get("per_domain", {}).items():

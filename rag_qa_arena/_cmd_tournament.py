@@ -23,8 +23,11 @@ examples:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from metric_arena.judge import DEFAULT_JUDGE, ORDERS
-    from rag_qa_arena._common_options import add_backend_flags, add_run_flags
-    from rag_qa_arena._scale_options import add_rate_limit_flags
+    from rag_qa_arena._options import (
+        add_backend_flags,
+        add_rate_limit_flags,
+        add_run_flags,
+    )
 
     parser = subparsers.add_parser(
         "tournament",
@@ -81,9 +84,18 @@ def _systems(args: argparse.Namespace) -> dict[str, str]:
 
 
 def run_tournament(args: argparse.Namespace) -> int:
-    from metric_arena.judge import DEFAULT_JUDGE, format_estimate, tournament, tournament_dry_run
-    from rag_qa_arena._common_options import api_key, check_backend_args, run_reporting_failures
-    from rag_qa_arena._scale_options import make_limiter
+    from metric_arena.judge import (
+        DEFAULT_JUDGE,
+        format_estimate,
+        tournament,
+        tournament_dry_run,
+    )
+    from rag_qa_arena._options import (
+        api_key,
+        check_backend_args,
+        make_limiter,
+        run_reporting_failures,
+    )
 
     check_backend_args(args)
     if args.max_judgments is not None and not args.adaptive:

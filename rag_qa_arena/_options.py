@@ -1,31 +1,142 @@
-"""Scale flags shared by ``rag-qa-arena judge`` and ``generate``: rate limits, sampling, early
-stopping, vLLM tensor parallelism and the OpenAI Batch API. Each command adds the flags it takes
-with one call and hands ``args`` to the helpers below; the work is done by public functions of
-:mod:`metric_arena` (``RateLimiter``, ``judge_pairs(sample=, target_width=)``,
-:mod:`metric_arena.judge._batch`).
-"""
+"""Flags the commands share and what they do with them: backend and run flags, rate limits, sampling and
+early stopping, the Batch API steps, and how failures become exit codes and one-line messages."""
 
 from __future__ import annotations
 
 import argparse
+import errno
 import math
+import os
 import sys
+from collections.abc import Callable
+from typing import TypeVar
 
 from lfrqa.errors import RagQaArenaError
-from rag_qa_arena._common_options import api_key as _api_key
 
 __all__ = [
     "BATCH_NOT_READY_EXIT",
+    "FATAL_EXIT",
+    "WRITE_EXIT",
+    "add_backend_flags",
     "add_judge_scale_flags",
     "add_rate_limit_flags",
+    "add_run_flags",
     "add_tensor_parallel_flag",
+    "api_key",
+    "cannot_write_message",
+    "check_backend_args",
     "check_judge_scale_args",
     "judge_backends",
     "make_limiter",
     "run_batch_status",
     "run_batch_step",
+    "run_reporting_failures",
     "stop_note",
+    "unreachable_hint",
 ]
+
+#: Exit status when the server rejects the key or does not serve the model (the run stops at once).
+FATAL_EXIT = 3
+#: Exit status when the output cannot be written (bad input exits 2 as well).
+WRITE_EXIT = 2
+
+_WRITE_ERRNOS = {errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EPERM, errno.EDQUOT, errno.EFBIG, errno.EIO,
+                 errno.ENOTDIR, errno.EEXIST, errno.EISDIR}
+
+T = TypeVar("T")
+
+
+def add_backend_flags(parser: argparse.ArgumentParser, kind: str) -> None:
+    """``--base-url``, ``--api-key``, ``--max-concurrency`` and ``--timeout``; ``kind`` names what
+    the command calls in the help ("judges", "models")."""
+    parser.add_argument("--base-url", metavar="URL",
+                        help=f"OpenAI-compatible server for openai {kind}, e.g. http://localhost:8000/v1 "
+                             "(default: $OPENAI_BASE_URL, else OpenAI)")
+    parser.add_argument("--api-key", metavar="KEY",
+                        help=f"API key for openai {kind} (default: $OPENAI_API_KEY; prefer the environment "
+                             "variable: command lines end up in shell history). Never written anywhere.")
+    parser.add_argument("--max-concurrency", type=int, default=16, metavar="N",
+                        help="requests in flight at once (default: 16)")
+    parser.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
+                        help=f"per-request timeout for openai {kind} (default: 120)")
+
+
+def add_run_flags(parser: argparse.ArgumentParser, *, cache: str, cost: str) -> None:
+    """``--cache-dir``, ``--no-cache``, ``--data-dir``, ``--dry-run`` and ``--no-progress``;
+    ``cache`` names the cache in the help ("judgment cache"), ``cost`` what a dry run prints."""
+    parser.add_argument("--cache-dir", metavar="DIR",
+                        help=f"{cache} folder, shared by `judge` and `generate` (default: $RAG_QA_ARENA_CACHE, "
+                             "else ~/.cache/rag_qa_arena)")
+    parser.add_argument("--no-cache", action="store_true", help=f"neither read nor write the {cache}")
+    parser.add_argument("--data-dir", metavar="DIR",
+                        help="local copy of the benchmark's pinned files (default: $LFRQA_DATA_DIR, else download)")
+    parser.add_argument("--dry-run", action="store_true",
+                        help=f"print requests, tokens and {cost} (ending with 'estimated_cost_usd: N'), send nothing")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def check_backend_args(args: argparse.Namespace) -> None:
+    """Reject a ``--max-concurrency`` below 1 or a ``--timeout`` that is not positive."""
+    if args.max_concurrency < 1:
+        raise RagQaArenaError(f"--max-concurrency must be >= 1, got {args.max_concurrency}")
+    if args.timeout <= 0:
+        raise RagQaArenaError(f"--timeout must be > 0 seconds, got {args.timeout:g}")
+
+
+def api_key(args: argparse.Namespace) -> str | None:
+    """``--api-key``, else ``$OPENAI_API_KEY``."""
+    return args.api_key or os.environ.get("OPENAI_API_KEY")
+
+
+def cannot_write_message(error: OSError, where: str | None) -> str | None:
+    """``"cannot write to DIR: <reason> (disk full or read-only?)"`` for a failed write (full
+    disk, read-only or forbidden folder, a file where a folder should be), else None."""
+    if error.errno is None:
+        return str(error) if isinstance(error, PermissionError) else None
+    if error.errno not in _WRITE_ERRNOS:
+        return None
+    place = error.filename or where or "the output folder"
+    if error.errno in (errno.EEXIST, errno.ENOTDIR):
+        return f"cannot write to {place}: a file is where a folder should be (remove it or choose another path)"
+    if error.errno == errno.EISDIR:
+        return f"cannot write to {place}: it is a folder, not a file (give a file path or remove the folder)"
+    return f"cannot write to {place}: {os.strerror(error.errno)} (disk full or read-only?)"
+
+
+def unreachable_hint(result: dict, base_url: str | None) -> str | None:
+    """A line saying what to check when every item failed and only for connection errors or
+    timeouts (a wrong ``--base-url``, no network), else None."""
+    errors = result.get("errors") or {}
+    if not result.get("n") or result.get("n_failed") != result["n"] or not errors:
+        return None
+    if not set(errors) <= {"connection", "timeout"}:
+        return None
+    where = base_url or os.environ.get("OPENAI_BASE_URL") or "the OpenAI API"
+    return (f"rag-qa-arena: warning: no request got through to {where} (connection errors or timeouts only): "
+            "check --base-url and the network, then run the same command again (failed items are asked again)")
+
+
+def run_reporting_failures(call: Callable[[], T], *, stopped: str, where: str | None, kept: str) -> T | int:
+    """``call()``'s result, or an exit code after an error line and a line saying what is kept:
+    :data:`FATAL_EXIT` when the server rejects the key or the model (then ``stopped`` is printed),
+    :data:`WRITE_EXIT` when an output cannot be written (``where``: the place, when the error
+    does not name it; then ``kept``). Other errors propagate."""
+    from metric_arena.llm import AuthenticationFailed, ModelNotFound
+
+    try:
+        return call()
+    except (AuthenticationFailed, ModelNotFound) as error:
+        print(f"rag-qa-arena: error: {error}", file=sys.stderr)
+        print(stopped, file=sys.stderr)
+        return FATAL_EXIT
+    except OSError as error:
+        message = cannot_write_message(error, where)
+        if message is None:
+            raise
+        print(f"rag-qa-arena: error: {message}", file=sys.stderr)
+        print(kept, file=sys.stderr)
+        return WRITE_EXIT
+
 
 #: Exit status of ``--batch-collect`` while batches are still running: try again later.
 BATCH_NOT_READY_EXIT = 4
@@ -122,7 +233,7 @@ def judge_backends(judges: list[str], args: argparse.Namespace) -> list:
     if getattr(args, "batch_only", False):
         from metric_arena.judge import CacheOnlyBackend
 
-        return [CacheOnlyBackend.like(spec, base_url=args.base_url, api_key=_api_key(args)) for spec in judges]
+        return [CacheOnlyBackend.like(spec, base_url=args.base_url, api_key=api_key(args)) for spec in judges]
     out = []
     for spec, kind in zip(judges, kinds):
         if kind == "vllm" and args.tensor_parallel_size is not None:
@@ -138,7 +249,7 @@ def run_batch_status(args: argparse.Namespace) -> int:
     from metric_arena.llm import TERMINAL_STATUSES
 
     rows_by_judge = _api_call(lambda: judge_batch_status(args.batch_status, base_url=args.base_url,
-                                                         api_key=_api_key(args)), _api_key(args))
+                                                         api_key=api_key(args)), api_key(args))
     if isinstance(rows_by_judge, int):
         return rows_by_judge
     ended = True
@@ -168,9 +279,9 @@ def run_batch_step(args: argparse.Namespace, *, answers, references, questions, 
     if args.batch:
         result = _api_call(lambda: submit_judge_batch(
             answers, references, questions, args.batch, ids=qids, domains=domains, judge=judges,
-            base_url=args.base_url, api_key=_api_key(args), order=args.order, seed=args.seed, sample=args.sample,
+            base_url=args.base_url, api_key=api_key(args), order=args.order, seed=args.seed, sample=args.sample,
             cache_dir=args.cache_dir, data_dir=args.data_dir, generation_failed=generation_failed,
-            max_input_tokens=getattr(args, "max_input_tokens", None)), _api_key(args))
+            max_input_tokens=getattr(args, "max_input_tokens", None)), api_key(args))
         if isinstance(result, int):
             return result
         for judge in result["judges"]:
@@ -189,7 +300,7 @@ def run_batch_step(args: argparse.Namespace, *, answers, references, questions, 
         raise RagQaArenaError("--batch-collect finishes the judge run: give --out DIR for verdicts.jsonl and summary.json")
     try:
         counts = _api_call(lambda: collect_judge_batch(args.batch_collect, base_url=args.base_url,
-                                                       api_key=_api_key(args), cache_dir=args.cache_dir), _api_key(args))
+                                                       api_key=api_key(args), cache_dir=args.cache_dir), api_key(args))
     except BatchNotReady as error:
         print(f"rag-qa-arena: {error}", file=sys.stderr)
         return BATCH_NOT_READY_EXIT
