@@ -13,7 +13,8 @@ from pathlib import Path
 from lfrqa.errors import RagQaArenaError
 
 _EPILOG = """\
-prediction files: JSON Lines, one {"qid": "...", "answer": "..."} per line (LFRQA qids).
+prediction files: JSON Lines, one {"qid": "...", "answer": "..."} per line (LFRQA qids), or
+the same columns as a Parquet file or a folder saved by datasets' Dataset.save_to_disk.
 Questions, reference answers and domains come from LFRQA by qid; lines may also carry
 "question" and "domain" to judge without LFRQA (with --versus). Lines marked "failed": true
 (written by `generate` when a question got no answer) are failed pairs and are never judged.
@@ -48,8 +49,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--predictions", metavar="FILE",
-                        help='the evaluated system\'s answers: JSONL with {"qid", "answer"} per line '
-                             "(required, except with --batch-status)")
+                        help='the evaluated system\'s answers: JSONL with {"qid", "answer"} per line, or Parquet / '
+                             "a saved datasets.Dataset with those columns (required, except with --batch-status)")
     parser.add_argument("--judge", action="append", metavar="BACKEND:MODEL",
                         help=f"judge model as '<backend>:<model>' (backends: openai, hf, vllm); repeat the flag "
                              f"for several judges that vote (default: {DEFAULT_JUDGE})")

@@ -96,14 +96,15 @@ def run(args: argparse.Namespace) -> int:
 def _read_questions(path: str) -> list[dict]:
     import os
 
-    from lfrqa.files import iter_jsonl
+    from lfrqa.files import iter_records, saved_dataset
 
     hint = 'Each line must be one {"qid", "question"} object.'
-    if not os.path.isfile(path):
+    if not os.path.isfile(path) and not saved_dataset(path):
         what = "is a folder, not a file" if os.path.isdir(path) else "does not exist"
         raise FileNotFoundError(f"Questions file {path} {what}: give a JSONL file with one "
-                                '{"qid", "question"} object per line, or drop --questions to use LFRQA\'s')
-    rows = [row for _, row in iter_jsonl(path, hint=hint)]
+                                '{"qid", "question"} object per line (or Parquet, or a saved datasets.Dataset), '
+                                "or drop --questions to use LFRQA's")
+    rows = [row for _, row in iter_records(path, hint=hint)]
     if not rows:
         raise RagQaArenaError(f"{path} holds no questions: write one {{\"qid\", \"question\"}} object per line")
     return rows
