@@ -17,6 +17,11 @@ vs system (`judge --versus`), with LFRQA fixed at 1000 (the paper's Table 5). In
 percentile bootstrap intervals. Adjacent systems are compared on their shared queries (paired
 bootstrap interval and exact sign test).
 
+Also: systems judged on different questions are flagged as not directly comparable; the share of
+"I couldn't find an answer" replies per system and domain, the rates with and without those
+pairs, and the leaderboard rebuilt without them (the paper's Tables 9 and 5); with --retrieved,
+per system and domain, how often the passages held a gold document and the rates split by it.
+
 Writes to OUT: leaderboard.json (one entry per system), report.json (everything), win_rates.png,
 ratings.png and leaderboard.html (one self-contained file: open it in any browser, offline).
 """
@@ -26,6 +31,8 @@ examples:
   rag-qa-arena report runs/* --out leaderboard/
   rag-qa-arena report runs/gpt-4o runs/llama-3 runs/gpt-4o-vs-llama-3 --out lb/ --n-boot 2000
   rag-qa-arena report runs/* --out lb/ --human-labels human.jsonl --agreement-judge openai:gpt-4o
+  rag-qa-arena report runs/* --out lb/ --retrieved fiqa.colbert.jsonl science.colbert.jsonl
+  rag-qa-arena report runs/* --out lb/ --retrieved gpt-4o=colbert.jsonl bm25-gpt-4o=bm25.jsonl
 
 human labels (JSONL): {"qid": ..., "system_a": ..., "system_b": ..., "label": 1 | 2 | 0}
   1 (or "win") = system_a's answer is better, 2 (or "loss") = system_b's, 0 (or "tie") = neither.
@@ -51,6 +58,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--agreement-judge", metavar="NAME",
         help="judge to compare with the human labels, e.g. openai:gpt-4o (default: each pair's majority verdict)",
     )
+    parser.add_argument(
+        "--retrieved", nargs="+", metavar="[SYSTEM=]FILE",
+        help="the files `rag-qa-arena retrieve` wrote (JSONL, Parquet or a saved Dataset), one or more (e.g. one "
+             "per domain): adds the retrieval-aware analysis. FILE serves every system; SYSTEM=FILE one system",
+    )
+    parser.add_argument("--data-dir", metavar="DIR",
+                        help="LFRQA's pinned files, for the gold documents of --retrieved (default: $LFRQA_DATA_DIR, "
+                             "else the checksummed download)")
     parser.add_argument("--title", default="RAG-QA Arena leaderboard", help="title of the HTML page")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots (the HTML then has none)")
     parser.set_defaults(func=_run)
@@ -94,9 +109,15 @@ def _run(args: argparse.Namespace) -> int:
             title=args.title,
             plots=not args.no_plots,
             progress=progress,
+            retrieved=args.retrieved,
+            data_dir=args.data_dir,
         )
     out = Console()
     out.print(leaderboard_table(board))
+    from rag_qa_arena._report_tables import analysis_tables
+
+    for table in analysis_tables(board):
+        out.print(table)
     if board.agreement:
         a = board.agreement
         out.print(
