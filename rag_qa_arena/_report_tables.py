@@ -22,8 +22,9 @@ def _pct(value) -> str:
     return f"{value * 100:.1f}" if _finite(value) else "n/a"
 
 
-def _rate(stats: dict | None, key: str):
-    """A rate with its interval on a second line (dim), and its number of queries; "n/a" without data."""
+def _rate(stats: dict | None, key: str, *, count: bool = True):
+    """A rate with its interval on a second line (dim), and (``count``) its number of judged queries;
+    "n/a" without data."""
     from rich.text import Text
 
     value = (stats or {}).get(key)
@@ -32,7 +33,8 @@ def _rate(stats: dict | None, key: str):
     text = Text(f"{value * 100:.1f}\n")
     low, high = stats.get(f"{key}_ci") or (value, value)
     interval = f"{low * 100:.0f}-{high * 100:.0f}" if _finite(low) and _finite(high) else "n/a"
-    text.append(f"{interval} n={stats.get('n_judged', stats.get('n', 0)):,}", style="dim")
+    n = f" n={stats.get('n_judged', stats.get('n', 0)):,}" if count else ""
+    text.append(interval + n, style="dim")
     return text
 
 
@@ -92,6 +94,7 @@ def no_answer_table(board):
     table.add_column("No answer %", justify="right")
     for domain in domains:
         table.add_column(domain, justify="right")
+    table.add_column("Pairs w/o", justify="right")
     for name in ("Win % all", "Win % w/o", "Win+tie % all", "Win+tie % w/o", "Rank w/o", "Rating w/o"):
         table.add_column(name, justify="right")
     ranks = {e["system"]: e for e in view.get("leaderboard") or []}
@@ -100,9 +103,9 @@ def no_answer_table(board):
         rating = excluded.get("rating")
         table.add_row(
             Text(s["system"]), _pct(s["no_answer_rate"]),
-            *(_pct((s["per_domain"].get(d) or {}).get("no_answer_rate")) for d in domains),
-            _rate(s["with"], "win_rate"), _rate(s["without"], "win_rate"),
-            _rate(s["with"], "win_tie_rate"), _rate(s["without"], "win_tie_rate"),
+            *(_pct((s["per_domain"].get(d) or {}).get("no_answer_rate")) for d in domains), f"{s['without']['n']:,}",
+            _rate(s["with"], "win_rate", count=False), _rate(s["without"], "win_rate", count=False),
+            _rate(s["with"], "win_tie_rate", count=False), _rate(s["without"], "win_tie_rate", count=False),
             "–" if excluded.get("rank") is None else str(excluded["rank"]),
             "–" if rating is None else f"{rating:.0f}",
         )
