@@ -30,6 +30,7 @@ from lfrqa.errors import RagQaArenaError
 
 # A citation group: "[3]", "[ 1]" or "[1, 2, 4]". Other brackets ("[ŋ]", "[ ]") are text.
 CITATION_GROUP = re.compile(r"\[\s*(\d+(?:\s*,\s*\d+)*)\s*\]")
+_MARKER_WITH_SPACES = re.compile(r"[ \t]*" + CITATION_GROUP.pattern + r"[ \t]*")
 _TRAILING_PUNCT = re.compile(r"^[\s.,;:!?\"')\]]*$")
 
 QUIRKS = (
@@ -93,17 +94,32 @@ def split_cited_sentences(cited: str) -> list[tuple[str, list[int]]]:
 def strip_citations(cited: str) -> str:
     """The cited answer without its citation markers, one sentence per line as published.
 
+    Only the spaces around a removed marker change: a marker and the spaces before and after it
+    go, leaving one space between words ("A [1] B" -> "A B") and none before punctuation or at
+    the end of a line ("D [1]." -> "D."). Everything else is kept as written, spaces before
+    punctuation in code (``isset($x) ? $x : 0``) and double spaces included; each line is
+    stripped and empty lines dropped.
+
     >>> strip_citations("A is B. [1] \\nC is [ŋ] D [1, 2].")
     'A is B.\\nC is [ŋ] D.'
+    >>> strip_citations("Use `a ? b : c` [2]; see [3] the  manual.")
+    'Use `a ? b : c`; see the  manual.'
     """
     lines = []
     for line in cited.split("\n"):
-        plain = CITATION_GROUP.sub("", line)
-        plain = re.sub(r"\s+([.,;:!?])", r"\1", plain)  # "D ." -> "D."
-        plain = re.sub(r"[ \t]{2,}", " ", plain).strip()
+        plain = _MARKER_WITH_SPACES.sub(lambda m: _marker_gap(line, m), line).strip()
         if plain:
             lines.append(plain)
     return "\n".join(lines)
+
+
+def _marker_gap(line: str, match: re.Match) -> str:
+    """What replaces a marker and its surrounding spaces: nothing before punctuation, at either end
+    of the line or between two glued words, else one space."""
+    after = line[match.end() : match.end() + 1]
+    if match.start() == 0 or after == "" or after in ".,;:!?":
+        return ""
+    return " " if match.group(0) != match.group(0).strip() else ""
 
 
 def _same_text(a: str, b: str) -> bool:

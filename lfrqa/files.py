@@ -1,4 +1,5 @@
-"""Files every stage reads and writes: strict JSON Lines, strict JSON, atomic writes, the package version.
+"""Files every stage reads and writes: strict JSON Lines, strict JSON, atomic writes, the package version,
+and :func:`iter_records`, the one reader of row files (JSON Lines, Parquet, a saved ``datasets.Dataset``).
 
 One implementation of each, shared by the whole package (this module imports nothing of ours
 but the errors).
@@ -21,7 +22,16 @@ from typing import BinaryIO
 
 from lfrqa.errors import RagQaArenaError
 
-__all__ = ["JsonlAppender", "atomic_write", "dumps_json", "iter_jsonl", "json_line", "package_version"]
+__all__ = [
+    "JsonlAppender",
+    "atomic_write",
+    "dumps_json",
+    "iter_jsonl",
+    "iter_records",
+    "json_line",
+    "package_version",
+    "saved_dataset",
+]
 
 DISTRIBUTION = "rag-qa-arena"
 
@@ -56,6 +66,79 @@ def iter_jsonl(source: str | os.PathLike | BinaryIO, *, name: str | None = None,
         if not isinstance(record, dict):
             raise RagQaArenaError(f"{name} line {number}: expected a JSON object, got {type(record).__name__}.{suffix}")
         yield number, record
+
+
+def iter_records(path: str | os.PathLike, *, hint: str = "") -> Iterator[tuple[str, dict]]:
+    """``(where, row)`` for each row of a JSON Lines file, a Parquet file, or a folder written by
+    ``datasets.Dataset.save_to_disk``: what stages hand each other. ``where`` names the file and
+    the line (JSON Lines) or the row, from 1 (Parquet, Dataset), for error messages.
+
+    A Parquet file is recognised by its content (it starts with ``PAR1``), whatever its name;
+    pyarrow and datasets are imported only for those formats.
+
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "preds.jsonl"
+    >>> _ = path.write_text('{"qid": "1", "answer": "yes"}\\n')
+    >>> [(where.endswith("preds.jsonl line 1"), row) for where, row in iter_records(path)]
+    [(True, {'qid': '1', 'answer': 'yes'})]
+    """
+    path = Path(path)
+    if path.is_dir():
+        yield from _dataset_rows(path)
+        return
+    with open(path, "rb") as handle:
+        magic = handle.read(4)
+    if magic == _PARQUET_MAGIC:
+        yield from _parquet_rows(path)
+        return
+    for number, record in iter_jsonl(path, hint=hint):
+        yield f"{path} line {number}", record
+
+
+def saved_dataset(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a folder written by ``save_to_disk`` (a Dataset, or a DatasetDict)."""
+    path = Path(path)
+    return (path / "state.json").is_file() or (path / "dataset_dict.json").is_file()
+
+
+_PARQUET_MAGIC = b"PAR1"
+_ROW_FORMATS = ("a JSON Lines file, a Parquet file, or a folder written by datasets' Dataset.save_to_disk")
+
+
+def _parquet_rows(path: Path) -> Iterator[tuple[str, dict]]:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError as error:  # pragma: no cover - pyarrow is a core dependency
+        raise RagQaArenaError(f"{path} is a Parquet file: reading it needs pyarrow (pip install pyarrow)") from error
+    try:
+        batches = pq.ParquetFile(path).iter_batches(batch_size=4096)
+        number = 0
+        for batch in batches:
+            for row in batch.to_pylist():
+                number += 1
+                yield f"{path} row {number}", row
+    except (OSError, ValueError) as error:  # pyarrow's ArrowInvalid is a ValueError
+        if isinstance(error, RagQaArenaError):
+            raise
+        raise RagQaArenaError(f"{path}: not a readable Parquet file ({error}); give {_ROW_FORMATS}") from None
+
+
+def _dataset_rows(path: Path) -> Iterator[tuple[str, dict]]:
+    if (path / "dataset_dict.json").is_file():
+        splits = sorted(p.name for p in path.iterdir() if (p / "state.json").is_file())
+        shown = ", ".join(str(path / s) for s in splits) or "none found"
+        raise RagQaArenaError(f"{path} holds a DatasetDict (splits: {', '.join(splits)}): give one split's folder ({shown})")
+    if not (path / "state.json").is_file():
+        raise RagQaArenaError(f"{path} is a folder but not a saved datasets.Dataset (no state.json): give {_ROW_FORMATS}")
+    import datasets
+
+    dataset = datasets.load_from_disk(str(path))
+    number = 0
+    for start in range(0, len(dataset), 4096):
+        columns = dataset[start : start + 4096]
+        for values in zip(*columns.values()):
+            number += 1
+            yield f"{path} row {number}", dict(zip(columns, values))
 
 
 def json_line(record: dict) -> str:

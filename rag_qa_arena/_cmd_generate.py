@@ -14,7 +14,8 @@ from lfrqa.errors import RagQaArenaError
 
 _EPILOG = """\
 input (--retrieved): the JSON Lines `rag-qa-arena retrieve` writes, one
-{"qid", "domain", "question", "passages": [{"pid", "doc_id", "text", "score", "rank"}]} per line.
+{"qid", "domain", "question", "passages": [{"pid", "doc_id", "text", "score", "rank"}]} per line,
+or the same rows as a Parquet file or a folder saved by datasets' Dataset.save_to_disk.
 
 output (--out): one line per question, written as each answer arrives:
 {"qid", "domain", "question", "answer", "raw", "model", "prompt", "passages": [pids],
@@ -60,7 +61,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--retrieved", required=True, metavar="FILE",
-                        help="the `retrieve` output: JSONL with qid, question and ranked passages per line")
+                        help="the `retrieve` output: JSONL with qid, question and ranked passages per line "
+                             "(or the same rows as a Parquet file or a saved datasets.Dataset folder)")
     parser.add_argument("--model", required=True, metavar="BACKEND:MODEL",
                         help="the answering model as '<backend>:<model>': openai:MODEL (any OpenAI-compatible "
                              "server), hf:PATH_OR_HUB_ID (local transformers chat model), vllm:MODEL")

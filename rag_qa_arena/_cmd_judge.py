@@ -13,7 +13,8 @@ from pathlib import Path
 from lfrqa.errors import RagQaArenaError
 
 _EPILOG = """\
-prediction files: JSON Lines, one {"qid": "...", "answer": "..."} per line (LFRQA qids).
+prediction files: JSON Lines, one {"qid": "...", "answer": "..."} per line (LFRQA qids), or
+the same columns as a Parquet file or a folder saved by datasets' Dataset.save_to_disk.
 Questions, reference answers and domains come from LFRQA by qid; lines may also carry
 "question" and "domain" to judge without LFRQA (with --versus). Lines marked "failed": true
 (written by `generate` when a question got no answer) are failed pairs and are never judged.
@@ -32,7 +33,7 @@ examples:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from metric_arena.judge import DEFAULT_JUDGE, ORDERS
+    from metric_arena.judge import DEFAULT_JUDGE, ORDERS, PARSES
     from rag_qa_arena._options import (
         add_backend_flags,
         add_judge_scale_flags,
@@ -51,8 +52,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--predictions", metavar="FILE",
-                        help='the evaluated system\'s answers: JSONL with {"qid", "answer"} per line '
-                             "(required, except with --batch-status)")
+                        help='the evaluated system\'s answers: JSONL with {"qid", "answer"} per line, or Parquet / '
+                             "a saved datasets.Dataset with those columns (required, except with --batch-status)")
     parser.add_argument("--judge", action="append", metavar="BACKEND:MODEL",
                         help=f"judge model as '<backend>:<model>' (backends: openai, hf, vllm); repeat the flag "
                              f"for several judges that vote (default: {DEFAULT_JUDGE})")
@@ -79,6 +80,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="refuse (do not send; count the judgment as failed, with the reason) judge prompts "
                              "longer than N tokens, counted with tiktoken (default: no limit; an over-long prompt "
                              "rejected by the server also fails its pair)")
+    parser.add_argument("--parse", choices=PARSES, default="strict",
+                        help="how judge replies are read: 'strict' (default: only a <rating> tag holding 0, 1 or 2 "
+                             "counts; a reply without one is asked once more, then the pair fails) or 'reference' "
+                             "(as the paper's scripts read them: never re-asked, the first <rating>...digit...</rating> "
+                             "span or else the whole reply, its highest of 0/1/2 wins, none is a tie). The summary "
+                             "records the parse and, with 'reference', how many verdicts differ from strict parsing")
     # --cache-dir, --no-cache, --data-dir, --dry-run, --no-progress
     add_run_flags(parser, cache="judgment cache", cost="estimated cost")
     add_judge_scale_flags(parser)
@@ -163,6 +170,7 @@ def run_judge(args: argparse.Namespace) -> int:
             out=args.out, system=system, opponent=opponent, progress=not args.no_progress and sys.stderr.isatty(),
             data_dir=args.data_dir, timeout=args.timeout, limiter=scale.make_limiter(args), sample=args.sample,
             target_width=args.target_width, generation_failed=failed, max_input_tokens=args.max_input_tokens,
+            parse=args.parse,
         ),
         stopped=f"Verdicts finished before the error are in {args.out}/verdicts.jsonl; answers are cached.",
         where=args.out,
@@ -193,6 +201,9 @@ def _print_summary(result: dict, out: str) -> None:
     ]
     if result.get("no_answer_rate") is not None:
         lines.append(f"  no-answer rate {pct(result['no_answer_rate'])}")
+    if result.get("parse") == "reference":
+        lines.append(f"  parse 'reference': {result['n_differ_from_strict']:,} verdict(s) differ from strict parsing "
+                     f"({result['n_failed_if_strict']:,} of them would fail)")
     if "position_flip_rate" in result:
         lines.append(f"  position flip rate {pct(result['position_flip_rate'])}")
     from rag_qa_arena._options import stop_note

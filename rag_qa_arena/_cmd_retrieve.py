@@ -17,7 +17,8 @@ _EPILOG = """examples:
 Raw corpora are read from --data-dir (or $LFRQA_DATA_DIR) in their distributed layout:
 lotte/<domain>/test/collection.tsv (or lotte.tar.gz), fiqa/FiQA_train_doc_final.tsv (or BEIR's
 fiqa/corpus.jsonl / fiqa.zip), bioasq/documents.jsonl; with no data folder, LoTTE and FiQA are
-downloaded. Each output line: {"qid", "domain", "question", "passages": [{"pid", "doc_id", "text",
+downloaded. The questions (and gold documents) are LFRQA's, read with lfrqa.load like every
+other command: from $LFRQA_DATA_DIR, else the checksummed download. Each output line: {"qid", "domain", "question", "passages": [{"pid", "doc_id", "text",
 "score", "rank"}]}, the input of answer generation."""
 
 
@@ -46,7 +47,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--checkpoint",
         help="ColBERT checkpoint: a Hugging Face id or a local folder (default: colbert-ir/colbertv2.0)",
     )
-    parser.add_argument("--data-dir", help="folder of the raw corpora and LFRQA files (default: $LFRQA_DATA_DIR)")
+    parser.add_argument("--data-dir", help="folder of the raw corpora (default: $LFRQA_DATA_DIR). LFRQA's questions "
+                        "are read by lfrqa.load as in every command: $LFRQA_DATA_DIR, else the checksummed download")
     parser.add_argument("--split", default="test", choices=("test", "dev"), help="LFRQA split / LoTTE collection (default: test)")
     parser.add_argument("--limit", type=int, help="only the first N questions (for a quick check)")
     parser.add_argument(
@@ -96,14 +98,15 @@ def run(args: argparse.Namespace) -> int:
 def _read_questions(path: str) -> list[dict]:
     import os
 
-    from lfrqa.files import iter_jsonl
+    from lfrqa.files import iter_records, saved_dataset
 
     hint = 'Each line must be one {"qid", "question"} object.'
-    if not os.path.isfile(path):
+    if not os.path.isfile(path) and not saved_dataset(path):
         what = "is a folder, not a file" if os.path.isdir(path) else "does not exist"
         raise FileNotFoundError(f"Questions file {path} {what}: give a JSONL file with one "
-                                '{"qid", "question"} object per line, or drop --questions to use LFRQA\'s')
-    rows = [row for _, row in iter_jsonl(path, hint=hint)]
+                                '{"qid", "question"} object per line (or Parquet, or a saved datasets.Dataset), '
+                                "or drop --questions to use LFRQA's")
+    rows = [row for _, row in iter_records(path, hint=hint)]
     if not rows:
         raise RagQaArenaError(f"{path} holds no questions: write one {{\"qid\", \"question\"}} object per line")
     return rows

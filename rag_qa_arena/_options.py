@@ -281,7 +281,8 @@ def run_batch_step(args: argparse.Namespace, *, answers, references, questions, 
             answers, references, questions, args.batch, ids=qids, domains=domains, judge=judges,
             base_url=args.base_url, api_key=api_key(args), order=args.order, seed=args.seed, sample=args.sample,
             cache_dir=args.cache_dir, data_dir=args.data_dir, generation_failed=generation_failed,
-            max_input_tokens=getattr(args, "max_input_tokens", None)), api_key(args))
+            max_input_tokens=getattr(args, "max_input_tokens", None), parse=getattr(args, "parse", "strict")),
+            api_key(args))
         if isinstance(result, int):
             return result
         for judge in result["judges"]:

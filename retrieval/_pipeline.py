@@ -41,13 +41,16 @@ def retrieve(
     ks: Iterable[int] = DEFAULT_KS,
     retriever_options: Mapping[str, Any] | None = None,
     show_progress: bool = True,
+    lfrqa_data_dir: str | os.PathLike | None = None,
 ) -> dict[str, Any]:
     """Retrieve the top-``k`` passages of ``domain``'s corpus for each question, write them to ``out``,
     and return the retrieval metrics against the questions' gold documents (also written to
     ``<out stem>.metrics.json``).
 
-    Questions are LFRQA's (``lfrqa.load(domain, split, data_dir)``) unless ``questions`` gives
-    rows with ``qid``, ``question`` and optionally ``gold_doc_ids``/``domain``. The index is loaded
+    ``data_dir`` holds the raw corpora only. Questions are LFRQA's, read by ``lfrqa.load`` as every
+    command reads them (``lfrqa_data_dir``, else ``$LFRQA_DATA_DIR``, else the checksummed download;
+    for bioasq, built from your BioASQ files, ``data_dir`` is the default), unless ``questions``
+    gives rows with ``qid``, ``question`` and optionally ``gold_doc_ids``/``domain``. The index is loaded
     from ``index_dir`` when it holds one, else built from ``builders.load_corpus(domain, ...)`` (and
     saved to ``index_dir`` when given). Metrics cover ``ks`` up to ``k``, and ``k``.
 
@@ -68,7 +71,9 @@ def retrieve(
         raise FileExistsError(f"{out} exists: pass --resume to continue it or --overwrite to replace it")
 
     with _datasets_progress(show_progress):
-        rows = _questions(domain, split, data_dir, questions, limit)
+        if lfrqa_data_dir is None and domain == "bioasq":
+            lfrqa_data_dir = data_dir  # LFRQA's bioasq rows come from the user's BioASQ files, beside its corpus
+        rows = _questions(domain, split, lfrqa_data_dir, questions, limit)
         from builders import load_corpus
 
         corpus = load_corpus(domain, split=split, data_dir=data_dir)

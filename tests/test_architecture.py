@@ -80,3 +80,16 @@ def test_no_public_function_of_the_rooms_hides_options_in_kwargs():
             if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
                 hidden.append(f"{room}.{name}")
     assert hidden == []
+
+
+def test_the_cli_contract_forbids_every_private_module():
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    config = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    [contract] = [c for c in config if c.get("source_modules") == ["rag_qa_arena"]]
+    private = {".".join(path.relative_to(root).with_suffix("").parts)
+               for package in ("lfrqa", "builders", "retrieval", "metric_arena")
+               for path in (root / package).rglob("_*.py") if path.name != "__init__.py"}
+    assert private <= set(contract["forbidden_modules"]), sorted(private - set(contract["forbidden_modules"]))

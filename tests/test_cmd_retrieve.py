@@ -21,11 +21,11 @@ def _annotations(lfrqa_data_dir: Path, domain: str) -> list[dict]:
 
 @pytest.fixture
 def writing_dir(tmp_path, lfrqa_data_dir):
-    """A data folder: LFRQA's pinned files (linked) + a 200-document LoTTE writing collection where the
-    gold documents of the questions citing only documents < 200 contain those questions' words."""
+    """A folder of raw corpora only (LFRQA's questions come from lfrqa.load, as in every command): a
+    200-document LoTTE writing collection where the gold documents of the questions citing only
+    documents < 200 contain those questions' words."""
     data_dir = tmp_path / "data_dir"
     data_dir.mkdir()
-    (data_dir / "data").symlink_to(lfrqa_data_dir / "data")
     rng = random.Random(0)
     texts = [" ".join(f"filler{rng.randrange(400)}" for _ in range(rng.randrange(5, 250))) for _ in range(N_DOCS)]
     chosen = {}
@@ -45,14 +45,15 @@ def _records(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
-def test_retrieve_writes_top_k_passages_and_scores_them(writing_dir, tmp_path, capsys):
+def test_retrieve_writes_top_k_passages_and_scores_them(writing_dir, tmp_path, capsys, lfrqa_data_dir):
     data_dir, chosen = writing_dir
+    assert not (data_dir / "data").exists()  # the corpora only: the questions come from lfrqa.load
     out = tmp_path / "runs" / "writing.bm25.jsonl"
     code = main(["retrieve", "--domain", "writing", "--retriever", "bm25", "--data-dir", str(data_dir),
                  "--out", str(out), "--no-progress"])
     assert code == 0
     records = _records(out)
-    questions = {row["qid"]: row["question"] for row in _annotations(data_dir, "writing")}
+    questions = {row["qid"]: row["question"] for row in _annotations(lfrqa_data_dir, "writing")}
     assert [r["qid"] for r in records] == list(questions)  # every LFRQA writing question, in order
 
     from builders._corpus import load_corpus
@@ -75,7 +76,7 @@ def test_retrieve_writes_top_k_passages_and_scores_them(writing_dir, tmp_path, c
 
     metrics = json.loads((tmp_path / "runs" / "writing.bm25.metrics.json").read_text())
     expected = evaluate({r["qid"]: [p["pid"] for p in r["passages"]] for r in records},
-                        {row["qid"]: row["gold_doc_ids"] for row in _annotations(data_dir, "writing")}, ks=(1, 5))
+                        {row["qid"]: row["gold_doc_ids"] for row in _annotations(lfrqa_data_dir, "writing")}, ks=(1, 5))
     assert metrics["hit@1"] == pytest.approx(expected["hit@1"]) and metrics["recall@5"] == pytest.approx(expected["recall@5"])
     assert metrics["hit@1"] >= len(chosen) / len(records) and metrics["n"] == len(records)
     assert metrics["per_domain"]["writing"]["n"] == len(records)
@@ -151,10 +152,10 @@ def test_own_questions_over_fiqa(tmp_path, capsys, lfrqa_data_dir):
     assert metrics["hit@1"] == 1.0 and metrics["recall@2"] == 0.5  # both passages come from one of two gold docs
 
 
-def test_python_api_with_a_built_retriever(writing_dir, tmp_path):
+def test_python_api_with_a_built_retriever(writing_dir, tmp_path, lfrqa_data_dir):
     data_dir, chosen = writing_dir
     qid, gold = next(iter(chosen.items()))
-    question = next(r["question"] for r in _annotations(data_dir, "writing") if r["qid"] == qid)
+    question = next(r["question"] for r in _annotations(lfrqa_data_dir, "writing") if r["qid"] == qid)
     from builders._corpus import load_corpus
 
     retriever = BM25Retriever(show_progress=False)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from lfrqa.errors import InvalidInputType, RagQaArenaError
-from lfrqa.files import iter_jsonl
+from lfrqa.files import iter_records, saved_dataset
 from metric_arena.llm import Backend, ChatRequest, parse_spec
 from metric_arena.prompts import (
     GENERATION_TAGS,
@@ -26,16 +26,18 @@ GENERATION_TOP_P = 1.0
 
 
 def read_retrieved(path: str | os.PathLike) -> list[dict]:
-    """The rows of a ``retrieve`` output file, checked (line numbers in every error)."""
+    """The rows of a ``retrieve`` output file, checked (line or row numbers in every error): JSON
+    Lines as ``retrieve`` writes it, Parquet, or a folder saved by ``datasets.Dataset.save_to_disk``."""
     path = Path(path)
-    if not path.is_file():
+    if not path.is_file() and not saved_dataset(path):
         what = "is a folder, not a file" if path.is_dir() else "does not exist"
-        raise FileNotFoundError(f"Retrieved file {path} {what}: write it with `rag-qa-arena retrieve --out`")
+        raise FileNotFoundError(f"Retrieved file {path} {what}: write it with `rag-qa-arena retrieve --out` "
+                                "(or give the same rows as Parquet or a saved datasets.Dataset)")
     rows, where = [], []
     hint = 'Each line must be one {"qid", "question", "passages": [...]} object, as `rag-qa-arena retrieve` writes'
-    for number, row in iter_jsonl(path, hint=hint):
+    for place, row in iter_records(path, hint=hint):
         rows.append(row)
-        where.append(f"{path} line {number}")
+        where.append(place)
     if not rows:
         raise RagQaArenaError(f"Retrieved file {path} holds no questions")
     return _check_rows(rows, where)

@@ -23,6 +23,13 @@ Parsing (strict)
     ``max_tokens`` (``finish_reason: "length"``, counted as ``truncated``) is read the same way:
     with a valid rating it counts; without one it is re-asked once, then the judgment fails.
 
+Parsing as the reference (``parse="reference"``, ``--parse reference``)
+    Replies are read as the pinned scripts read them (see :mod:`metric_arena.judge._parse`): never
+    re-asked, a reply without a ``<rating>`` tag is a tie unless it holds a 1 or 2, and otherwise the
+    highest of 0/1/2 inside the first ``<rating>…digit…</rating>`` span wins. Each verdict also
+    records ``outcome_strict`` (the same replies read strictly) and the summary ``parse`` and
+    ``n_differ_from_strict``. A request that got no reply is failed under both parses.
+
 Several judges
     Each judge votes with its outcome (win/tie/loss); failed judges do not vote. The outcome with
     the most votes wins; a tie between top counts is a tie (as the paper's majority vote, where
@@ -74,7 +81,7 @@ from metric_arena.judge._inputs import (
     prepare_judge_inputs,
     read_predictions,
 )
-from metric_arena.judge._parse import judge_outcome, parse_rating
+from metric_arena.judge._parse import PARSES, judge_outcome, parse_rating, reference_rating
 from metric_arena.judge._plan import (
     DEFAULT_JUDGE,
     ORDERS,
@@ -94,6 +101,7 @@ from metric_arena.judge._tournament import (
 __all__ = [
     "DEFAULT_JUDGE",
     "ORDERS",
+    "PARSES",
     "PLAN_FILE",
     "CacheOnlyBackend",
     "JudgeInputs",
@@ -116,6 +124,7 @@ __all__ = [
     "planned_requests",
     "prepare_judge_inputs",
     "read_predictions",
+    "reference_rating",
     "submit_judge_batch",
     "tournament",
     "tournament_dry_run",

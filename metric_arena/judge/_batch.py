@@ -37,7 +37,7 @@ from pathlib import Path
 
 from lfrqa.errors import InvalidInputType, RagQaArenaError
 from lfrqa.files import atomic_write, dumps_json
-from metric_arena.judge._parse import parse_rating
+from metric_arena.judge._parse import check_parse, parse_rating, reask_count
 from metric_arena.judge._plan import DEFAULT_JUDGE, planned_requests
 from metric_arena.llm import (
     MANIFEST,
@@ -118,6 +118,7 @@ def judge_batch_requests(
     data_dir: str | os.PathLike | None = None,
     generation_failed: Sequence[bool] | None = None,
     max_input_tokens: int | None = None,
+    parse: str = "strict",
 ) -> dict[str, dict]:
     """What :func:`~metric_arena.judge_pairs` would send, as Batch API lines, per judge.
 
@@ -128,8 +129,10 @@ def judge_batch_requests(
     last attempt again, as a resumed online run does (``n_failed`` counts them, within
     ``n_reasks``). Identical requests are sent once. As online, pairs flagged in
     ``generation_failed`` are not judged and prompts over ``max_input_tokens`` are not sent
-    (``n_refused``).
+    (``n_refused``). With ``parse="reference"`` nothing is re-asked: a cached first reply, valid or
+    not, is the answer, as in the online run.
     """
+    reask = reask_count(check_parse(parse))
     requests = planned_requests(predictions, references, questions, ids=ids, domains=domains, order=order, seed=seed,
                                  sample=sample, generation_failed=generation_failed, data_dir=data_dir)
     judges = _identities(judge, base_url, api_key)
@@ -139,7 +142,7 @@ def judge_batch_requests(
         for spec, identity, model in judges:
             budget = InputBudget(max_input_tokens, model) if max_input_tokens is not None else None
             mine = [r for r in requests if budget is None or budget.refusal(r) is None]
-            keys = [[cache_key(identity, r, attempt) for attempt in range(REASK + 1)] for r in mine]
+            keys = [[cache_key(identity, r, attempt) for attempt in range(reask + 1)] for r in mine]
             found = cache.get_many([k for ks in keys for k in ks]) if cache is not None else {}
             lines: dict[str, dict] = {}
             n_cached = n_reasks = n_failed = 0
@@ -150,7 +153,7 @@ def judge_batch_requests(
                         lines.setdefault(key, chat_body(model, request))
                         n_reasks += attempt > 0
                         break
-                    if entry.valid:
+                    if entry.valid or not reask:
                         n_cached += 1
                         break
                 else:  # every attempt failed before: the online runner asks the last one again
@@ -199,6 +202,7 @@ def submit_judge_batch(
     data_dir: str | os.PathLike | None = None,
     generation_failed: Sequence[bool] | None = None,
     max_input_tokens: int | None = None,
+    parse: str = "strict",
 ) -> dict:
     """Write the judge's requests as Batch API files under ``batch_dir`` and submit them.
 
@@ -215,7 +219,8 @@ def submit_judge_batch(
     plans = judge_batch_requests(predictions, references, questions, base_url=base_url, api_key=api_key, order=order,
                                  seed=seed, sample=sample, ids=ids, domains=domains, judge=judge,
                                  cache_dir=cache_dir, use_cache=use_cache, data_dir=data_dir,
-                                 generation_failed=generation_failed, max_input_tokens=max_input_tokens)
+                                 generation_failed=generation_failed, max_input_tokens=max_input_tokens,
+                                 parse=parse)
     folder = Path(batch_dir)
     total = sum(len(p["requests"]) for p in plans.values())
     result = {"batch_dir": str(folder), "n_requests": total, "judges": []}

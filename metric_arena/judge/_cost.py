@@ -4,6 +4,9 @@ Input tokens are counted with tiktoken (:func:`metric_arena.llm.get_encoding`, o
 tokens are estimated from the expected reply: the mean length of the paper's own example replies
 (a short ``<thinking>`` and the rating); the ``max_tokens`` bound is shown apart. Prices are
 OpenAI's list prices of 2024 (:data:`metric_arena.llm.PRICES_2024`); other models: cost unknown.
+Where the model's cached-input price is known (:data:`metric_arena.llm.CACHED_INPUT_PRICES_2024`),
+the cost with OpenAI's automatic prompt caching of the fixed prefix (system prompt and the three
+examples) is shown too, and with ``batch`` where OpenAI documents caching with the Batch API.
 """
 
 from __future__ import annotations
@@ -38,10 +41,14 @@ def expected_judge_reply_tokens(model: str, data_dir: str | os.PathLike | None =
 
 def format_estimate(estimates: Sequence[CostEstimate], *, batch: bool = False) -> str:
     """Human-readable lines, ending with the machine-readable ``estimated_cost_usd: <number>``
-    (``nan`` when a judge's price is unknown). ``batch``: at the Batch API's price (half)."""
+    (``nan`` when a judge's price is unknown). ``batch``: at the Batch API's price (half). Where the
+    model's cached-input price is known, a line with OpenAI's automatic prompt caching follows (and
+    ``estimated_cost_usd_prompt_caching: <number>`` before the last line)."""
     factor = BATCH_DISCOUNT if batch else 1.0
     lines = []
     total = 0.0
+    cached_total = 0.0
+    any_caching = False
     unknown = False
     for est in estimates:
         lines.append(f"judge {est.judge}")
@@ -55,14 +62,42 @@ def format_estimate(estimates: Sequence[CostEstimate], *, batch: bool = False) -
             unknown = True
             lines.append(f"  cost:                  unknown for model {est.model!r} "
                          f"(prices known for: {', '.join(PRICES_2024)})")
-        else:
-            total += est.cost_usd * factor
-            lines.append(f"  cost:                  ${est.cost_usd * factor:,.2f} expected, at most "
-                         f"${est.cost_usd_max * factor:,.2f} "
-                         f"(${est.input_price_per_m * factor:g}/${est.output_price_per_m * factor:g} per M tokens "
-                         f"in/out, OpenAI {'Batch API' if batch else 'list'} prices of 2024; retries not included)")
+            continue
+        total += est.cost_usd * factor
+        lines.append(f"  cost:                  ${est.cost_usd * factor:,.2f} expected, at most "
+                     f"${est.cost_usd_max * factor:,.2f} "
+                     f"(${est.input_price_per_m * factor:g}/${est.output_price_per_m * factor:g} per M tokens "
+                     f"in/out, OpenAI {'Batch API' if batch else 'list'} prices of 2024; retries not included)")
+        caching, line = _caching_line(est, batch)
+        if line:
+            lines.append(line)
+        any_caching = any_caching or caching is not None
+        cached_total += est.cost_usd * factor if caching is None else caching
+    if any_caching:
+        lines.append(f"estimated_cost_usd_prompt_caching: {'nan' if unknown else f'{cached_total:.4f}'}")
     lines.append(f"estimated_cost_usd: {'nan' if unknown else f'{total:.4f}'}")
     return "\n".join(lines)
+
+
+def _caching_line(est: CostEstimate, batch: bool) -> tuple[float | None, str | None]:
+    """(cost with prompt caching or None where it has no price, the line saying so) for one priced judge."""
+    if est.cached_input_price_per_m is None:
+        return None, f"  with prompt caching:   no cached-input price for {est.model!r} (OpenAI has no prompt caching for it)"
+    share = (f"{est.cached_prefix_tokens:,} of the {est.prefix_tokens:,}-token fixed prefix of each request "
+             f"at ${est.cached_input_price_per_m:g} per M (OpenAI's automatic prompt caching; best case: every "
+             "request after the first hits the cache)")
+    if not est.cached_prefix_tokens:
+        return None, (f"  with prompt caching:   no saving: the fixed prefix ({est.prefix_tokens:,} tokens) is "
+                      "under the 1,024 tokens OpenAI caches")
+    if not batch:
+        return est.cost_usd_prompt_caching, f"  with prompt caching:   ${est.cost_usd_prompt_caching:,.2f} expected: {share}"
+    if est.cost_usd_batch_prompt_caching is None:
+        return None, (f"  with prompt caching:   not documented by OpenAI together with the Batch API for "
+                      f"{est.model!r}: the Batch API price above applies (online with caching: "
+                      f"${est.cost_usd_prompt_caching:,.2f})")
+    return est.cost_usd_batch_prompt_caching, (
+        f"  with prompt caching:   ${est.cost_usd_batch_prompt_caching:,.2f} expected with the Batch API: "
+        f"{share.replace(f'${est.cached_input_price_per_m:g}', f'${est.batch_cached_input_price_per_m:g}')}")
 
 
 def judge_dry_run(

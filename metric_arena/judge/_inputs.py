@@ -1,4 +1,4 @@
-"""What a judge run reads: prediction files (JSON Lines by qid) joined to LFRQA's questions and answers."""
+"""What a judge run reads: prediction files (JSON Lines, Parquet or a saved Dataset, by qid) joined to LFRQA's questions and answers."""
 
 from __future__ import annotations
 
@@ -7,35 +7,39 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import iter_jsonl
+from lfrqa.files import iter_records, saved_dataset
 
 __all__ = ["JudgeInputs", "lfrqa_rows", "prepare_judge_inputs", "read_predictions"]
 
 
 def read_predictions(path: str | os.PathLike) -> dict[str, dict]:
-    """``{qid: {"answer", ["question"], ["domain"]}}`` from a JSONL prediction file, validated."""
+    """``{qid: {"answer", ["question"], ["domain"]}}`` from a prediction file, validated: JSON Lines,
+    Parquet, or a folder written by ``datasets.Dataset.save_to_disk`` (rows with ``qid`` and ``answer``)."""
     path = Path(path)
-    if not path.is_file():
+    if not path.is_file() and not saved_dataset(path):
         what = "is a folder, not a file" if path.is_dir() else "does not exist"
         raise FileNotFoundError(f"Prediction file {path} {what}: give a JSONL file with one "
-                                '{"qid": ..., "answer": ...} per line (`rag-qa-arena generate --out` writes one)')
+                                '{"qid": ..., "answer": ...} per line (`rag-qa-arena generate --out` writes one), '
+                                "a Parquet file or a folder saved by datasets' save_to_disk with those columns")
     rows: dict[str, dict] = {}
-    for number, row in iter_jsonl(path, hint='Each line must be one {"qid": ..., "answer": ...} object'):
+    for where, row in iter_records(path, hint='Each line must be one {"qid": ..., "answer": ...} object'):
         for field in ("qid", "answer"):
             if field not in row:
-                raise RagQaArenaError(f"{path} line {number}: missing field {field!r} (each line needs qid and answer)")
+                raise RagQaArenaError(f"{where}: missing field {field!r} (each row needs qid and answer)")
         qid = row["qid"]
         if isinstance(qid, bool) or not isinstance(qid, (str, int)) or str(qid).strip() == "":
-            raise RagQaArenaError(f"{path} line {number}: qid {qid!r} must be a non-empty string")
+            raise RagQaArenaError(f"{where}: qid {qid!r} must be a non-empty string")
         qid = str(qid).strip()
-        failed = row.get("failed", False)
+        failed = row.get("failed")
+        if failed is None:  # no key, or null in a Parquet/Dataset column where other rows have one
+            failed = False
         if not isinstance(failed, bool):
-            raise RagQaArenaError(f"{path} line {number} (qid {qid}): failed must be true or false, got {failed!r}")
+            raise RagQaArenaError(f"{where} (qid {qid}): failed must be true or false, got {failed!r}")
         if not failed and not isinstance(row["answer"], str):
-            raise RagQaArenaError(f"{path} line {number} (qid {qid}): answer must be a string, got "
+            raise RagQaArenaError(f"{where} (qid {qid}): answer must be a string, got "
                              f"{type(row['answer']).__name__} ({row['answer']!r}); write \"\" for an empty answer")
         if qid in rows:
-            raise RagQaArenaError(f"{path} line {number}: qid {qid!r} appears twice; keep one answer per qid")
+            raise RagQaArenaError(f"{where}: qid {qid!r} appears twice; keep one answer per qid")
         entry = {"answer": "", "failed": True} if failed else {"answer": row["answer"]}
         for field in ("question", "domain"):
             if isinstance(row.get(field), str):

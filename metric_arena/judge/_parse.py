@@ -1,14 +1,49 @@
-"""Reading judge replies: the rating in ``<rating>`` tags, strictly, and what it means for a pair."""
+"""Reading judge replies: the rating in ``<rating>`` tags, strictly (the default) or as the reference
+implementation reads it (``parse="reference"``), and what it means for a pair.
+
+The reference parse follows the pinned scripts (``code/compute_correlation.py``, whose per-reply
+score is what ``code/report_results.py`` votes and tallies with):
+
+* the first match of ``<rating>.*\\d+.*</rating>`` (greedy, across lines) is taken, or, when
+  nothing matches, the whole reply;
+* the score is 0 (tie), then 1 if "1" occurs in that text, then 2 if "2" occurs: the highest
+  of 0/1/2 present wins ("<rating>12</rating>" is 2, "<rating>3</rating>" a tie);
+* so a reply without a ``<rating>`` tag is a tie unless it holds a 1 or a 2 somewhere (the
+  script counts it as failed and tied in its own tally, but the score it votes with is that
+  digit: "Answer 2 is better." votes 2), and an empty reply is a tie;
+* every reply counts: nothing is re-asked.
+
+A request that got no reply at all (errors, refusals) stays a failed judgment in both parses.
+"""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
 
-__all__ = ["judge_outcome", "outcome_of", "parse_rating", "valid_reply"]
+from lfrqa.errors import RagQaArenaError
+from metric_arena.stats import majority_vote
+
+__all__ = [
+    "PARSES",
+    "check_parse",
+    "judge_outcome",
+    "outcome_of",
+    "parse_fields",
+    "parse_rating",
+    "read_rating",
+    "reask_count",
+    "reference_rating",
+    "strict_outcome",
+    "valid_reply",
+]
+
+#: How replies are read: ``strict`` (the default) or ``reference`` (as the pinned scripts read them).
+PARSES = ("strict", "reference")
 
 _RATING_TAG = re.compile(r"<rating>(.*?)</rating>", re.DOTALL)
 _RATING_VALUE = re.compile(r"\s*([012])\s*")
+_REFERENCE_RATING = re.compile(r"<rating>.*\d+.*</rating>", re.DOTALL)  # the reference's rating_regex
 
 
 def parse_rating(text: str | None) -> int | None:
@@ -30,6 +65,60 @@ def parse_rating(text: str | None) -> int | None:
             return None
         values.add(int(match.group(1)))
     return values.pop() if len(values) == 1 else None
+
+
+def reference_rating(text: str | None) -> int:
+    """The rating of a reply read as the reference implementation reads it (see the module notes).
+
+    >>> reference_rating("<rating>1</rating>"), reference_rating("I prefer answer 2."), reference_rating("")
+    (1, 2, 0)
+    >>> reference_rating("<rating>1</rating> then <rating>0</rating>")   # greedy: "1" and "0" seen
+    1
+    """
+    text = text or ""
+    found = _REFERENCE_RATING.findall(text)
+    span = found[0] if found else text
+    score = 0
+    for value in (0, 1, 2):
+        if str(value) in span:
+            score = value
+    return score
+
+
+def check_parse(parse: str) -> str:
+    if parse not in PARSES:
+        raise RagQaArenaError(f"Unknown parse {parse!r}. Available: {', '.join(PARSES)}")
+    return parse
+
+
+def read_rating(text: str | None, parse: str, *, valid: bool) -> int | None:
+    """The rating of a reply under ``parse``; ``valid``: the reply passed the strict check.
+    No reply at all (``text`` None) is no rating under either parse."""
+    if parse == "reference":
+        return None if text is None else reference_rating(text)
+    return parse_rating(text) if valid else None
+
+
+def reask_count(parse: str) -> int:
+    """Re-asks after a reply without a valid rating: one when strict, none as in the reference."""
+    return 1 if parse == "strict" else 0
+
+
+def strict_outcome(judgments: Sequence[dict], judges: Sequence[str]) -> str | None:
+    """The pair's outcome had the same replies been read strictly (no re-ask)."""
+    strict = [{**j, "outcome": outcome_of(parse_rating(j.get("raw")), j["a_position"])} for j in judgments]
+    return majority_vote([judge_outcome(strict, judge)[0] for judge in judges])
+
+
+def parse_fields(verdicts: Sequence[dict], parse: str) -> dict:
+    """What a run's summary records about the parse: ``parse``, and with ``reference`` how many
+    verdicts differ from strict parsing of the same replies (and how many of those strict would fail)."""
+    if parse != "reference":
+        return {"parse": parse}
+    judged = [v for v in verdicts if v.get("judgments")]
+    differ = [v for v in judged if v.get("outcome_strict") != v["outcome"]]
+    return {"parse": parse, "n_differ_from_strict": len(differ),
+            "n_failed_if_strict": sum(v.get("outcome_strict") is None for v in differ)}
 
 
 def valid_reply(completion) -> bool:

@@ -13,9 +13,13 @@ from pathlib import Path
 from lfrqa.errors import InvalidInputType
 from lfrqa.files import package_version
 from metric_arena.judge._parse import (
+    check_parse,
     judge_outcome,
     outcome_of,
-    parse_rating,
+    parse_fields,
+    read_rating,
+    reask_count,
+    strict_outcome,
     valid_reply,
 )
 from metric_arena.judge._plan import (
@@ -58,8 +62,8 @@ class _PairJudge:
     """What judging one pair needs: the inputs, the judges, their budgets and the runner."""
 
     def __init__(self, pairs: PairInputs, backends: list[Backend], runner: Runner, *, order: str, seed: int,
-                 system: str, opponent: str, max_input_tokens: int | None, data_dir) -> None:
-        self.pairs, self.backends, self.runner = pairs, backends, runner
+                 system: str, opponent: str, max_input_tokens: int | None, data_dir, parse: str = "strict") -> None:
+        self.pairs, self.backends, self.runner, self.parse = pairs, backends, runner, parse
         self.order, self.seed, self.system, self.opponent, self.data_dir = order, seed, system, opponent, data_dir
         self.budgets = make_budgets(backends, max_input_tokens)
 
@@ -80,23 +84,26 @@ class _PairJudge:
         jobs = [(backend, position, self._ask(backend, request))
                 for backend in self.backends for position, request in requests]
         results = await asyncio.gather(*(job for _, _, job in jobs))
-        judgments = [_judgment(backend, position, result) for (backend, position, _), result in zip(jobs, results)]
+        judgments = [_judgment(backend, position, result, self.parse)
+                     for (backend, position, _), result in zip(jobs, results)]
         per_judge = [judge_outcome(judgments, backend.spec) for backend in self.backends]
         outcome = majority_vote([o for o, _ in per_judge])
         flips = [flip for o, flip in per_judge if o is not None]
         flipped = (any(flips) if outcome is not None else None) if self.order == "both" else None
+        strict = {"outcome_strict": strict_outcome(judgments, [b.spec for b in self.backends])} \
+            if self.parse == "reference" else {}
         return self._verdict(i, outcome, flipped=flipped, no_answer_a=is_no_answer(a_text), judgments=judgments,
-                             **({"neutralized": True} if neutralized else {}))
+                             **({"neutralized": True} if neutralized else {}), **strict)
 
     async def _ask(self, backend: Backend, request) -> RequestResult:
         refusal = self.budgets[backend.spec].refusal(request) if self.budgets else None
         if refusal:
             return self.runner.refuse(refusal)
-        return await self.runner.run_one(backend, request, validate=valid_reply, reask=1)
+        return await self.runner.run_one(backend, request, validate=valid_reply, reask=reask_count(self.parse))
 
 
-def _judgment(backend: Backend, position: int, result: RequestResult) -> dict:
-    rating = parse_rating(result.text) if result.valid else None
+def _judgment(backend: Backend, position: int, result: RequestResult, parse: str = "strict") -> dict:
+    rating = read_rating(result.text, parse, valid=result.valid)
     return {
         "judge": backend.spec,
         "a_position": position,
@@ -159,9 +166,11 @@ async def ajudge_pairs(
     target_width: float | None = None,
     generation_failed: Sequence[bool] | None = None,
     max_input_tokens: int | None = None,
+    parse: str = "strict",
 ) -> dict:
     """Async form of :func:`judge_pairs` (same arguments, same result)."""
     check_order(order)
+    check_parse(parse)
     if not isinstance(seed, int):
         raise InvalidInputType(f"seed must be an integer, got {seed!r}")
     pairs = check_pair_inputs(predictions, references, questions, ids, domains, generation_failed)
@@ -173,7 +182,7 @@ async def ajudge_pairs(
     cache = CompletionCache(cache_dir) if use_cache else None
     runner = Runner(cache, max_concurrency=max_concurrency, retry=retry, limiter=limiter)
     pair_judge = _PairJudge(pairs, backends, runner, order=order, seed=seed, system=system, opponent=opponent,
-                            max_input_tokens=max_input_tokens, data_dir=data_dir)
+                            max_input_tokens=max_input_tokens, data_dir=data_dir, parse=parse)
     writer = RunWriter(out) if out is not None else None
     show = progress if progress is not None else (len(pairs) >= 20 and sys.stderr.isatty())
     bar = Progress(len(schedule), bool(show), f"judging {system} vs {opponent}")
@@ -197,6 +206,7 @@ async def ajudge_pairs(
         "order": order,
         "seed": seed,
         **summarize_verdicts(done, judge_names, order=order, seed=seed, n_boot=n_boot),
+        **parse_fields(done, parse),
         **_schedule_fields(len(schedule), sample, stopper, target_width),
         **runner.counters(),
         "elapsed_s": round(time.monotonic() - started, 3),
@@ -250,6 +260,7 @@ def judge_pairs(
     target_width: float | None = None,
     generation_failed: Sequence[bool] | None = None,
     max_input_tokens: int | None = None,
+    parse: str = "strict",
 ) -> dict:
     """Judge each prediction against its reference answer; return win rates and verdicts.
 
@@ -264,7 +275,9 @@ def judge_pairs(
     ``sample``: judge a seeded, domain-stratified sub-sample of that many pairs. ``target_width``:
     stop once the win+tie rate's 95% interval is that narrow (e.g. 0.04). ``generation_failed``: one
     bool per pair, True fails the pair without judging it. ``max_input_tokens``: refuse (and fail)
-    judgments whose prompt is longer.
+    judgments whose prompt is longer. ``parse``: "strict" (default) or "reference" (replies read as
+    the reference implementation reads them, never re-asked; each verdict then also carries
+    ``outcome_strict`` and the summary ``n_differ_from_strict``).
 
     Returns the fields of :func:`metric_arena.stats.summarize` (``n``, ``n_failed``, ``win_rate``,
     ``tie_rate``, ``loss_rate``, ``win_tie_rate``, their ``_ci``, ``no_answer_rate``,
@@ -281,4 +294,5 @@ def judge_pairs(
         system=system, opponent=opponent, progress=progress, limiter=limiter, retry=retry, n_boot=n_boot,
         data_dir=data_dir, backend_options=backend_options, timeout=timeout, use_cache=use_cache, sample=sample,
         target_width=target_width, generation_failed=generation_failed, max_input_tokens=max_input_tokens,
+        parse=parse,
     ))

@@ -55,6 +55,7 @@ from metric_arena.llm._specs import (
 )
 from metric_arena.llm._tokens import (
     BATCH_DISCOUNT,
+    CACHED_INPUT_PRICES_2024,
     PRICES_2024,
     CostEstimate,
     InputBudget,
@@ -77,6 +78,7 @@ from metric_arena.llm._types import (
 __all__ = [
     "BACKENDS",
     "BATCH_DISCOUNT",
+    "CACHED_INPUT_PRICES_2024",
     "CACHE_ENV",
     "MANIFEST",
     "MAX_BYTES",

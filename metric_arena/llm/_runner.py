@@ -175,7 +175,8 @@ class Runner:
         validate: Callable[[Completion], bool] | None = None,
         reask: int = 1,
     ) -> RequestResult:
-        """Answer one request (cache first), re-asking up to ``reask`` times after an invalid reply."""
+        """Answer one request (cache first), re-asking up to ``reask`` times after an invalid reply
+        (``reask=0``: the first reply, cached or new, is the answer even when invalid)."""
         identity = backend.identity()
         last: Completion | None = None
         last_cached = False
@@ -185,9 +186,11 @@ class Runner:
             attempts = attempt + 1
             key = cache_key(identity, request, attempt)
             entry = self.cache.get(key) if self.cache is not None else None
-            if entry is not None and entry.valid:
+            if entry is not None and (entry.valid or reask == 0):
+                # With no re-ask wanted (reask=0), the cached first reply is the answer, valid or not.
                 self.n_cached += 1
-                return RequestResult(entry.completion(), True, attempts, True)
+                return RequestResult(entry.completion(), entry.valid, attempts, True,
+                                     error=None if entry.valid else "invalid reply")
             if entry is not None and attempt < reask:
                 # A previous run got an invalid reply here: go straight to the re-ask.
                 self.n_cached += 1

@@ -10,6 +10,13 @@ Output tokens are estimated from the expected reply: the mean length of the pape
 replies (a short ``<thinking>`` and the rating); the ``max_tokens`` bound is shown apart.
 
 Prices are OpenAI's list prices of 2024 in USD per million tokens; other models: cost unknown.
+
+Prompt caching: OpenAI caches the longest prefix a prompt shares with recent ones, from 1,024
+tokens on and in steps of 128, and bills those tokens at the cached-input price
+(:data:`CACHED_INPUT_PRICES_2024`). The estimate takes the leading messages every request shares
+(the judge's system prompt and three examples), rounds their tokens down to what OpenAI caches,
+and assumes every request after the first hits the cache: the best case (a cache lives 5-10
+minutes, and requests sent at once before the first finishes miss it).
 """
 
 from __future__ import annotations
@@ -29,10 +36,12 @@ from metric_arena.llm._types import Backend, ChatRequest
 
 __all__ = [
     "BATCH_DISCOUNT",
+    "CACHED_INPUT_PRICES_2024",
     "PRICES_2024",
     "CostEstimate",
     "InputBudget",
     "TokenCounter",
+    "cacheable_tokens",
     "estimate_cost",
     "get_encoding",
     "make_budgets",
@@ -47,6 +56,19 @@ PRICES_2024: dict[str, tuple[float, float]] = {
     "gpt-4o": (2.50, 10.0),
     "gpt-4o-mini": (0.15, 0.60),
 }
+#: USD per 1M cached input tokens with OpenAI's automatic prompt caching: (online, Batch API).
+#: Source: OpenAI, "Prompt Caching in the API" (announced 2024-10-01) and openai.com/api/pricing
+#: (checked for 2024-10): half the input price for gpt-4o and gpt-4o-mini; gpt-4-turbo and
+#: gpt-4-0125-preview have no prompt caching. The Batch API entry is None where OpenAI does not
+#: document caching together with the Batch API for the model (it does so only for later model
+#: families): the Batch API price then applies in full.
+CACHED_INPUT_PRICES_2024: dict[str, tuple[float, float | None]] = {
+    "gpt-4o": (1.25, None),
+    "gpt-4o-mini": (0.075, None),
+}
+#: OpenAI caches prompt prefixes of at least this many tokens, in steps of PROMPT_CACHE_STEP.
+PROMPT_CACHE_MIN_TOKENS = 1024
+PROMPT_CACHE_STEP = 128
 
 _BPE_URL = "https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken"
 _BPE_SHA256 = {
@@ -141,6 +163,15 @@ class CostEstimate:
     output_price_per_m: float | None
     cost_usd: float | None
     cost_usd_max: float | None
+    #: tokens of the leading messages every request to send shares, and how many of them OpenAI caches
+    prefix_tokens: int = 0
+    cached_prefix_tokens: int = 0
+    cached_input_price_per_m: float | None = None
+    batch_cached_input_price_per_m: float | None = None
+    #: expected cost with prompt caching (None: no cached price for the model, or nothing cacheable)
+    cost_usd_prompt_caching: float | None = None
+    #: the same at Batch API prices, where caching with the Batch API is documented
+    cost_usd_batch_prompt_caching: float | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -168,6 +199,7 @@ def estimate_cost(
         input_tokens += counter.chat(request.messages)
         max_out += int(request.max_tokens)
     to_send = n_requests - n_cached
+    prefix = _shared_prefix_tokens([r for r, c in zip(requests, flags) if not c], counter)
     output_estimate = int(round(expected_output_tokens * to_send))
     price = PRICES_2024.get(model) if backend == "openai" else None
     if price is None:
@@ -188,7 +220,54 @@ def estimate_cost(
         output_price_per_m=None if price is None else price[1],
         cost_usd=cost,
         cost_usd_max=cost_max,
+        **_prompt_caching(model if backend == "openai" else None, cost, prefix, to_send),
     )
+
+
+def cacheable_tokens(prefix_tokens: int) -> int:
+    """How many tokens of a shared prefix OpenAI's prompt caching bills at the cached price.
+
+    >>> cacheable_tokens(1523), cacheable_tokens(1000)
+    (1408, 0)
+    """
+    if prefix_tokens < PROMPT_CACHE_MIN_TOKENS:
+        return 0
+    return PROMPT_CACHE_MIN_TOKENS + (prefix_tokens - PROMPT_CACHE_MIN_TOKENS) // PROMPT_CACHE_STEP * PROMPT_CACHE_STEP
+
+
+def _shared_prefix_tokens(requests: Sequence[ChatRequest], counter: TokenCounter) -> int:
+    """Tokens of the leading messages all ``requests`` share (never a request's last message)."""
+    if len(requests) < 2:
+        return 0
+    first = requests[0].messages
+    shared = len(first) - 1
+    for request in requests[1:]:
+        messages = request.messages
+        shared = min(shared, len(messages) - 1)
+        k = 0
+        while k < shared and messages[k] == first[k]:
+            k += 1
+        shared = k
+        if not shared:
+            return 0
+    return sum(3 + counter.text(m["role"]) + counter.text(m["content"]) for m in first[:shared])
+
+
+def _prompt_caching(model: str | None, cost: float | None, prefix: int, to_send: int) -> dict:
+    """The prompt-caching fields of a :class:`CostEstimate` (empty when caching does not apply)."""
+    prices = CACHED_INPUT_PRICES_2024.get(model) if model is not None else None
+    cached = cacheable_tokens(prefix)
+    fields: dict = {"prefix_tokens": prefix, "cached_prefix_tokens": cached}
+    if prices is None or cost is None:
+        return fields
+    online, batch = prices
+    hits = max(to_send - 1, 0) * cached
+    list_input = PRICES_2024[model][0]
+    fields.update(cached_input_price_per_m=online, batch_cached_input_price_per_m=batch,
+                  cost_usd_prompt_caching=cost - hits * (list_input - online) / 1e6)
+    if batch is not None:
+        fields["cost_usd_batch_prompt_caching"] = cost * BATCH_DISCOUNT - hits * (list_input * BATCH_DISCOUNT - batch) / 1e6
+    return fields
 
 
 class InputBudget:

@@ -1,15 +1,18 @@
-"""Reports of judged runs: the leaderboard (rates, Bradley–Terry ratings, paired tests), its JSON,
-plots and self-contained HTML page, and uploading a run folder to the Hub."""
+"""Reports of judged runs: the leaderboard (rates, Bradley–Terry ratings, paired tests), its analyses
+(question sets, no-answer replies, retrieval-aware rates), its JSON, plots and self-contained HTML
+page, and uploading a run folder to the Hub."""
 
 from metric_arena.report._battles import battle_rows, write_battles
 from metric_arena.report._leaderboard import Leaderboard, build_leaderboard
+from metric_arena.report._no_answer import no_answer_analysis
 from metric_arena.report._push import (
     build_push_files,
     dataset_card,
     push_run,
     verdicts_parquet,
 )
-from metric_arena.report._runs import REFERENCE, Run, load_run
+from metric_arena.report._retrieval import retrieval_analysis
+from metric_arena.report._runs import REFERENCE, Run, load_run, load_runs
 from metric_arena.report._write import write_report
 
 __all__ = [
@@ -21,7 +24,10 @@ __all__ = [
     "build_push_files",
     "dataset_card",
     "load_run",
+    "load_runs",
+    "no_answer_analysis",
     "push_run",
+    "retrieval_analysis",
     "verdicts_parquet",
     "write_battles",
     "write_report",

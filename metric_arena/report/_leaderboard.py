@@ -18,18 +18,27 @@ The leaderboard has one entry per system, the reference (LFRQA) included:
 
 Entries are sorted by rating. Adjacent systems (both judged against the reference) are also
 compared on their shared queries with :func:`metric_arena.stats.paired_comparison`.
+
+Analyses (the end of this module): systems judged on different questions are grouped into
+``question_sets`` and flagged (each entry's ``question_set``, and a warning); the no-answer view
+(:mod:`metric_arena.report._no_answer`: shares, rates with and without those pairs, the leaderboard
+without them; each entry's ``no_answer``); with ``retrieved`` files, the retrieval-aware analysis
+(:mod:`metric_arena.report._retrieval`; each entry's ``retrieval``).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import package_version
 from metric_arena.report._elo_study import elo_study
+from metric_arena.report._no_answer import VIEW_KEYS, no_answer_analysis, no_answer_qids, without_no_answers
+from metric_arena.report._retrieval import RetrievedFiles, retrieval_analysis
 from metric_arena.report._runs import REFERENCE, Run, empty_rates, load_run, run_rates
 from metric_arena.stats import (
     BASE,
@@ -64,6 +73,9 @@ class Leaderboard:
     elo_study: dict | None = None  # Table 5: ratings against LFRQA only, and with the complete pairs
     created_at: str = ""
     package_version: str = ""
+    question_sets: list[dict] = field(default_factory=list)
+    no_answer: dict | None = None
+    retrieval: dict | None = None
 
     def to_dict(self) -> dict:
         """Everything as plain JSON-ready data."""
@@ -83,6 +95,9 @@ class Leaderboard:
             "elo_study": self.elo_study,
             "created_at": self.created_at,
             "package_version": self.package_version,
+            "question_sets": self.question_sets,
+            "no_answer": self.no_answer,
+            "retrieval": self.retrieval,
         }
 
 
@@ -94,8 +109,14 @@ def build_leaderboard(
     seed: int = 0,
     confidence: float = 0.95,
     progress: ProgressCallback | None = None,
+    retrieved: RetrievedFiles | None = None,
+    data_dir: str | os.PathLike | None = None,
+    no_answer_view: bool = True,
 ) -> Leaderboard:
     """Leaderboard of the systems judged in ``runs`` (run folders or loaded :class:`Run`s).
+
+    ``retrieved``: ``retrieve`` output files for the retrieval-aware analysis (gold documents from
+    ``lfrqa.load(data_dir=data_dir)``); ``no_answer_view``: also rebuild it without no-answer pairs.
 
     >>> board = build_leaderboard(["runs/gpt-4o", "runs/llama-3"])  # doctest: +SKIP
     >>> [(e["system"], round(e["rating"])) for e in board.entries]  # doctest: +SKIP
@@ -127,7 +148,7 @@ def build_leaderboard(
     paired = _paired(ordered, reference_runs, **stats)
     if progress:
         progress("Paired comparisons", 1, 1)
-    return Leaderboard(
+    board = Leaderboard(
         entries=ordered,
         reference=reference,
         judges=judges,
@@ -143,6 +164,9 @@ def build_leaderboard(
         created_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         package_version=package_version(),
     )
+    _add_analyses(board, loaded, reference_runs, retrieved=retrieved, data_dir=data_dir,
+                  no_answer_view=no_answer_view, stats=stats)
+    return board
 
 
 def _load_runs(runs: Sequence[Run | str | Path], progress: ProgressCallback | None) -> list[Run]:
@@ -255,3 +279,68 @@ def _settings(anchor: str | None, orders: list[str], *, n_boot: int, seed: int, 
 
 def _nan_to(value, default: float) -> float:
     return default if value is None or value != value else float(value)
+
+
+# --------------------------------------------------------------------------------------------
+# Analyses: question sets, the no-answer view, retrieval-aware rates
+# --------------------------------------------------------------------------------------------
+def _add_analyses(board: Leaderboard, loaded: list[Run], reference_runs: dict[str, Run], *,
+                  retrieved: RetrievedFiles | None, data_dir, no_answer_view: bool, stats: dict) -> None:
+    """Fill ``question_sets``, ``no_answer`` and ``retrieval`` and each entry's share of them."""
+    board.question_sets = _question_sets(board, reference_runs)
+    if no_answer_view:
+        board.no_answer = _no_answer_view(board, loaded, reference_runs, stats)
+    if retrieved is not None:
+        board.retrieval = retrieval_analysis(reference_runs, retrieved, data_dir=data_dir, **stats)
+        by_system = {block["system"]: block for block in board.retrieval["systems"]}
+        for entry in board.entries:
+            if entry["system"] in by_system:
+                entry["retrieval"] = {k: v for k, v in by_system[entry["system"]].items() if k != "system"}
+
+
+def _question_sets(board: Leaderboard, reference_runs: dict[str, Run]) -> list[dict]:
+    """Systems grouped by the exact questions they were judged on; a warning when there are several."""
+    groups: dict[frozenset, list[str]] = {}
+    for name, run in sorted(reference_runs.items()):
+        groups.setdefault(frozenset(v["qid"] for v in run.verdicts), []).append(name)
+    ordered = sorted(groups.items(), key=lambda item: (-len(item[0]), item[1]))
+    sets = []
+    for number, (qids, names) in enumerate(ordered, 1):
+        domains = sorted({v.get("domain") or "unknown" for v in reference_runs[names[0]].verdicts})
+        sets.append({"id": number, "systems": names, "n": len(qids), "domains": domains})
+        for entry in board.entries:
+            if entry["system"] in names:
+                entry["question_set"] = number
+    if len(sets) > 1:
+        shared = len(frozenset.intersection(*groups))
+        board.warnings.append(
+            "systems were judged on different questions, so they are not directly comparable: "
+            + "; ".join(f"set {s['id']}: {', '.join(s['systems'])} ({s['n']:,} queries; {', '.join(s['domains'])})"
+                        for s in sets)
+            + f"; {shared:,} queries shared by all. Judge every system on the same questions "
+            "(the same prediction qids, or the same --sample and --seed)"
+        )
+    return sets
+
+
+def _no_answer_view(board: Leaderboard, loaded: list[Run], reference_runs: dict[str, Run], stats: dict) -> dict:
+    """Shares and rates with/without no-answer pairs, and the leaderboard rebuilt without them."""
+    flags = no_answer_qids(loaded)
+    systems = no_answer_analysis(reference_runs, **stats)
+    filtered = [without_no_answers(run, flags) for run in loaded]
+    n_excluded = sum(len(run.verdicts) - len(kept.verdicts) for run, kept in zip(loaded, filtered))
+    view = None
+    if n_excluded:
+        rebuilt = build_leaderboard(filtered, reference=board.reference, no_answer_view=False, **stats)
+        view = [{k: e.get(k) for k in VIEW_KEYS} for e in rebuilt.entries]
+    by_system = {block["system"]: block for block in systems}
+    ranks = {e["system"]: e for e in view or []}
+    for entry in board.entries:
+        block = by_system.get(entry["system"])
+        if block is not None:
+            excluded = ranks.get(entry["system"], {})
+            entry["no_answer"] = {"n_no_answer": block["n_no_answer"], "no_answer_rate": block["no_answer_rate"],
+                                  "without": block["without"], "rank_without": excluded.get("rank"),
+                                  "rating_without": excluded.get("rating"),
+                                  "rating_without_ci": excluded.get("rating_ci")}
+    return {"n_pairs_excluded": n_excluded, "systems": systems, "leaderboard": view}

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
 from metric_arena.stats import summarize
 
-__all__ = ["REFERENCE", "Run", "empty_rates", "load_run", "run_rates"]
+__all__ = ["REFERENCE", "Run", "empty_rates", "load_run", "load_runs", "run_rates"]
 
 REFERENCE = "LFRQA"
 _UNKNOWN_DOMAIN = "unknown"
@@ -107,6 +109,35 @@ def load_run(path: str | Path) -> Run:
     if not judges:
         judges = sorted({j.get("judge") for r in rows for j in r.get("judgments") or [] if j.get("judge")})
     return Run(path, system, opponent, judges, summary, list(by_qid.values()), warnings)
+
+
+def load_runs(paths: Sequence[Run | str | os.PathLike]) -> tuple[list[Run], list[str]]:
+    """The run folders among ``paths`` loaded, and a warning for each stray entry skipped.
+
+    What ``report runs/*`` meets besides run folders (a file, a folder without ``verdicts.jsonl``)
+    is skipped with a warning; a path that does not exist is an error, and so is a list where
+    nothing is a run folder (the error of the first path).
+    """
+    loaded: list[Run] = []
+    warnings: list[str] = []
+    first_error: Exception | None = None
+    for path in paths:
+        if isinstance(path, Run):
+            loaded.append(path)
+            continue
+        path = Path(path)
+        if path.exists() and not (path / "verdicts.jsonl").is_file():
+            try:
+                load_run(path)  # the error that names what the path is (and a hint when it holds runs)
+            except FileNotFoundError as error:
+                first_error = first_error or error
+                kind = "a file" if path.is_file() else "a folder without verdicts.jsonl"
+                warnings.append(f"{path}: skipped, not a run folder ({kind})")
+                continue
+        loaded.append(load_run(path))
+    if not loaded and first_error is not None:
+        raise first_error
+    return loaded, warnings
 
 
 def run_rates(run: Run, n_boot: int, seed: int, confidence: float) -> dict:

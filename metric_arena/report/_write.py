@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -14,7 +15,8 @@ from metric_arena.report._leaderboard import (
     build_leaderboard,
 )
 from metric_arena.report._plots import plot_ratings, plot_win_rates
-from metric_arena.report._runs import REFERENCE, Run, load_run
+from metric_arena.report._retrieval import RetrievedFiles
+from metric_arena.report._runs import REFERENCE, Run, load_runs
 from metric_arena.stats import agreement, load_human_labels
 
 __all__ = ["write_report"]
@@ -33,23 +35,30 @@ def write_report(
     title: str = "RAG-QA Arena leaderboard",
     plots: bool = True,
     progress: ProgressCallback | None = None,
+    retrieved: RetrievedFiles | None = None,
+    data_dir: str | os.PathLike | None = None,
 ) -> Leaderboard:
     """Build the leaderboard and write it to ``out``: ``leaderboard.json`` (the entries),
     ``report.json`` (everything), ``win_rates.png``, ``ratings.png`` and a self-contained
     ``leaderboard.html``. With ``human_labels`` (JSONL, see :func:`metric_arena.stats.load_human_labels`) the
-    judge's agreement with people is added.
+    judge's agreement with people is added. ``retrieved``: the ``retrieve`` output files the systems
+    answered from, for the retrieval-aware analysis (``"SYSTEM=FILE"`` gives one system its own;
+    gold documents from ``lfrqa.load(data_dir=data_dir)``). Entries of ``runs`` that are not run
+    folders (a stray file or folder in ``runs/*``) are skipped with a warning.
 
     >>> board = write_report(["runs/gpt-4o", "runs/llama-3"], "leaderboard/")  # doctest: +SKIP
     """
     out = Path(out)
     # `report runs/* --out runs/leaderboard` run twice passes the report folder itself: skip it.
     runs = [r for r in runs if isinstance(r, Run) or Path(r).resolve() != out.resolve() or (Path(r) / "verdicts.jsonl").is_file()]
-    loaded = [run if isinstance(run, Run) else load_run(run) for run in runs]
+    loaded, skipped = load_runs(runs)
     for run in loaded:
         if out.resolve() == run.path.resolve():
             raise RagQaArenaError(f"--out {str(out)!r} is a run folder: write the report to a folder of its own")
     labels = load_human_labels(human_labels) if human_labels is not None else None
-    board = build_leaderboard(loaded, reference=reference, n_boot=n_boot, seed=seed, confidence=confidence, progress=progress)
+    board = build_leaderboard(loaded, reference=reference, n_boot=n_boot, seed=seed, confidence=confidence,
+                              progress=progress, retrieved=retrieved, data_dir=data_dir)
+    board.warnings[:0] = skipped
     if labels is not None:
         verdicts = [v for run in loaded for v in run.verdicts]
         board.agreement = agreement(labels, verdicts, judge=agreement_judge)
