@@ -15,15 +15,57 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
 from lfrqa.errors import RagQaArenaError
 
-__all__ = ["JsonlAppender", "atomic_write", "dumps_json", "iter_jsonl", "json_line", "package_version"]
+__all__ = [
+    "JsonlAppender",
+    "RunLocked",
+    "atomic_write",
+    "dumps_json",
+    "exclusive_lock",
+    "iter_jsonl",
+    "json_line",
+    "lone_surrogate",
+    "loads_json",
+    "package_version",
+]
 
 DISTRIBUTION = "rag-qa-arena"
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def loads_json(text: str | bytes):
+    """``json.loads`` that reads older files with ``NaN`` (as Python does) and turns a document
+    nested too deeply for the parser into a ``json.JSONDecodeError`` like any other bad JSON."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise json.JSONDecodeError("nested too deeply", text if isinstance(text, str) else "", 0) from None
+
+
+def lone_surrogate(value, where: str = "") -> str | None:
+    """Where in ``value`` (a string, or dicts and lists of them) a lone UTF-16 surrogate such as
+    ``"\\ud800"`` sits (e.g. ``"answer"`` or ``"passages[2].text"``), or None. Such a string is
+    not text: it cannot be encoded, sent or stored.
+
+    >>> lone_surrogate({"qid": "1", "answer": "ok \ud800"})
+    'answer'
+    """
+    if isinstance(value, str):
+        return (where or "text") if _SURROGATE.search(value) else None
+    if isinstance(value, dict):
+        items = ((f"{where}.{k}" if where else str(k), v) for k, v in value.items())
+    elif isinstance(value, (list, tuple)):
+        items = ((f"{where}[{i}]", v) for i, v in enumerate(value))
+    else:
+        return None
+    return next((found for path, item in items if (found := lone_surrogate(item, path)) is not None), None)
 
 
 def iter_jsonl(source: str | os.PathLike | BinaryIO, *, name: str | None = None, hint: str = "") -> Iterator[tuple[int, dict]]:
@@ -50,12 +92,23 @@ def iter_jsonl(source: str | os.PathLike | BinaryIO, *, name: str | None = None,
         except UnicodeDecodeError as error:
             raise RagQaArenaError(f"{name} line {number}: not UTF-8 text ({error.reason}). Save the file as UTF-8") from None
         try:
-            record = json.loads(text)
+            record = loads_json(text)
         except json.JSONDecodeError as error:
             raise RagQaArenaError(f"{name} line {number}: not valid JSON ({error.msg}).{suffix}") from None
         if not isinstance(record, dict):
             raise RagQaArenaError(f"{name} line {number}: expected a JSON object, got {type(record).__name__}.{suffix}")
+        if _SURROGATE_ESCAPE.search(text):
+            _check_surrogates(record, f"{name} line {number}")
         yield number, record
+
+
+def _check_surrogates(record: dict, place: str) -> None:
+    field = lone_surrogate(record)
+    if field is not None:
+        qid = record.get("qid")
+        what = f" (qid {qid})" if isinstance(qid, (str, int)) and field != "qid" else ""
+        raise RagQaArenaError(f"{place}{what}: {field} holds a lone surrogate escape such as \\ud800, which is not "
+                              "text and cannot be sent: fix or remove it (a valid pair such as \\ud83d\\ude00 is fine)")
 
 
 def json_line(record: dict) -> str:
@@ -124,6 +177,38 @@ class JsonlAppender:
         with contextlib.suppress(OSError):
             if not self._handle.closed:
                 self._handle.close()
+
+
+class RunLocked(RagQaArenaError):
+    """Another process holds the lock of an output (a run folder, an answer file)."""
+
+
+@contextlib.contextmanager
+def exclusive_lock(lock_path: str | os.PathLike, *, busy: str):
+    """Hold an advisory lock (``fcntl.flock``) on ``lock_path`` for the ``with`` block, so two
+    processes never write one output; a second one gets :class:`RunLocked` with ``busy`` as its
+    message. The lock file stays (removing it would let a third process lock a new file while a
+    second still holds the old one); the kernel releases the lock when the process ends, even on
+    ``kill -9``. Where ``fcntl`` is missing (Windows) nothing is locked.
+    """
+    lock_path = Path(lock_path)
+    try:
+        handle = open(lock_path, "a+")
+    except OSError as error:
+        raise write_error(error, lock_path) from None
+    try:
+        try:
+            import fcntl
+        except ImportError:  # Windows: no advisory locks
+            fcntl = None
+        if fcntl is not None:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                raise RunLocked(busy) from None
+        yield
+    finally:
+        handle.close()
 
 
 def package_version() -> str:
