@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 
 import pytest
 
@@ -192,35 +193,95 @@ def test_fatal_errors_stop_generation_at_once(tmp_path, capsys, status):
         assert conn.execute("SELECT COUNT(*) FROM completions").fetchone()[0] == 0
 
 
-@pytest.mark.parametrize("command", ["judge", "generate"])
-def test_an_unreachable_server_ends_with_a_hint_to_check_the_url(tmp_path, capsys, monkeypatch, command):
-    import metric_arena.llm._runner as runner
+# --------------------------------------------------------------------------------------------
+# Fail fast: a server that cannot be reached, or answers nothing usable, ends the run early, exit 3
+# --------------------------------------------------------------------------------------------
+NOWHERE = "http://127.0.0.1:9/v1"  # nothing listens there
 
-    monkeypatch.setattr(runner, "RetryPolicy", lambda: FAST)  # the commands' default policy retries for minutes
-    nowhere = "http://127.0.0.1:9/v1"  # nothing listens there
+
+def command_argv(tmp_path, command: str, n: int) -> list:
     if command == "judge":
-        preds = write_jsonl(tmp_path / "a.jsonl", prediction_rows(2))
-        other = write_jsonl(tmp_path / "b.jsonl", prediction_rows(2, answer="B"))
-        argv = ["judge", "--predictions", preds, "--versus", other, "--judge", "openai:j", "--out", tmp_path / "run"]
-    else:
-        retrieved = write_jsonl(tmp_path / "retrieved.jsonl", retrieved_rows(2))
-        argv = ["generate", "--retrieved", retrieved, "--model", "openai:m", "--out", tmp_path / "preds.jsonl"]
-    code, stdout, err = cli(argv + ["--base-url", nowhere, "--api-key", FAKE_KEY, "--cache-dir", tmp_path / "c",
-                                    "--no-progress"], capsys)
-    assert code == 0 and "failed 2" in stdout and "connection: 6" in stdout  # 2 items x (1 try + 2 retries)
-    assert f"no request got through to {nowhere} (connection errors or timeouts only): check --base-url" in err
-    assert err.count("\n") == 1 and FAKE_KEY not in err
+        preds = write_jsonl(tmp_path / "a.jsonl", prediction_rows(n))
+        other = write_jsonl(tmp_path / "b.jsonl", prediction_rows(n, answer="B"))
+        return ["judge", "--predictions", preds, "--versus", other, "--judge", "openai:j", "--out", tmp_path / "run",
+                "--cache-dir", tmp_path / "c", "--no-progress"]
+    retrieved = write_jsonl(tmp_path / "retrieved.jsonl", retrieved_rows(n))
+    return ["generate", "--retrieved", retrieved, "--model", "openai:m", "--out", tmp_path / "preds.jsonl",
+            "--cache-dir", tmp_path / "c", "--no-progress"]
 
 
-def test_no_unreachable_hint_when_something_got_through(tmp_path, capsys, monkeypatch):
+def short_window(monkeypatch, seconds: float) -> None:
+    """The commands' own retry policy, with a shorter fail-fast window (20 s by default)."""
+    import functools
+
     import metric_arena.llm._runner as runner
 
-    monkeypatch.setattr(runner, "RetryPolicy", lambda: FAST)
-    preds = write_jsonl(tmp_path / "a.jsonl", prediction_rows(2))
-    other = write_jsonl(tmp_path / "b.jsonl", prediction_rows(2, answer="B"))
+    monkeypatch.setattr(runner, "RetryPolicy", functools.partial(RetryPolicy, fail_fast_after=seconds))
+
+
+@pytest.mark.parametrize("command", ["judge", "generate"])
+def test_an_unreachable_server_stops_the_run_early_with_exit_3(tmp_path, capsys, monkeypatch, command):
+    short_window(monkeypatch, 2.0)
+    started = time.monotonic()
+    code, stdout, err = cli(command_argv(tmp_path, command, 50) + ["--base-url", NOWHERE, "--api-key", FAKE_KEY],
+                            capsys)
+    elapsed = time.monotonic() - started
+    assert code == 3, err
+    assert elapsed < 8  # the default policy alone retried each item for minutes (2 pairs: 208 s)
+    assert err.count("\n") == 1 and "Traceback" not in err and FAKE_KEY not in err
+    assert NOWHERE in err and "--base-url" in err and "nothing got through to openai:" in err
+    assert "connection x" in err  # what failed, counted
+
+
+@pytest.mark.parametrize("command", ["judge", "generate"])
+def test_a_server_that_only_answers_503_stops_the_run_early(tmp_path, capsys, monkeypatch, command):
+    short_window(monkeypatch, 2.0)
+    with OpenAIServer(lambda body, attempt: Reply(status=503)) as server:
+        started = time.monotonic()
+        code, stdout, err = cli(command_argv(tmp_path, command, 20) + ["--base-url", server.base_url], capsys)
+        elapsed = time.monotonic() - started
+        n_requests = len(server.requests)
+    assert code == 3 and elapsed < 8, err
+    assert "server error (HTTP 503)" in err and "Scripted error 503" in err  # the server's own answer
+    assert "--base-url" in err and err.count("\n") == 1
+    assert n_requests < 20 * 4  # well before every item's retries are spent
+
+
+@pytest.mark.slow  # ~20 s: the real default window, in a real subprocess
+def test_the_default_window_ends_an_unreachable_run_within_tens_of_seconds(tmp_path):
+    started = time.monotonic()
+    result = run_cli(command_argv(tmp_path, "judge", 50) + ["--base-url", NOWHERE], OPENAI_API_KEY=FAKE_KEY)
+    elapsed = time.monotonic() - started
+    assert result.returncode == 3, result.stderr
+    assert 15 < elapsed < 40, elapsed  # before: 50 pairs retried for 220-250 s, then exit 0
+    assert "--base-url" in result.stderr and result.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("command", ["judge", "generate"])
+def test_a_run_in_which_every_item_failed_exits_3_and_says_so(tmp_path, capsys, monkeypatch, command):
+    monkeypatch.setattr("metric_arena.llm._runner.RetryPolicy", lambda: FAST)  # spent before the window ends
+    code, stdout, err = cli(command_argv(tmp_path, command, 2) + ["--base-url", NOWHERE, "--api-key", FAKE_KEY],
+                            capsys)
+    assert code == 3 and "failed 2" in stdout and "connection: 6" in stdout  # 2 items x (1 try + 2 retries)
+    assert f"no request got through to {NOWHERE} (connection errors or timeouts only: connection: 6): check " \
+           "--base-url" in err
+    assert err.count("\n") == 1 and FAKE_KEY not in err
+    # a server that answers, but never with anything usable (judge: no rating; generate: no choices)
+    bad = Reply(content="I refuse to rate.") if command == "judge" else Reply.empty_choices()
+    with OpenAIServer(lambda body, attempt: bad) as server:
+        code, stdout, err = cli(command_argv(tmp_path / "2", command, 2) + ["--base-url", server.base_url], capsys)
+    items = "pairs" if command == "judge" else "questions"
+    assert code == 3 and f"every one of the 2 {items} failed (errors " in err, err
+
+
+def test_after_the_first_reply_failures_are_retried_not_fatal(tmp_path, capsys, monkeypatch):
+    """Once something got through, a server that then fails (here for longer than the window) is
+    retried with the normal policy, and the items it fails are failed items, not a fatal error."""
+    monkeypatch.setattr("metric_arena.llm._runner.RetryPolicy",
+                        lambda: RetryPolicy(max_retries=3, initial=0.4, multiplier=1.0, jitter=0.0, fail_fast_after=0.5))
     reply = first_attempt_fault({"q1": lambda attempt: Reply(status=-1)}, RATED)  # q1 never answered
     with OpenAIServer(reply) as server:
-        code, stdout, err = cli(["judge", "--predictions", preds, "--versus", other, "--judge", "openai:j", "--out",
-                                 tmp_path / "run", "--base-url", server.base_url, "--api-key", FAKE_KEY,
-                                 "--cache-dir", tmp_path / "c", "--no-progress"], capsys)
-    assert code == 0 and "failed 1" in stdout and "no request got through" not in err
+        argv = command_argv(tmp_path, "judge", 2) + ["--base-url", server.base_url, "--max-concurrency", "1"]
+        code, stdout, err = cli(argv, capsys)
+    assert code == 0 and "failed 1" in stdout and "connection: 4" in stdout, err
+    assert err == ""
