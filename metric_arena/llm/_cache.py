@@ -11,6 +11,11 @@ holds exactly one valid rating"). Only valid entries count as answers; an invali
 records that the first attempt failed, so a resumed run goes straight to the re-ask. A valid
 entry is never overwritten by an invalid one.
 
+Concurrent runs share work in flight: before a request is sent its key is claimed
+(:meth:`CompletionCache.claim`); a run that needs the same key while another live process holds
+the claim waits for that answer in the cache instead of paying for it again. A claim lapses when
+its owner's process ends (even by ``kill -9``) or after its time-to-live.
+
 SQLite runs in WAL mode; each write is one transaction (an autocommitted statement), readers
 never block the writer, and a busy timeout lets two processes share one cache file. A damaged
 file (SQLite's "database disk image is malformed", at opening or at any later read or write)
@@ -32,9 +37,11 @@ import errno
 import hashlib
 import json
 import os
+import socket
 import sqlite3
 import threading
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,6 +67,37 @@ CREATE TABLE IF NOT EXISTS completions (
     created_at REAL NOT NULL
 )
 """
+
+
+# Requests being sent right now, by key: another process that needs the same answer waits for it
+# instead of paying for it again. ``owner`` is "host:pid:token"; a claim lapses at ``expires`` or
+# when its owner's process is gone.
+_CLAIMS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS claims (
+    key TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    expires REAL NOT NULL
+)
+"""
+
+
+def claim_owner() -> str:
+    """A new owner name for :meth:`CompletionCache.claim`: this host, this process, a random token."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+
+
+def _owner_alive(owner: str) -> bool:
+    host, _, rest = owner.partition(":")
+    pid = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid.isdigit():
+        return True  # another machine's process: trust the expiry
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def default_cache_dir() -> Path:
@@ -127,6 +165,7 @@ class CompletionCache:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute(_SCHEMA)
+            self._conn.execute(_CLAIMS_SCHEMA)
 
     # -- reading -----------------------------------------------------------------------------
     def get(self, key: str) -> CachedCompletion | None:
@@ -180,6 +219,37 @@ class CompletionCache:
                 "created_at = excluded.created_at WHERE completions.valid = 0 OR excluded.valid = 1",
                 (key, completion.text, completion.finish_reason, usage, int(bool(valid)), backend, time.time()),
             )
+
+    # -- sharing work in flight ----------------------------------------------------------------
+    def claim(self, key: str, owner: str, ttl: float) -> bool:
+        """Claim ``key`` for ``ttl`` seconds before sending its request (True), or learn that another
+        live owner is sending it right now (False). The owner's own claim is renewed."""
+        now = time.time()
+        with self._lock, _sqlite_errors(self.path):
+            self._conn.execute(
+                "INSERT INTO claims (key, owner, expires) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET "
+                "owner = excluded.owner, expires = excluded.expires WHERE claims.expires < ? OR claims.owner = ?",
+                (key, owner, now + ttl, now, owner))
+            row = self._conn.execute("SELECT owner FROM claims WHERE key = ?", (key,)).fetchone()
+            if row is None or row[0] == owner:
+                return True
+            if _owner_alive(row[0]):
+                return False
+            # its process is gone (kill -9): take the claim over
+            self._conn.execute("UPDATE claims SET owner = ?, expires = ? WHERE key = ? AND owner = ?",
+                               (owner, now + ttl, key, row[0]))
+            return self._conn.execute("SELECT owner FROM claims WHERE key = ?", (key,)).fetchone()[0] == owner
+
+    def claimed(self, key: str, owner: str) -> bool:
+        """Whether another live owner holds a claim on ``key`` (a read; nothing is written)."""
+        with self._lock, _sqlite_errors(self.path):
+            row = self._conn.execute("SELECT owner, expires FROM claims WHERE key = ?", (key,)).fetchone()
+        return row is not None and row[0] != owner and row[1] >= time.time() and _owner_alive(row[0])
+
+    def release(self, key: str, owner: str) -> None:
+        """Drop ``owner``'s claim on ``key`` (after its answer is stored, or its attempts failed)."""
+        with self._lock, _sqlite_errors(self.path):
+            self._conn.execute("DELETE FROM claims WHERE key = ? AND owner = ?", (key, owner))
 
     def mark_invalid(self, key: str) -> None:
         """Mark the entry under ``key`` invalid (a stored reply that fails its check now)."""

@@ -10,7 +10,10 @@ For each request the runner
 3. checks the reply with ``validate`` (e.g. "holds exactly one valid rating") and stores it with
    that flag; an invalid reply (or an unusable body) is asked once more as a new request
    (``attempt`` 1 in the cache key, same messages), up to ``reask`` times;
-4. stops everything at once on :class:`AuthenticationFailed` / :class:`ModelNotFound`, and on
+4. shares work with other runs on the same cache: each attempt first claims its key; while
+   another live process holds the claim, this run waits for that answer instead of paying for it
+   again (``n_shared`` counts them);
+5. stops everything at once on :class:`AuthenticationFailed` / :class:`ModelNotFound`, and on
    :class:`ServerUnreachable` when nothing has got through to a backend for
    ``RetryPolicy.fail_fast_after`` seconds since its first attempt.
 
@@ -41,7 +44,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from lfrqa.errors import RagQaArenaError
-from metric_arena.llm._cache import CompletionCache, cache_key
+from metric_arena.llm._cache import CompletionCache, cache_key, claim_owner
 from metric_arena.llm._ratelimit import estimate_tokens
 from metric_arena.llm._tasks import Batcher, gather_or_cancel
 from metric_arena.llm._types import (
@@ -63,6 +66,8 @@ FatalBackendError = (AuthenticationFailed, ModelNotFound, ServerUnreachable)
 #: judgment keeps 8,192). A longer reply is cut there and flagged (``original_chars``).
 KEPT_CHARS_PER_TOKEN = 32
 MIN_KEPT_CHARS = 4096
+#: Seconds between looks at the cache while another run sends the same request (jittered).
+CLAIM_POLL = 0.2
 
 
 def max_reply_chars(max_tokens: int) -> int:
@@ -144,6 +149,10 @@ class _Reach:
         return min(wait, max(0.0, (self.first or 0.0) + window - time.monotonic()) + 0.05)
 
 
+class _Busy(Exception):
+    """Another process is sending this request right now (it holds the key's claim in the cache)."""
+
+
 class Runner:
     """Shared state of one run: cache, concurrency limit, retry policy, limiter, error counters."""
 
@@ -164,6 +173,8 @@ class Runner:
         self.errors: Counter = Counter()
         self.n_sent = 0  # HTTP/device requests made (retries included)
         self.n_cached = 0  # requests answered from the cache
+        self.n_shared = 0  # of which answered by another run that was sending them at the same time
+        self._owner = claim_owner()
         self._semaphore: asyncio.Semaphore | None = None
         self._batchers: dict[int, Batcher] = {}
         self._reach: dict[int, _Reach] = {}
@@ -206,7 +217,7 @@ class Runner:
                 if found is not None:
                     return found
             try:
-                completion = self._kept(await self._send(backend, request), request)
+                completion, valid, cached = await self._ask(backend, request, key, validate)
             except BadReply as failure:
                 self.errors[failure.kind] += 1
                 error = str(failure)
@@ -216,16 +227,52 @@ class Runner:
                     raise
                 # retries exhausted, or a non-retryable rejection (e.g. 400 context too long)
                 return RequestResult(last, False, attempts, last_cached, error=str(failure))
+            if valid:
+                return RequestResult(completion, True, attempts, cached)
+            if not cached:
+                self.errors["invalid_reply"] += 1
+            last, last_cached, error = completion, cached, "invalid reply"
+        return RequestResult(last, False, attempts, last_cached, error=error)
+
+    async def _ask(self, backend: Backend, request: ChatRequest, key: str, validate) -> tuple[Completion, bool, bool]:
+        """``(completion, valid, cached)`` for one attempt: the backend's reply, checked and stored, or
+        the answer another process stored under ``key`` while it was sending the same request."""
+        claimed = self.cache is not None
+        try:
+            while True:
+                try:
+                    completion = self._kept(await self._send(backend, request, key if claimed else None), request)
+                    break
+                except _Busy:
+                    entry = await self._wait_for_other(key, validate)
+                    if entry is not None:
+                        self.n_cached += 1
+                        self.n_shared += 1
+                        return entry.completion(), entry.valid, True
             if completion.finish_reason == "length":
                 self.errors["truncated"] += 1  # cut at max_tokens: the caller decides what it means
             valid = True if validate is None else bool(validate(completion))
             if self.cache is not None:
                 self.cache.put(key, completion, valid=valid, backend=backend.spec)
-            if valid:
-                return RequestResult(completion, True, attempts, False)
-            self.errors["invalid_reply"] += 1
-            last, last_cached, error = completion, False, "invalid reply"
-        return RequestResult(last, False, attempts, last_cached, error=error)
+            return completion, valid, False
+        finally:
+            if claimed:
+                self.cache.release(key, self._owner)
+
+    async def _wait_for_other(self, key: str, validate):
+        """While another live process holds the claim on ``key``: its stored entry (a valid one at
+        once; an invalid one it stored once its claim is gone), or None when the claim is gone
+        without a new answer (then this run sends the request itself)."""
+        before = self.cache.get(key)
+        while True:
+            entry = self._cached(key, validate)
+            if entry is not None and entry.valid:
+                return entry
+            if not self.cache.claimed(key, self._owner):
+                return entry if entry is not None and entry != before else None
+            await asyncio.sleep(CLAIM_POLL * (0.5 + random.random()))
+            if self._fatal is not None:
+                raise self._fatal
 
     def _cached(self, key: str, validate: Callable[[Completion], bool] | None):
         """The cache entry under ``key``, its validity checked again: a row stored as valid whose
@@ -253,7 +300,9 @@ class Runner:
         self.errors["oversized"] += 1
         return replace(completion, text=completion.text[:cap], original_chars=len(completion.text))
 
-    async def _send(self, backend: Backend, request: ChatRequest) -> Completion:
+    async def _send(self, backend: Backend, request: ChatRequest, key: str | None = None) -> Completion:
+        """The backend's reply, after retries; with ``key``, each attempt first claims it in the cache
+        (:class:`_Busy` when another process is sending the same request right now)."""
         retry = 0
         reach = self._reach.setdefault(id(backend), _Reach())
         window = self.retry.fail_fast_after
@@ -266,6 +315,8 @@ class Runner:
             async with (contextlib.nullcontext() if backend.batched else self._sem()):
                 if self._fatal is not None:
                     raise self._fatal
+                if key is not None and not self._claim(key, backend):
+                    raise _Busy
                 if self.limiter is not None:
                     await self.limiter.acquire(estimate_tokens(request.messages, request.max_tokens))
                 self.n_sent += 1
@@ -302,6 +353,16 @@ class Runner:
             retry += 1
             await asyncio.sleep(wait)  # outside the semaphore: others keep going
 
+    def _claim(self, key: str, backend: Backend) -> bool:
+        """Claim ``key`` before sending it: False when another process is sending it, or has just
+        stored a valid answer under it (then there is nothing to send)."""
+        # A claim lasts one attempt (the backend's timeout), the longest backoff and a margin.
+        ttl = float(getattr(backend, "timeout", None) or 120.0) + self.retry.max_wait + 30.0
+        if not self.cache.claim(key, self._owner, ttl):
+            return False
+        found = self.cache.get(key)
+        return found is None or not found.valid
+
     def _batcher(self, backend: Backend) -> Batcher:
         batcher = self._batchers.get(id(backend))
         if batcher is None:
@@ -328,4 +389,5 @@ class Runner:
         return RequestResult(None, False, 0, False, error=reason)
 
     def counters(self) -> dict:
-        return {"errors": dict(sorted(self.errors.items())), "n_sent": self.n_sent, "n_cached": self.n_cached}
+        return {"errors": dict(sorted(self.errors.items())), "n_sent": self.n_sent, "n_cached": self.n_cached,
+                "n_shared": self.n_shared}
