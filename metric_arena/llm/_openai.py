@@ -8,6 +8,7 @@ its declarative policy and counts every error kind). The API key comes from ``ap
 from __future__ import annotations
 
 import asyncio
+import base64
 import email.utils
 import os
 import re
@@ -250,12 +251,13 @@ def split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
 
 
 def _secrets(key: str, url_auth: tuple[str, str] | None) -> tuple[str, ...]:
-    """What must never be stored: the key, the URL's password, and its user name when it is the only
-    credential (``http://TOKEN@host``) or long enough to be one."""
+    """What must never be stored: the key, the URL's password (also in the base64 form a Basic
+    Authorization header carries), and its user name when it is the only credential
+    (``http://TOKEN@host``) or long enough to be one."""
     found = [key]
     if url_auth is not None:
         user, password = url_auth
-        found.append(password)
+        found += [password, base64.b64encode(f"{user}:{password}".encode()).decode()]  # as sent: Basic …
         if not password or len(user) >= 8:
             found.append(user)
     return tuple(found)
