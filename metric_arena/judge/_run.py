@@ -106,6 +106,8 @@ def _judgment(backend: Backend, position: int, result: RequestResult) -> dict:
         "attempts": result.attempts,
         "cached": result.cached,
         **({"error": result.error} if result.error and rating is None else {}),
+        **({"oversized": result.completion.original_chars} if result.completion and result.completion.original_chars
+           else {}),
     }
 
 

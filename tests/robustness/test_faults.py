@@ -12,7 +12,7 @@ import pytest
 
 from metric_arena import judge_pairs
 from metric_arena.generate import generate_answers, summary_path
-from metric_arena.llm import RetryPolicy
+from metric_arena.llm import Completion, RetryPolicy
 from tests.openai_server import OpenAIServer, Reply
 from tests.robustness.helpers import (
     FAKE_KEY,
@@ -285,3 +285,76 @@ def test_after_the_first_reply_failures_are_retried_not_fatal(tmp_path, capsys, 
         code, stdout, err = cli(argv, capsys)
     assert code == 0 and "failed 1" in stdout and "connection: 4" in stdout, err
     assert err == ""
+
+
+# --------------------------------------------------------------------------------------------
+# Bounded waits, cached rows re-checked, oversized replies
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("command", ["judge", "generate"])
+def test_timeout_bounds_a_whole_attempt_even_when_bytes_keep_coming(tmp_path, command):
+    """A server that sends its body one byte every 0.1 s (~60 s in all) never leaves a gap as long
+    as the timeout, yet each attempt ends at --timeout."""
+    once = RetryPolicy(max_retries=1, initial=0.0, jitter=0.0)
+    with OpenAIServer(lambda body, attempt: Reply(trickle=0.1)) as server:
+        started = time.monotonic()
+        if command == "judge":
+            res = judge_pairs(["a"], ["b"], ["q"], judge="openai:j", base_url=server.base_url, api_key="k",
+                              cache_dir=tmp_path, retry=once, timeout=1.0)
+        else:
+            res = generate_answers(retrieved_rows(1), "openai:g", base_url=server.base_url, api_key="k",
+                                   cache_dir=tmp_path, retry=once, timeout=1.0)
+        elapsed = time.monotonic() - started
+    assert elapsed < 5, elapsed  # two attempts of 1 s; before: the first alone took the whole minute
+    assert res["n_failed"] == 1 and res["errors"] == {"timeout": 2}
+    failure = res["verdicts"][0]["judgments"][0]["error"] if command == "judge" else res["predictions"][0]["error"]
+    assert "no complete reply within the 1 s timeout" in failure
+
+
+def test_a_cached_row_marked_valid_without_a_rating_is_asked_again(tmp_path):
+    """A row stored as valid that holds no rating (an older validator, a hand edit, another tool)
+    is checked again when read: it is asked once more instead of failing its pair forever."""
+    from metric_arena.llm import CompletionCache, cache_key, make_backend
+    from metric_arena.judge import judge_request
+
+    with OpenAIServer(lambda body, attempt: RATED) as server:
+        request = judge_request("q", "a", "b", 2)
+        identity = make_backend("openai:j", base_url=server.base_url, api_key="k").identity()
+        with CompletionCache(tmp_path) as cache:
+            cache.put(cache_key(identity, request), Completion("no rating here"), valid=True)
+        first = judge_pairs(["a"], ["b"], ["q"], judge="openai:j", base_url=server.base_url, api_key="k",
+                            cache_dir=tmp_path)
+        again = judge_pairs(["a"], ["b"], ["q"], judge="openai:j", base_url=server.base_url, api_key="k",
+                            cache_dir=tmp_path)
+        n_requests = len(server.requests)
+    assert first["n_failed"] == 0 and first["verdicts"][0]["outcome"] == "loss"  # rated 1, the prediction is 2nd
+    assert first["errors"] == {"invalid_cached": 1} and first["n_sent"] == 1
+    assert again["n_sent"] == 0 and again["n_failed"] == 0 and again["errors"] == {}  # the re-ask is cached now
+    assert n_requests == 1
+
+
+def test_oversized_replies_are_cut_and_flagged(tmp_path):
+    """Six 2 MB replies to 256-token requests used to make a 12 MB verdicts.jsonl."""
+    from metric_arena.llm import max_reply_chars
+
+    huge = "<thinking>" + "blah " * 400_000 + "</thinking><rating>1</rating>"  # 2 MB, rating at the end
+    preds = prediction_rows(6)
+    with OpenAIServer(lambda body, attempt: huge) as server:
+        result = run_cli(["judge", "--predictions", write_jsonl(tmp_path / "a.jsonl", preds), "--versus",
+                          write_jsonl(tmp_path / "b.jsonl", prediction_rows(6, answer="B")), "--judge", "openai:j",
+                          "--base-url", server.base_url, "--out", tmp_path / "run", "--cache-dir", tmp_path / "cache",
+                          "--no-progress"], OPENAI_API_KEY=FAKE_KEY)
+    assert result.returncode == 3  # the kept part holds no rating: every pair failed, and it says so
+    size = (tmp_path / "run" / "verdicts.jsonl").stat().st_size
+    assert size < 6 * 2 * (max_reply_chars(256) + 2000)  # 6 pairs x 2 attempts, cut at 8,192 characters
+    judgments = [j for v in read_jsonl(tmp_path / "run" / "verdicts.jsonl") for j in v["judgments"]]
+    assert all(j["oversized"] == len(huge) and len(j["raw"]) == max_reply_chars(256) for j in judgments)
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["errors"]["oversized"] == 12
+    with sqlite3.connect(tmp_path / "cache" / "completions.sqlite") as conn:
+        assert max(len(t) for (t,) in conn.execute("SELECT text FROM completions")) == max_reply_chars(256)
+    # a generated answer is cut the same way, its line flagged
+    with OpenAIServer(lambda body, attempt: "Answer: " + "x" * 50_000) as server:
+        res = generate_answers(retrieved_rows(1), "openai:g", base_url=server.base_url, api_key="k",
+                               cache_dir=tmp_path / "cache", max_tokens=256)
+    line = res["predictions"][0]
+    assert line["oversized"] == 50_008 and len(line["raw"]) == max_reply_chars(256) and not line["failed"]
