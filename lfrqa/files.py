@@ -1,4 +1,4 @@
-"""Files every stage reads and writes: strict JSON Lines, strict JSON, atomic writes, the package version.
+r"""Files every stage reads and writes: strict JSON Lines, strict JSON, atomic writes, the package version.
 
 One implementation of each, shared by the whole package (this module imports nothing of ours
 but the errors).
@@ -54,18 +54,20 @@ def lone_surrogate(value, where: str = "") -> str | None:
     ``"\\ud800"`` sits (e.g. ``"answer"`` or ``"passages[2].text"``), or None. Such a string is
     not text: it cannot be encoded, sent or stored.
 
-    >>> lone_surrogate({"qid": "1", "answer": "ok \ud800"})
+    >>> lone_surrogate({"qid": "1", "answer": "ok \\ud800"})
     'answer'
     """
-    if isinstance(value, str):
-        return (where or "text") if _SURROGATE.search(value) else None
-    if isinstance(value, dict):
-        items = ((f"{where}.{k}" if where else str(k), v) for k, v in value.items())
-    elif isinstance(value, (list, tuple)):
-        items = ((f"{where}[{i}]", v) for i, v in enumerate(value))
-    else:
-        return None
-    return next((found for path, item in items if (found := lone_surrogate(item, path)) is not None), None)
+    stack = [(where, value)]
+    while stack:  # iterative: a deeply nested record cannot exhaust the recursion limit
+        path, item = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return path or "text"
+        elif isinstance(item, dict):
+            stack.extend(reversed([(f"{path}.{k}" if path else str(k), v) for k, v in item.items()]))
+        elif isinstance(item, (list, tuple)):
+            stack.extend(reversed([(f"{path}[{i}]", v) for i, v in enumerate(item)]))
+    return None
 
 
 def iter_jsonl(source: str | os.PathLike | BinaryIO, *, name: str | None = None, hint: str = "") -> Iterator[tuple[int, dict]]:
