@@ -185,15 +185,8 @@ async def ajudge_pairs(
         show = progress if progress is not None else (len(pairs) >= 20 and sys.stderr.isatty())
         verdicts = await _judge_all(pair_judge, schedule, writer, stopper, bool(show))
         done: list[dict] = [v for v in verdicts if v is not None]  # input order; unjudged pairs left out
-        summary = {
-            **settings,
-            **summarize_verdicts(done, settings["judges"], order=order, seed=seed, n_boot=n_boot),
-            **_schedule_fields(len(schedule), sample, stopper, target_width),
-            **runner.counters(),
-            "elapsed_s": round(time.monotonic() - started, 3),
-            "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "package_version": package_version(),
-        }
+        summary = {**settings, **summarize_verdicts(done, settings["judges"], order=order, seed=seed, n_boot=n_boot),
+                   **_schedule_fields(len(schedule), sample, stopper, target_width), **_run_fields(runner, started)}
         if writer is not None:
             writer.finish(done, summary)
     finally:
@@ -214,6 +207,12 @@ async def _judge_all(pair_judge: _PairJudge, schedule: list[int], writer: RunWri
             await backend.aclose()
         if pair_judge.runner.cache is not None:
             pair_judge.runner.cache.close()
+
+
+def _run_fields(runner: Runner, started: float) -> dict:
+    """Counters, time taken, when and by which version: the last fields of a summary."""
+    return {**runner.counters(), "elapsed_s": round(time.monotonic() - started, 3),
+            "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "package_version": package_version()}
 
 
 def _schedule_fields(n_planned: int, sample: int | None, stopper: IntervalStopper | None,

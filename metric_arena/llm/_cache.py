@@ -2,7 +2,7 @@
 
 Key = sha256 of the canonical JSON of (backend identity, decoding parameters, exact messages,
 attempt). The backend identity is the backend's name, model and, for HTTP backends, the
-server's host name — never an API key. ``attempt`` (0 for the first request, 1 for the re-ask
+server's address (scheme, host, port and path) — never an API key or a URL credential. ``attempt`` (0 for the first request, 1 for the re-ask
 after an invalid reply) is part of the key only, never of the request, so a re-ask is a real
 new request and not an answer from the cache.
 
