@@ -25,6 +25,7 @@ from metric_arena.llm import (
     ModelNotFound,
     RateLimiter,
     RetryPolicy,
+    ServerUnreachable,
 )
 from metric_arena.report import build_leaderboard, push_run, write_report
 
@@ -40,6 +41,7 @@ __all__ = [
     "RagQaArenaError",
     "RateLimiter",
     "RetryPolicy",
+    "ServerUnreachable",
     "ajudge_pairs",
     "build_leaderboard",
     "generate_answers",

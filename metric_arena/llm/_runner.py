@@ -129,14 +129,18 @@ class _Reach:
     first: float | None = None
     reached: bool = False
     failures: Counter = field(default_factory=Counter)
+    flying: dict = field(default_factory=dict)  # attempts in flight: token -> when each started
 
     def unreachable(self, backend: Backend, failure: TransientBackendError, window: float | None):
-        """A :class:`ServerUnreachable` when nothing got through within ``window`` seconds, else None."""
+        """A :class:`ServerUnreachable` when nothing got through within ``window`` seconds, else None.
+        An attempt in flight since before the window ended may still succeed (a slow first reply
+        while others get 503): while there is one, the run goes on."""
         if self.reached or window is None:
             return None
         self.failures[failure.kind] += 1
+        deadline = (self.first or 0.0) + window
         elapsed = time.monotonic() - (self.first or 0.0)
-        if elapsed < window:
+        if elapsed < window or any(start < deadline for start in self.flying.values()):
             return None
         kinds = ", ".join(f"{kind} x{count}" for kind, count in self.failures.most_common())
         return ServerUnreachable(f"nothing got through to {backend.spec} in {elapsed:.0f} s "
@@ -322,11 +326,16 @@ class Runner:
                 self.n_sent += 1
                 if reach.first is None:
                     reach.first = time.monotonic()
+                token = object()
+                reach.flying[token] = time.monotonic()
                 try:
-                    if backend.batched:
-                        completion = await self._batcher(backend).submit(request)
-                    else:
-                        completion = await backend.complete(request)
+                    try:
+                        if backend.batched:
+                            completion = await self._batcher(backend).submit(request)
+                        else:
+                            completion = await backend.complete(request)
+                    finally:
+                        del reach.flying[token]
                     reach.reached = True
                     return completion
                 except FatalBackendError as failure:

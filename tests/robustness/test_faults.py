@@ -358,3 +358,17 @@ def test_oversized_replies_are_cut_and_flagged(tmp_path):
                                cache_dir=tmp_path / "cache", max_tokens=256)
     line = res["predictions"][0]
     assert line["oversized"] == 50_008 and len(line["raw"]) == max_reply_chars(256) and not line["failed"]
+
+
+def test_a_slow_first_reply_is_waited_for_while_the_others_fail(tmp_path):
+    """An attempt in flight since before the window ended may still succeed: a server whose first
+    reply takes 3 s while it answers the others 503 is not declared unreachable at 1 s."""
+    def reply(body, attempt):
+        return Reply(content=RATED, delay=3.0) if query_of(body).startswith("q0 ") else Reply(status=503)
+
+    policy = RetryPolicy(max_retries=2, initial=0.5, multiplier=1.0, jitter=0.0, fail_fast_after=1.0)
+    with OpenAIServer(reply) as server:
+        res = judge_pairs(["a"] * 4, ["b"] * 4, [f"q{i} asks?" for i in range(4)], judge="openai:j",
+                          base_url=server.base_url, api_key="k", cache_dir=tmp_path, retry=policy, max_concurrency=4)
+    assert [v["failed"] for v in res["verdicts"]] == [False, True, True, True]
+    assert res["errors"]["503"] == 9
