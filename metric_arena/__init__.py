@@ -25,7 +25,6 @@ from metric_arena.llm import (
     ModelNotFound,
     RateLimiter,
     RetryPolicy,
-    ServerUnreachable,
 )
 from metric_arena.report import build_leaderboard, push_run, write_report
 
@@ -41,7 +40,6 @@ __all__ = [
     "RagQaArenaError",
     "RateLimiter",
     "RetryPolicy",
-    "ServerUnreachable",
     "ajudge_pairs",
     "build_leaderboard",
     "generate_answers",
