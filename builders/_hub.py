@@ -44,9 +44,18 @@ _PATTERNS = (
     ("an AWS access key (AKIA…)", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
     ("a Google API key (AIza…)", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}")),
     ("a GitHub token (gh…_)", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{36,}")),
-    ("a Bearer token", re.compile(r"\bBearer\s+[A-Za-z0-9._~+/\-]{20,}=*")),
+    # Credentials in their context, whatever the key's shape (a token of 8 characters or more; a
+    # Bearer token must hold a digit, so "bearer securities" in an answer is not one):
+    ("a Bearer token", re.compile(r"\b[Bb]earer\s+(?=[A-Za-z._~+/\-]*\d)[A-Za-z0-9._~+/\-]{8,}=*")),
+    ("an Authorization header", re.compile(r"\bauthorization[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token|digest)\s+"
+                                            r"[A-Za-z0-9._~+/\-]{8,}", re.IGNORECASE)),
+    ("an API key setting", re.compile(r"\b(?:api[_-]?key|x-api-key|access[_-]?token|auth[_-]?token)[\"']?\s*[:=]\s*"
+                                      r"[\"']?[A-Za-z0-9._~+/\-]{8,}", re.IGNORECASE)),
+    ("credentials in a URL (user:password@)", re.compile(r"\b[a-z][a-z0-9+.\-]*://[^\s/@:\"'<>]+:[^\s/@\"'<>]+@",
+                                                           re.IGNORECASE)),
 )
-_MIN_SECRET_LENGTH = 8
+_MIN_SECRET_LENGTH = 6
+_PLACEHOLDERS = {"EMPTY", "none", "None", "dummy", "unused"}
 _REPO_TYPES = ("dataset", "model", "space")
 
 
@@ -55,11 +64,13 @@ class SecretFoundError(RagQaArenaError):
 
 
 def find_secrets(text: str, *, values: Iterable[str] = ()) -> list[tuple[str, int]]:
-    """``[(what, line_number)]`` for every credential-looking string in ``text``; ``values`` are
-    exact secrets to look for too (e.g. the current API keys). The secrets themselves are never
-    returned."""
+    """``[(what, line_number)]`` for every credential-looking string in ``text``: keys of known
+    shapes, and credentials in context whatever their shape (``Bearer …``, an ``Authorization``
+    header, ``api_key=…``, ``https://user:password@…``). ``values`` are exact secrets to look for
+    too (e.g. the API keys set in the environment, 6 characters or more). The secrets themselves
+    are never returned."""
     hits = []
-    secrets = [v for v in values if v and len(v) >= _MIN_SECRET_LENGTH]
+    secrets = [v for v in values if v and len(v) >= _MIN_SECRET_LENGTH and v not in _PLACEHOLDERS]
     for line_no, line in enumerate(text.splitlines(), 1):
         for what, pattern in _PATTERNS:
             if pattern.search(line):

@@ -1,4 +1,4 @@
-"""Files every stage reads and writes: strict JSON Lines, strict JSON, atomic writes, the package version,
+r"""Files every stage reads and writes: strict JSON Lines, strict JSON, atomic writes, the package version,
 and :func:`iter_records`, the one reader of row files (JSON Lines, Parquet, a saved ``datasets.Dataset``).
 
 One implementation of each, shared by the whole package (this module imports nothing of ours
@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -24,16 +25,52 @@ from lfrqa.errors import RagQaArenaError
 
 __all__ = [
     "JsonlAppender",
+    "RunLocked",
     "atomic_write",
     "dumps_json",
+    "exclusive_lock",
     "iter_jsonl",
     "iter_records",
     "json_line",
+    "loads_json",
+    "lone_surrogate",
     "package_version",
     "saved_dataset",
 ]
 
 DISTRIBUTION = "rag-qa-arena"
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def loads_json(text: str | bytes):
+    """``json.loads`` that reads older files with ``NaN`` (as Python does) and turns a document
+    nested too deeply for the parser into a ``json.JSONDecodeError`` like any other bad JSON."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise json.JSONDecodeError("nested too deeply", text if isinstance(text, str) else "", 0) from None
+
+
+def lone_surrogate(value, where: str = "") -> str | None:
+    """Where in ``value`` (a string, or dicts and lists of them) a lone UTF-16 surrogate such as
+    ``"\\ud800"`` sits (e.g. ``"answer"`` or ``"passages[2].text"``), or None. Such a string is
+    not text: it cannot be encoded, sent or stored.
+
+    >>> lone_surrogate({"qid": "1", "answer": "ok \\ud800"})
+    'answer'
+    """
+    stack = [(where, value)]
+    while stack:  # iterative: a deeply nested record cannot exhaust the recursion limit
+        path, item = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return path or "text"
+        elif isinstance(item, dict):
+            stack.extend(reversed([(f"{path}.{k}" if path else str(k), v) for k, v in item.items()]))
+        elif isinstance(item, (list, tuple)):
+            stack.extend(reversed([(f"{path}[{i}]", v) for i, v in enumerate(item)]))
+    return None
 
 
 def iter_jsonl(source: str | os.PathLike | BinaryIO, *, name: str | None = None, hint: str = "") -> Iterator[tuple[int, dict]]:
@@ -60,11 +97,13 @@ def iter_jsonl(source: str | os.PathLike | BinaryIO, *, name: str | None = None,
         except UnicodeDecodeError as error:
             raise RagQaArenaError(f"{name} line {number}: not UTF-8 text ({error.reason}). Save the file as UTF-8") from None
         try:
-            record = json.loads(text)
+            record = loads_json(text)
         except json.JSONDecodeError as error:
             raise RagQaArenaError(f"{name} line {number}: not valid JSON ({error.msg}).{suffix}") from None
         if not isinstance(record, dict):
             raise RagQaArenaError(f"{name} line {number}: expected a JSON object, got {type(record).__name__}.{suffix}")
+        if _SURROGATE_ESCAPE.search(text):
+            _check_surrogates(record, f"{name} line {number}")
         yield number, record
 
 
@@ -141,6 +180,15 @@ def _dataset_rows(path: Path) -> Iterator[tuple[str, dict]]:
             yield f"{path} row {number}", dict(zip(columns, values))
 
 
+def _check_surrogates(record: dict, place: str) -> None:
+    field = lone_surrogate(record)
+    if field is not None:
+        qid = record.get("qid")
+        what = f" (qid {qid})" if isinstance(qid, (str, int)) and field != "qid" else ""
+        raise RagQaArenaError(f"{place}{what}: {field} holds a lone surrogate escape such as \\ud800, which is not "
+                              "text and cannot be sent: fix or remove it (a valid pair such as \\ud83d\\ude00 is fine)")
+
+
 def json_line(record: dict) -> str:
     """One JSON Lines line (strict JSON: NaN and infinity become null)."""
     return json.dumps(_strict(record), ensure_ascii=False, allow_nan=False) + "\n"
@@ -207,6 +255,38 @@ class JsonlAppender:
         with contextlib.suppress(OSError):
             if not self._handle.closed:
                 self._handle.close()
+
+
+class RunLocked(RagQaArenaError):
+    """Another process holds the lock of an output (a run folder, an answer file)."""
+
+
+@contextlib.contextmanager
+def exclusive_lock(lock_path: str | os.PathLike, *, busy: str):
+    """Hold an advisory lock (``fcntl.flock``) on ``lock_path`` for the ``with`` block, so two
+    processes never write one output; a second one gets :class:`RunLocked` with ``busy`` as its
+    message. The lock file stays (removing it would let a third process lock a new file while a
+    second still holds the old one); the kernel releases the lock when the process ends, even on
+    ``kill -9``. Where ``fcntl`` is missing (Windows) nothing is locked.
+    """
+    lock_path = Path(lock_path)
+    try:
+        handle = open(lock_path, "a+")
+    except OSError as error:
+        raise write_error(error, lock_path) from None
+    try:
+        try:
+            import fcntl
+        except ImportError:  # Windows: no advisory locks
+            fcntl = None
+        if fcntl is not None:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                raise RunLocked(busy) from None
+        yield
+    finally:
+        handle.close()
 
 
 def package_version() -> str:

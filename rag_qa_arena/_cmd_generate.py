@@ -26,8 +26,9 @@ failed pair. Replies cut at --max-tokens keep "finish_reason": "length". Counts 
 <out stem>.summary.json. Running the same command again resumes: answered lines are kept,
 failed ones are asked again, the rest come from the cache or the model.
 
-exit codes: 0 done (see the failed count), 2 bad input or output folder not writable,
-3 key rejected or model not found (the run stops at once; answers so far are kept).
+exit codes: 0 done (see the failed count), 2 bad input, an output written by another run right
+now, or an output folder not writable, 3 key rejected, model not found or server unreachable
+(the run stops at once; answers so far are kept), or every question failed.
 
 examples:
   rag-qa-arena generate --retrieved runs/fiqa.bm25.jsonl --model openai:gpt-4o --prompt v2 \\
@@ -135,11 +136,12 @@ def run_generate(args: argparse.Namespace) -> int:
         generation_dry_run,
     )
     from rag_qa_arena._options import (
+        FATAL_EXIT,
+        all_failed_message,
         api_key,
         check_backend_args,
         make_limiter,
         run_reporting_failures,
-        unreachable_hint,
     )
 
     if not args.dry_run and not args.out:
@@ -177,9 +179,10 @@ def run_generate(args: argparse.Namespace) -> int:
     if isinstance(result, int):
         return result
     _print_summary(result)
-    hint = unreachable_hint(result, args.base_url)
-    if hint:
-        print(hint, file=sys.stderr)
+    failed = all_failed_message(result, args.base_url, items="questions", where=args.out)
+    if failed:
+        print(failed, file=sys.stderr)
+        return FATAL_EXIT
     return 0
 
 

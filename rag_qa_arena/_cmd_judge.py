@@ -21,7 +21,13 @@ Questions, reference answers and domains come from LFRQA by qid; lines may also 
 
 run folder (--out): verdicts.jsonl (one line per pair, appended as each pair finishes) and
 summary.json (win/tie/loss rates with 95% bootstrap intervals, per domain). Judgments are cached
-in SQLite: re-running the same command resumes without asking anything twice.
+in SQLite: re-running the same command resumes without asking anything twice. One run at a time
+may write a folder; a folder holding a run with another judge, system, opponent or order is
+refused unless --overwrite (its verdicts are replaced once the new set is complete).
+
+exit codes: 0 done, 2 bad input, a busy or refused run folder, or an output not writable,
+3 key rejected, model not found, server unreachable (nothing got through in the first ~20 s),
+or every pair failed.
 
 examples:
   rag-qa-arena judge --predictions preds.jsonl --judge openai:gpt-4o --out runs/my-system
@@ -60,6 +66,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_backend_flags(parser, "judges")  # --base-url, --api-key, --max-concurrency, --timeout
     parser.add_argument("--out", metavar="DIR",
                         help="run folder for verdicts.jsonl and summary.json (required unless --dry-run)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace a run folder that holds a run with other settings (judges, system, opponent, "
+                             "order); without it such a folder is refused")
     parser.add_argument("--name", metavar="NAME",
                         help="the evaluated system's name in verdicts and leaderboards (default: the --out folder's "
                         "name; with --versus, the --predictions file name without extension). Use the names of "
@@ -116,10 +125,11 @@ def run_judge(args: argparse.Namespace) -> int:
     )
     from rag_qa_arena import _options as scale
     from rag_qa_arena._options import (
+        FATAL_EXIT,
+        all_failed_message,
         api_key,
         check_backend_args,
         run_reporting_failures,
-        unreachable_hint,
     )
 
     judges = args.judge or [DEFAULT_JUDGE]
@@ -171,6 +181,7 @@ def run_judge(args: argparse.Namespace) -> int:
             data_dir=args.data_dir, timeout=args.timeout, limiter=scale.make_limiter(args), sample=args.sample,
             target_width=args.target_width, generation_failed=failed, max_input_tokens=args.max_input_tokens,
             parse=args.parse,
+            overwrite=args.overwrite,
         ),
         stopped=f"Verdicts finished before the error are in {args.out}/verdicts.jsonl; answers are cached.",
         where=args.out,
@@ -179,9 +190,10 @@ def run_judge(args: argparse.Namespace) -> int:
     if isinstance(result, int):
         return result
     _print_summary(result, args.out)
-    hint = unreachable_hint(result, args.base_url)
-    if hint:
-        print(hint, file=sys.stderr)
+    failed = all_failed_message(result, args.base_url, items="pairs", where=f"{args.out}/verdicts.jsonl")
+    if failed:
+        print(failed, file=sys.stderr)
+        return FATAL_EXIT
     return 0
 
 

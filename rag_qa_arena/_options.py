@@ -22,6 +22,7 @@ __all__ = [
     "add_rate_limit_flags",
     "add_run_flags",
     "add_tensor_parallel_flag",
+    "all_failed_message",
     "api_key",
     "cannot_write_message",
     "check_backend_args",
@@ -32,10 +33,10 @@ __all__ = [
     "run_batch_step",
     "run_reporting_failures",
     "stop_note",
-    "unreachable_hint",
 ]
 
-#: Exit status when the server rejects the key or does not serve the model (the run stops at once).
+#: Exit status when the server rejects the key, does not serve the model or cannot be reached (the
+#: run stops at once), and when a run ends with every item failed.
 FATAL_EXIT = 3
 #: Exit status when the output cannot be written (bad input exits 2 as well).
 WRITE_EXIT = 2
@@ -58,7 +59,8 @@ def add_backend_flags(parser: argparse.ArgumentParser, kind: str) -> None:
     parser.add_argument("--max-concurrency", type=int, default=16, metavar="N",
                         help="requests in flight at once (default: 16)")
     parser.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
-                        help=f"per-request timeout for openai {kind} (default: 120)")
+                        help=f"the longest one attempt at a request to openai {kind} may take, start to last "
+                             "byte (default: 120)")
 
 
 def add_run_flags(parser: argparse.ArgumentParser, *, cache: str, cost: str) -> None:
@@ -103,28 +105,36 @@ def cannot_write_message(error: OSError, where: str | None) -> str | None:
     return f"cannot write to {place}: {os.strerror(error.errno)} (disk full or read-only?)"
 
 
-def unreachable_hint(result: dict, base_url: str | None) -> str | None:
-    """A line saying what to check when every item failed and only for connection errors or
-    timeouts (a wrong ``--base-url``, no network), else None."""
+def all_failed_message(result: dict, base_url: str | None, *, items: str, where: str) -> str | None:
+    """The error line for a run that ended with every item failed (``items``: "pairs", "questions";
+    ``where``: the file whose lines say why), else None. Connection errors and timeouts only: the
+    server was never reached, so the line names ``--base-url``."""
+    n = result.get("n") or 0
+    if not n or result.get("n_failed") != n:
+        return None
     errors = result.get("errors") or {}
-    if not result.get("n") or result.get("n_failed") != result["n"] or not errors:
-        return None
-    if not set(errors) <= {"connection", "timeout"}:
-        return None
-    where = base_url or os.environ.get("OPENAI_BASE_URL") or "the OpenAI API"
-    return (f"rag-qa-arena: warning: no request got through to {where} (connection errors or timeouts only): "
-            "check --base-url and the network, then run the same command again (failed items are asked again)")
+    counts = ", ".join(f"{k}: {v}" for k, v in errors.items())
+    if errors and set(errors) <= {"connection", "timeout"}:
+        place = base_url or os.environ.get("OPENAI_BASE_URL") or "the OpenAI API"
+        return (f"rag-qa-arena: error: no request got through to {place} (connection errors or timeouts only: "
+                f"{counts}): check --base-url and the network, then run the same command again")
+    why = f" (errors {counts})" if counts else ""
+    return f"rag-qa-arena: error: every one of the {n:,} {items} failed{why}: each line of {where} says why"
 
 
 def run_reporting_failures(call: Callable[[], T], *, stopped: str, where: str | None, kept: str) -> T | int:
     """``call()``'s result, or an exit code after an error line and a line saying what is kept:
-    :data:`FATAL_EXIT` when the server rejects the key or the model (then ``stopped`` is printed),
-    :data:`WRITE_EXIT` when an output cannot be written (``where``: the place, when the error
-    does not name it; then ``kept``). Other errors propagate."""
-    from metric_arena.llm import AuthenticationFailed, ModelNotFound
+    :data:`FATAL_EXIT` when the server rejects the key or the model (then ``stopped`` is printed)
+    or cannot be reached (one line), :data:`WRITE_EXIT` when an output cannot be written
+    (``where``: the place, when the error does not name it; then ``kept``). Other errors propagate."""
+    from metric_arena.llm import AuthenticationFailed, ModelNotFound, ServerUnreachable
 
     try:
         return call()
+    except ServerUnreachable as error:
+        print(f"rag-qa-arena: error: {error}. Check --base-url and that the server is running, then run the same "
+              "command again", file=sys.stderr)
+        return FATAL_EXIT
     except (AuthenticationFailed, ModelNotFound) as error:
         print(f"rag-qa-arena: error: {error}", file=sys.stderr)
         print(stopped, file=sys.stderr)

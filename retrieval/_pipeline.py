@@ -17,6 +17,7 @@ from typing import Any
 
 from builders import check_domain_split, doc_id_of
 from lfrqa.errors import RagQaArenaError
+from lfrqa.files import atomic_write, dumps_json, json_line, loads_json
 from retrieval._base import META_FILE, Retriever
 from retrieval._metrics import DEFAULT_KS, evaluate
 
@@ -92,7 +93,7 @@ def retrieve(
             batch = todo[start : start + batch_size]
             hits = engine.search({row["qid"]: row["question"] for row in batch}, k=k)
             for line in _lines(batch, hits, engine, corpus):
-                handle.write(json.dumps(line, ensure_ascii=False) + "\n")
+                handle.write(json_line(line))
             handle.flush()
             if progress is not None:
                 progress.update(len(batch))
@@ -109,7 +110,7 @@ def retrieve(
     )
     metrics = {"domain": domain, "retriever": engine.kind, "k": k, **metrics}
     metrics_file = out.with_name(out.stem + ".metrics.json")
-    metrics_file.write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
+    atomic_write(metrics_file, dumps_json(metrics))
     return metrics
 
 
@@ -137,7 +138,7 @@ def _prepare_output(out: Path, *, overwrite: bool) -> set[str]:
     kept, done = [], set()
     for number, line in enumerate(lines, 1):
         try:
-            record = json.loads(line)
+            record = loads_json(line)
             done.add(record["qid"])
             kept.append(line if line.endswith("\n") else line + "\n")
         except (json.JSONDecodeError, KeyError, TypeError):
@@ -234,5 +235,5 @@ def _read_results(out: Path) -> Iterator[tuple[str, list[str]]]:
     with open(out, encoding="utf-8") as handle:
         for line in handle:
             if line.strip():
-                record = json.loads(line)
+                record = loads_json(line)
                 yield record["qid"], [p["pid"] for p in record["passages"]]

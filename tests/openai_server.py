@@ -19,7 +19,9 @@ answers ``POST /v1/chat/completions`` with a scripted reply::
 ``reply(body, attempt)`` returns the assistant text (a ``str``) or a :class:`Reply` that scripts
 anything else: an HTTP error status (with an OpenAI-style error body), extra headers
 (``Retry-After``), a raw body (malformed JSON, empty ``choices``), a ``finish_reason`` such as
-``"length"``, an extra delay, or ``status=-1`` to drop the connection without answering.
+``"length"``, an extra delay, a body sent one byte every ``trickle`` seconds, the request's
+``Authorization`` header quoted in the reply (``echo_authorization``), or ``status=-1`` to drop
+the connection without answering.
 The default reply is a judge verdict: ``<thinking>…</thinking><rating>1</rating>``.
 """
 
@@ -64,6 +66,8 @@ class Reply:
     raw_body: str | bytes | None = None
     finish_reason: str | None = "stop"
     delay: float = 0.0
+    trickle: float = 0.0
+    echo_authorization: bool = False
 
     @classmethod
     def empty_choices(cls) -> "Reply":
@@ -148,7 +152,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if reply.raw_body is not None:
             payload = reply.raw_body.encode("utf-8") if isinstance(reply.raw_body, str) else reply.raw_body
-            self._send(reply.status, payload, reply.headers)
+            self._send(reply.status, payload, reply.headers, trickle=reply.trickle)
             return
         if reply.status != 200:
             error = {
@@ -161,6 +165,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(reply.status, error, reply.headers)
             return
         content = DEFAULT_REPLY if reply.content is None else reply.content
+        if reply.echo_authorization:
+            content += f" (you sent Authorization: {self.headers.get('Authorization')})"
         prompt_tokens = sum(len(str(m.get("content", ""))) for m in body.get("messages", [])) // 4
         completion = {
             "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
@@ -181,20 +187,26 @@ class _Handler(BaseHTTPRequestHandler):
                 "total_tokens": prompt_tokens + max(1, len(content) // 4),
             },
         }
-        self._send_json(200, completion, reply.headers)
+        self._send_json(200, completion, reply.headers, trickle=reply.trickle)
 
-    def _send_json(self, status: int, obj: dict, headers: dict | None = None) -> None:
-        self._send(status, json.dumps(obj).encode("utf-8"), headers)
+    def _send_json(self, status: int, obj: dict, headers: dict | None = None, trickle: float = 0.0) -> None:
+        self._send(status, json.dumps(obj).encode("utf-8"), headers, trickle=trickle)
 
-    def _send(self, status: int, payload: bytes, headers: dict | None = None) -> None:
+    def _send(self, status: int, payload: bytes, headers: dict | None = None, trickle: float = 0.0) -> None:
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))
         for name, value in (headers or {}).items():
             self.send_header(name, str(value))
         self.end_headers()
-        self.wfile.write(payload)
-        self.wfile.flush()
+        if not trickle:
+            self.wfile.write(payload)
+            self.wfile.flush()
+            return
+        for i in range(len(payload)):  # a server that never quite stops: one byte at a time
+            self.wfile.write(payload[i : i + 1])
+            self.wfile.flush()
+            time.sleep(trickle)
 
 
 class _Server(ThreadingHTTPServer):

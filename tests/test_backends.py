@@ -49,13 +49,14 @@ def test_make_backend_builds_each_kind_lazily():
 
 def test_openai_identity_has_no_secret_and_needs_a_key_for_openai(monkeypatch):
     backend = OpenAIBackend("gpt-4o", base_url="https://api.example.com:8443/v1/", api_key=KEY)
-    assert backend.identity() == {"backend": "openai", "model": "gpt-4o", "host": "api.example.com"}
+    assert backend.identity() == {"backend": "openai", "model": "gpt-4o", "url": "https://api.example.com:8443/v1"}
     assert KEY not in json.dumps(backend.identity()) and KEY not in repr(backend)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     with pytest.raises(ValueError, match="OPENAI_API_KEY"):
         OpenAIBackend("gpt-4o")
-    assert OpenAIBackend("m", base_url="http://localhost:8000/v1").identity()["host"] == "localhost"
+    assert OpenAIBackend("m", base_url="http://LocalHost/v1").identity()["url"] == "http://localhost:80/v1"
+    assert OpenAIBackend("m", base_url="https://me:pw@h.example/v1").identity()["url"] == "https://h.example:443/v1"
     with pytest.raises(ValueError, match="Invalid base URL"):
         OpenAIBackend("m", base_url="localhost:8000")
 

@@ -12,7 +12,7 @@ from metric_arena.llm import ChatRequest, Completion
 from metric_arena.llm import CompletionCache, cache_key, default_cache_dir
 from tests.openai_server import OpenAIServer
 
-IDENTITY = {"backend": "openai", "model": "gpt-4o", "host": "api.openai.com"}
+IDENTITY = {"backend": "openai", "model": "gpt-4o", "url": "https://api.openai.com:443/v1"}
 REQUEST = ChatRequest([{"role": "system", "content": "judge"}, {"role": "user", "content": "pair"}])
 
 
@@ -21,7 +21,8 @@ def test_key_depends_on_everything_that_changes_the_answer():
     assert len(base) == 64 and base == cache_key(dict(IDENTITY), ChatRequest(list(REQUEST.messages)))
     variants = [
         cache_key({**IDENTITY, "model": "gpt-4o-mini"}, REQUEST),
-        cache_key({**IDENTITY, "host": "localhost"}, REQUEST),
+        cache_key({**IDENTITY, "url": "http://localhost:80/v1"}, REQUEST),
+        cache_key({**IDENTITY, "url": "https://api.openai.com:8443/v1"}, REQUEST),
         cache_key({**IDENTITY, "backend": "hf"}, REQUEST),
         cache_key(IDENTITY, ChatRequest(REQUEST.messages, max_tokens=128)),
         cache_key(IDENTITY, ChatRequest(REQUEST.messages, temperature=0.7)),

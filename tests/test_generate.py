@@ -167,11 +167,12 @@ def test_resume_refuses_another_model_or_prompt(tmp_path):
 
 
 def test_a_second_run_on_the_same_output_is_refused(tmp_path):
+    from lfrqa.files import RunLocked
     from metric_arena.generate._output import exclusive as _exclusive
 
     out = tmp_path / "preds.jsonl"
     with OpenAIServer() as server, _exclusive(out):
-        with pytest.raises(FileExistsError, match="Another run is writing"):
+        with pytest.raises(RunLocked, match="Another run is writing"):
             gen(server, retrieved_rows(1), tmp_path, out=out)
         assert server.requests == []
 

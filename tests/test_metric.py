@@ -112,7 +112,8 @@ def test_cli_versus_writes_a_run_folder_and_resumes(env, tmp_path, capsys):
     assert summary["n"] == 2 and summary["opponent"] == "sys-b" and summary["per_domain"]["science"]["n"] == 2
     assert "sk-test-key-from-env" not in (out / "summary.json").read_text()
     sent = len(env.requests)
-    assert main(args + ["--name", "renamed"]) == 0  # a re-run asks nothing and does not duplicate
+    assert main(args + ["--name", "renamed"]) == 2  # other settings: refused without --overwrite
+    assert main(args + ["--name", "renamed", "--overwrite"]) == 0  # a re-run asks nothing and does not duplicate
     assert len(env.requests) == sent
     lines = (out / "verdicts.jsonl").read_text().splitlines()
     assert len(lines) == 2 and json.loads(lines[0])["system_a"] == "renamed"

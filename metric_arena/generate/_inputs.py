@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from lfrqa.errors import InvalidInputType, RagQaArenaError
-from lfrqa.files import iter_records, saved_dataset
+from lfrqa.files import iter_records, lone_surrogate, saved_dataset
 from metric_arena.llm import Backend, ChatRequest, parse_spec
 from metric_arena.prompts import (
     GENERATION_TAGS,
@@ -85,6 +85,10 @@ def _check_rows(rows: Sequence[Any], where: Sequence[str]) -> list[dict]:
             clean.append({"pid": str(pid), "text": passage["text"], "rank": rank})
         if all(p["rank"] is not None for p in clean):
             clean.sort(key=lambda p: p["rank"])  # stable: ties keep file order
+        field = lone_surrogate({"question": question, "passages": clean})
+        if field is not None:
+            raise RagQaArenaError(f"{place} (qid {qid}): {field} holds a lone surrogate (such as '\\ud800'), which is "
+                                  "not text and cannot be sent: fix or remove it")
         checked.append({"qid": qid, "domain": domain, "question": question, "passages": clean})
     return checked
 

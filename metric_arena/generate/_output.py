@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import write_error
+from lfrqa.files import exclusive_lock, loads_json
 
 __all__ = ["exclusive", "previous_lines", "summary_path"]
 
@@ -36,7 +35,7 @@ def previous_lines(out: Path, spec: str, prompt: str) -> tuple[dict[str, str], i
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = loads_json(line)
             qid = record["qid"]
             model, version = record["model"], record["prompt"]
         except (json.JSONDecodeError, KeyError, TypeError):
@@ -57,30 +56,8 @@ def previous_lines(out: Path, spec: str, prompt: str) -> tuple[dict[str, str], i
     return kept, dropped
 
 
-@contextlib.contextmanager
 def exclusive(out: Path):
-    """Hold an advisory lock on ``.<out name>.lock`` so two runs never append to one file.
-
-    The lock file stays (removing it would let a third run lock a new file while a second still
-    holds the old one); the kernel releases the lock when the process ends, even on kill -9.
-    """
+    """Hold the advisory lock ``.<out name>.lock`` next to ``out`` so two runs never append to one file."""
     lock_path = out.with_name(f".{out.name}.lock")
-    try:
-        handle = open(lock_path, "a+")
-    except OSError as error:
-        raise write_error(error, lock_path) from None
-    try:
-        try:
-            import fcntl
-        except ImportError:  # Windows: no advisory locks
-            fcntl = None
-        if fcntl is not None:
-            try:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                raise FileExistsError(
-                    f"Another run is writing {out} right now (lock {lock_path}): wait for it, or choose another --out"
-                ) from None
-        yield
-    finally:
-        handle.close()
+    return exclusive_lock(lock_path, busy=f"Another run is writing {out} right now (lock {lock_path}): wait for it, "
+                                         "or choose another --out")

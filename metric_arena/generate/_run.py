@@ -15,7 +15,9 @@ Output: one JSON line per question, appended and flushed as each answer arrives:
      "finish_reason", "failed"}
 
 ``answer`` is ``raw`` cleaned the reference's way (:func:`~metric_arena.prompts.clean_response`).
-A failed line also has ``error``; a line whose question or passages held the prompt's own tags
+A failed line also has ``error``; a reply longer than what is kept (32 characters per ``max_tokens``
+token, at least 4,096) is cut there and its line has ``"oversized": <full length in characters>``; a
+line whose question or passages held the prompt's own tags
 (``<passage…>``, ``</passage>``, ``<query>``, ``</query>``: defused before sending, see
 :func:`~metric_arena.prompts.neutralize_delimiters`) has ``"neutralized": true``.
 
@@ -148,6 +150,8 @@ def _record(row: Mapping, result: RequestResult, settings: _Settings) -> dict:
     }
     if failed:
         record["error"] = result.error or "no reply"
+    if completion is not None and completion.original_chars:
+        record["oversized"] = completion.original_chars  # the reply's full length; raw is cut
     if neutralized(row, settings.n_passages):
         record["neutralized"] = True
     return record

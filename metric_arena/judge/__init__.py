@@ -46,7 +46,9 @@ Fewer pairs
 
 Verdicts follow the run-folder contract (``qid``, ``domain``, ``system_a``, ``system_b``,
 ``outcome``, ``failed``, ``flipped``, ``no_answer_a``, ``judgments``); a failed judgment also
-carries ``error``, the last failure's description.
+carries ``error``, the last failure's description, and a judgment whose reply was longer than
+what is kept (8,192 characters for the judge's 256 tokens) is cut there, its ``raw`` holding the
+kept part and ``oversized`` the reply's full length in characters.
 
 Hostile text
     Question, answers and reference are data: prompt delimiters inside them are defused before

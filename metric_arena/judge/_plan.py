@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lfrqa.errors import InvalidInputType, RagQaArenaError
+from lfrqa.files import lone_surrogate
 from metric_arena.llm import ChatRequest
 from metric_arena.prompts import clean_response, judge_messages
 from metric_arena.stats import pair_schedule
@@ -93,6 +94,9 @@ def check_pair_inputs(predictions, references, questions, ids=None, domains=None
                     f"{name}[{i}] is {type(value).__name__} ({value!r}), not a string: every answer and question "
                     "must be text (an empty answer is allowed and judged as such)"
                 )
+            if lone_surrogate(value) is not None:
+                raise RagQaArenaError(f"{name}[{i}] holds a lone surrogate (such as '\\ud800'), which is not text and "
+                                      "cannot be sent: fix or remove it")
     if ids is None:
         ids = [str(i) for i in range(n)]
     else:

@@ -1,47 +1,147 @@
-"""The run folder: ``verdicts.jsonl`` written as pairs finish, then ``summary.json``; and the summary itself."""
+"""The run folder: locked, ``verdicts.jsonl`` written as pairs finish, then ``summary.json``; and the summary itself."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
-from lfrqa.files import JsonlAppender, atomic_write, dumps_json, json_line
+from lfrqa.errors import RagQaArenaError
+from lfrqa.files import JsonlAppender, atomic_write, dumps_json, exclusive_lock, json_line, loads_json
 from metric_arena.judge._parse import judge_outcome
 from metric_arena.stats import summarize
 
-__all__ = ["RunWriter", "summarize_verdicts"]
+__all__ = ["RunWriter", "folder_settings", "summarize_verdicts"]
 
 VERDICTS_FILE = "verdicts.jsonl"
 SUMMARY_FILE = "summary.json"
+#: Verdicts of a run that replaces the folder's earlier run (``overwrite``), until it is complete.
+REPLACING_FILE = ".verdicts.replacing.jsonl"
+LOCK_FILE = ".lock"
+#: The settings a run folder belongs to: another run into it must have the same (or overwrite).
+SETTINGS = ("system", "opponent", "judges", "order", "seed")
 
 
 class RunWriter:
-    """Appends each verdict to ``verdicts.jsonl`` as soon as its pair finishes (flushed), then
-    rewrites the file in input order and writes ``summary.json`` atomically at the end."""
+    """The run folder of one judge run, locked for its whole life (a second process gets
+    :class:`~lfrqa.files.RunLocked`).
 
-    def __init__(self, out: str | os.PathLike):
+    Each verdict is appended to ``verdicts.jsonl`` as soon as its pair finishes (flushed); a
+    resumed run appends to what is there, so nothing written before is lost. At the end the
+    file is rewritten in input order and ``summary.json`` written, each atomically. A folder that
+    holds a run with other ``settings`` (system, opponent, judges, order, the seed of the random
+    order) is refused unless ``overwrite``; then the new verdicts go to a file beside it and
+    replace the old ones only once the new set is complete.
+    """
+
+    def __init__(self, out: str | os.PathLike, settings: dict, *, overwrite: bool = False):
         self.dir = Path(out)
-        self.path = self.dir / VERDICTS_FILE
+        self._stack = contextlib.ExitStack()
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
-            self._appender = JsonlAppender(self.path, mode="w")  # a re-run rebuilds it (from the cache)
+            self._stack.enter_context(exclusive_lock(self.dir / LOCK_FILE, busy=(
+                f"Another judge run is writing {self.dir} right now: wait for it to finish, or choose another --out")))
+            previous = folder_settings(self.dir)
+            changed = _changes(previous, settings)
+            if changed and not overwrite:
+                raise RagQaArenaError(f"{self.dir} holds a run with other settings ({'; '.join(changed)}): choose "
+                                      "another --out, or pass --overwrite (overwrite=True) to replace it")
+            self.replacing = bool(previous) and overwrite
+            self.path = self.dir / (REPLACING_FILE if self.replacing else VERDICTS_FILE)
+            if not self.replacing:
+                _drop_torn_tail(self.path)
+            self._appender = JsonlAppender(self.path, mode="w" if self.replacing else "a")
         except OSError as error:
+            self._stack.close()
             raise PermissionError(
                 error.errno,
                 f"Cannot write the run folder {self.dir}: {error.strerror or error}. Choose a writable --out folder",
                 str(self.dir),
             ) from None
+        except BaseException:
+            self._stack.close()
+            raise
 
     def write(self, verdict: dict) -> None:
         self._appender.write(verdict)
 
     def finish(self, verdicts: list[dict], summary: dict) -> None:
         self._appender.close()
-        atomic_write(self.path, "".join(json_line(v) for v in verdicts))
+        atomic_write(self.dir / VERDICTS_FILE, "".join(json_line(v) for v in verdicts))
         atomic_write(self.dir / SUMMARY_FILE, dumps_json(summary))
+        if self.replacing:
+            with contextlib.suppress(OSError):
+                self.path.unlink()
 
     def close(self) -> None:
         self._appender.close()
+        self._stack.close()
+
+
+def folder_settings(folder: Path) -> dict:
+    """The settings of the run a folder holds: from ``summary.json``, else from the verdicts of an
+    unfinished run (system, opponent, judges); empty for a new folder."""
+    summary = folder / SUMMARY_FILE
+    if summary.is_file():
+        with contextlib.suppress(OSError, ValueError):
+            found = loads_json(summary.read_bytes())
+            if isinstance(found, dict):
+                return {k: found[k] for k in SETTINGS if k in found}
+    settings: dict = {}
+    verdicts = folder / VERDICTS_FILE
+    if not verdicts.is_file():
+        return settings
+    with open(verdicts, "rb") as handle:
+        for line in handle:
+            with contextlib.suppress(ValueError, TypeError, KeyError, AttributeError):
+                row = loads_json(line)
+                settings.setdefault("system", row["system_a"])
+                settings.setdefault("opponent", row["system_b"])
+                if row.get("judgments"):
+                    settings["judges"] = sorted({j["judge"] for j in row["judgments"]})
+                    break
+    return settings
+
+
+def _changes(previous: dict, settings: dict) -> list[str]:
+    """How ``settings`` differ from a folder's ``previous`` ones (only what both know is compared)."""
+    changed = []
+    for name in SETTINGS:
+        if name not in previous or name not in settings:
+            continue
+        old, new = previous[name], settings[name]
+        if name == "judges":
+            old, new = sorted(old or []), sorted(new or [])
+        if name == "seed" and "random" not in (previous.get("order"), settings.get("order")):
+            continue  # the seed only changes verdicts through the random order
+        if old != new:
+            changed.append(f"{name} {old!r} there, {new!r} now")
+    return changed
+
+
+def _drop_torn_tail(path: Path) -> None:
+    """Cut a last line left half-written by a crash, so appended verdicts start on a line of their own."""
+    if not path.is_file():
+        return
+    with open(path, "rb+") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        if size == 0:
+            return
+        handle.seek(size - 1)
+        if handle.read(1) == b"\n":
+            return
+        chunk = 1 << 16
+        end = size
+        while end > 0:
+            start = max(0, end - chunk)
+            handle.seek(start)
+            block = handle.read(end - start)
+            cut = block.rfind(b"\n")
+            if cut >= 0:
+                handle.truncate(start + cut + 1)
+                return
+            end = start
+        handle.truncate(0)
 
 
 def summarize_verdicts(verdicts: list[dict], judge_names: list[str], *, order: str, seed: int, n_boot: int) -> dict:

@@ -113,6 +113,8 @@ def _judgment(backend: Backend, position: int, result: RequestResult, parse: str
         "attempts": result.attempts,
         "cached": result.cached,
         **({"error": result.error} if result.error and rating is None else {}),
+        **({"oversized": result.completion.original_chars} if result.completion and result.completion.original_chars
+           else {}),
     }
 
 
@@ -166,6 +168,7 @@ async def ajudge_pairs(
     target_width: float | None = None,
     generation_failed: Sequence[bool] | None = None,
     max_input_tokens: int | None = None,
+    overwrite: bool = False,
     parse: str = "strict",
 ) -> dict:
     """Async form of :func:`judge_pairs` (same arguments, same result)."""
@@ -179,43 +182,46 @@ async def ajudge_pairs(
     backends = make_backends(judge, base_url=base_url, api_key=api_key, timeout=timeout, options=backend_options)
     if system is None:
         system = Path(out).resolve().name if out is not None else "system"
-    cache = CompletionCache(cache_dir) if use_cache else None
-    runner = Runner(cache, max_concurrency=max_concurrency, retry=retry, limiter=limiter)
-    pair_judge = _PairJudge(pairs, backends, runner, order=order, seed=seed, system=system, opponent=opponent,
-                            max_input_tokens=max_input_tokens, data_dir=data_dir, parse=parse)
-    writer = RunWriter(out) if out is not None else None
-    show = progress if progress is not None else (len(pairs) >= 20 and sys.stderr.isatty())
-    bar = Progress(len(schedule), bool(show), f"judging {system} vs {opponent}")
+    settings = {"system": system, "opponent": opponent, "judges": [b.spec for b in backends], "order": order,
+                "seed": seed}
+    writer = RunWriter(out, settings, overwrite=overwrite) if out is not None else None
     started = time.monotonic()
     try:
-        verdicts = await _run_schedule(pair_judge, schedule, writer=writer, bar=bar, stopper=stopper)
+        runner = Runner(CompletionCache(cache_dir) if use_cache else None, max_concurrency=max_concurrency,
+                        retry=retry, limiter=limiter)
+        pair_judge = _PairJudge(pairs, backends, runner, order=order, seed=seed, system=system, opponent=opponent,
+                                max_input_tokens=max_input_tokens, data_dir=data_dir, parse=parse)
+        show = progress if progress is not None else (len(pairs) >= 20 and sys.stderr.isatty())
+        verdicts = await _judge_all(pair_judge, schedule, writer, stopper, bool(show))
+        done: list[dict] = [v for v in verdicts if v is not None]  # input order; unjudged pairs left out
+        summary = {**settings, **summarize_verdicts(done, settings["judges"], order=order, seed=seed, n_boot=n_boot),
+                   **parse_fields(done, parse), **_schedule_fields(len(schedule), sample, stopper, target_width), **_run_fields(runner, started)}
+        if writer is not None:
+            writer.finish(done, summary)
     finally:
-        bar.close()
         if writer is not None:
             writer.close()
-        for backend in backends:
-            await backend.aclose()
-        if cache is not None:
-            cache.close()
-    done: list[dict] = [v for v in verdicts if v is not None]  # input order; unjudged pairs left out
-    judge_names = [b.spec for b in backends]
-    summary = {
-        "system": system,
-        "opponent": opponent,
-        "judges": judge_names,
-        "order": order,
-        "seed": seed,
-        **summarize_verdicts(done, judge_names, order=order, seed=seed, n_boot=n_boot),
-        **parse_fields(done, parse),
-        **_schedule_fields(len(schedule), sample, stopper, target_width),
-        **runner.counters(),
-        "elapsed_s": round(time.monotonic() - started, 3),
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "package_version": package_version(),
-    }
-    if writer is not None:
-        writer.finish(done, summary)
     return {**summary, "verdicts": done}
+
+
+async def _judge_all(pair_judge: _PairJudge, schedule: list[int], writer: RunWriter | None,
+                     stopper: IntervalStopper | None, show: bool) -> list[dict | None]:
+    """The verdicts of the scheduled pairs (a progress bar while they come); backends and cache closed after."""
+    bar = Progress(len(schedule), show, f"judging {pair_judge.system} vs {pair_judge.opponent}")
+    try:
+        return await _run_schedule(pair_judge, schedule, writer=writer, bar=bar, stopper=stopper)
+    finally:
+        bar.close()
+        for backend in pair_judge.backends:
+            await backend.aclose()
+        if pair_judge.runner.cache is not None:
+            pair_judge.runner.cache.close()
+
+
+def _run_fields(runner: Runner, started: float) -> dict:
+    """Counters, time taken, when and by which version: the last fields of a summary."""
+    return {**runner.counters(), "elapsed_s": round(time.monotonic() - started, 3),
+            "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "package_version": package_version()}
 
 
 def _schedule_fields(n_planned: int, sample: int | None, stopper: IntervalStopper | None,
@@ -260,6 +266,7 @@ def judge_pairs(
     target_width: float | None = None,
     generation_failed: Sequence[bool] | None = None,
     max_input_tokens: int | None = None,
+    overwrite: bool = False,
     parse: str = "strict",
 ) -> dict:
     """Judge each prediction against its reference answer; return win rates and verdicts.
@@ -267,11 +274,14 @@ def judge_pairs(
     ``judge`` is a ``"<backend>:<model>"`` spec, a :class:`~metric_arena.llm.Backend`, or a list
     of them to vote. ``base_url``/``api_key`` (openai judges) default to ``$OPENAI_BASE_URL`` /
     ``$OPENAI_API_KEY``. ``order``: "paper", "random" or "both". ``cache_dir`` defaults to
-    ``$RAG_QA_ARENA_CACHE`` or ``~/.cache/rag_qa_arena``. ``out``: a run folder (``verdicts.jsonl``
-    as pairs finish, ``summary.json`` at the end). ``system``/``opponent``: names in the verdicts.
+    ``$RAG_QA_ARENA_CACHE`` or ``~/.cache/rag_qa_arena``. ``system``/``opponent``: names in the
+    verdicts. ``out``: a run folder (``verdicts.jsonl`` as pairs finish, ``summary.json`` at the
+    end; locked while the run lasts). A folder holding a run with other settings (system,
+    opponent, judges, order) is refused unless ``overwrite=True``; its verdicts are then replaced
+    only once the new set is complete.
     ``limiter``: a :class:`~metric_arena.RateLimiter`; ``retry``: a :class:`~metric_arena.RetryPolicy`.
     ``data_dir``: the pinned benchmark files. ``backend_options`` go to
-    :func:`~metric_arena.llm.make_backend`; ``timeout`` is per request (openai judges).
+    :func:`~metric_arena.llm.make_backend`; ``timeout`` bounds each attempt as a whole (openai judges).
     ``sample``: judge a seeded, domain-stratified sub-sample of that many pairs. ``target_width``:
     stop once the win+tie rate's 95% interval is that narrow (e.g. 0.04). ``generation_failed``: one
     bool per pair, True fails the pair without judging it. ``max_input_tokens``: refuse (and fail)
@@ -294,5 +304,5 @@ def judge_pairs(
         system=system, opponent=opponent, progress=progress, limiter=limiter, retry=retry, n_boot=n_boot,
         data_dir=data_dir, backend_options=backend_options, timeout=timeout, use_cache=use_cache, sample=sample,
         target_width=target_width, generation_failed=generation_failed, max_input_tokens=max_input_tokens,
-        parse=parse,
+        overwrite=overwrite, parse=parse,
     ))

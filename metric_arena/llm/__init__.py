@@ -4,7 +4,7 @@ and OpenAI's Batch API. Nothing here knows about judging or the benchmark's prom
 >>> from metric_arena.llm import ChatRequest, make_backend
 >>> backend = make_backend("openai:gpt-4o-mini", base_url="http://127.0.0.1:8000/v1", api_key="EMPTY")
 >>> backend.identity()
-{'backend': 'openai', 'model': 'gpt-4o-mini', 'host': '127.0.0.1'}
+{'backend': 'openai', 'model': 'gpt-4o-mini', 'url': 'http://127.0.0.1:8000/v1'}
 """
 
 from metric_arena.llm._batch_api import (
@@ -37,14 +37,12 @@ from metric_arena.llm._openai import redact
 from metric_arena.llm._ratelimit import RateLimiter, estimate_tokens
 from metric_arena.llm._runner import (
     FatalBackendError,
-    Progress,
     RequestResult,
     RetryPolicy,
     Runner,
-    gather_or_cancel,
-    run_sync,
-    run_until_stopped,
+    max_reply_chars,
 )
+from metric_arena.llm._tasks import Progress, gather_or_cancel, run_sync, run_until_stopped
 from metric_arena.llm._specs import (
     BACKENDS,
     backend_identity,
@@ -72,6 +70,7 @@ from metric_arena.llm._types import (
     ChatRequest,
     Completion,
     ModelNotFound,
+    ServerUnreachable,
     TransientBackendError,
 )
 
@@ -103,6 +102,7 @@ __all__ = [
     "RequestResult",
     "RetryPolicy",
     "Runner",
+    "ServerUnreachable",
     "TokenCounter",
     "TransientBackendError",
     "backend_identity",
@@ -121,6 +121,7 @@ __all__ = [
     "make_backends",
     "make_budgets",
     "model_backend",
+    "max_reply_chars",
     "parse_output_lines",
     "parse_spec",
     "read_manifest",

@@ -2,7 +2,7 @@
 
 Key = sha256 of the canonical JSON of (backend identity, decoding parameters, exact messages,
 attempt). The backend identity is the backend's name, model and, for HTTP backends, the
-server's host name — never an API key. ``attempt`` (0 for the first request, 1 for the re-ask
+server's address (scheme, host, port and path) — never an API key or a URL credential. ``attempt`` (0 for the first request, 1 for the re-ask
 after an invalid reply) is part of the key only, never of the request, so a re-ask is a real
 new request and not an answer from the cache.
 
@@ -11,8 +11,16 @@ holds exactly one valid rating"). Only valid entries count as answers; an invali
 records that the first attempt failed, so a resumed run goes straight to the re-ask. A valid
 entry is never overwritten by an invalid one.
 
+Concurrent runs share work in flight: before a request is sent its key is claimed
+(:meth:`CompletionCache.claim`); a run that needs the same key while another live process holds
+the claim waits for that answer in the cache instead of paying for it again. A claim lapses when
+its owner's process ends (even by ``kill -9``) or after its time-to-live.
+
 SQLite runs in WAL mode; each write is one transaction (an autocommitted statement), readers
-never block the writer, and a busy timeout lets two processes share one cache file.
+never block the writer, and a busy timeout lets two processes share one cache file. A damaged
+file (SQLite's "database disk image is malformed", at opening or at any later read or write)
+raises :class:`CacheCorrupt`, one line naming the file and the fix; a full disk or a read-only
+folder an ``OSError`` naming the cache.
 
 >>> import tempfile
 >>> from metric_arena.llm._specs import ChatRequest, Completion
@@ -29,21 +37,24 @@ import errno
 import hashlib
 import json
 import os
+import socket
 import sqlite3
 import threading
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
 from metric_arena.llm._types import ChatRequest, Completion
 
-__all__ = ["CACHE_ENV", "CachedCompletion", "CompletionCache", "cache_key", "default_cache_dir"]
+__all__ = ["CACHE_ENV", "CacheCorrupt", "CachedCompletion", "CompletionCache", "cache_key", "default_cache_dir"]
 
 CACHE_ENV = "RAG_QA_ARENA_CACHE"
 CACHE_FILE = "completions.sqlite"
 _KEY_VERSION = 1
 _SQLITE_MAX_VARS = 900
+_ORIGINAL_CHARS = "original_chars"  # kept in the usage column: a cut reply's full length
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS completions (
@@ -56,6 +67,37 @@ CREATE TABLE IF NOT EXISTS completions (
     created_at REAL NOT NULL
 )
 """
+
+
+# Requests being sent right now, by key: another process that needs the same answer waits for it
+# instead of paying for it again. ``owner`` is "host:pid:token"; a claim lapses at ``expires`` or
+# when its owner's process is gone.
+_CLAIMS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS claims (
+    key TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    expires REAL NOT NULL
+)
+"""
+
+
+def claim_owner() -> str:
+    """A new owner name for :meth:`CompletionCache.claim`: this host, this process, a random token."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+
+
+def _owner_alive(owner: str) -> bool:
+    host, _, rest = owner.partition(":")
+    pid = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid.isdigit():
+        return True  # another machine's process: trust the expiry
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def default_cache_dir() -> Path:
@@ -80,15 +122,21 @@ def cache_key(identity: dict, request: ChatRequest, attempt: int = 0) -> str:
     return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
 
 
+class CacheCorrupt(RagQaArenaError):
+    """The cache file is damaged; the message names it and the fix."""
+
+
 @dataclass(frozen=True)
 class CachedCompletion:
     text: str
     finish_reason: str | None
     usage: dict | None
     valid: bool
+    original_chars: int | None = None
 
     def completion(self) -> Completion:
-        return Completion(text=self.text, finish_reason=self.finish_reason, usage=self.usage)
+        return Completion(text=self.text, finish_reason=self.finish_reason, usage=self.usage,
+                          original_chars=self.original_chars)
 
 
 class CompletionCache:
@@ -112,25 +160,16 @@ class CompletionCache:
             ) from None
         self.path = path
         self._lock = threading.Lock()
-        try:
+        with _sqlite_errors(path):
             self._conn = sqlite3.connect(str(path), timeout=60.0, isolation_level=None, check_same_thread=False)
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute(_SCHEMA)
-        except sqlite3.OperationalError as error:
-            failure = _os_error(error, path)
-            if failure is None:
-                raise
-            raise failure from None
-        except sqlite3.DatabaseError as error:
-            raise RagQaArenaError(
-                f"The cache file {path} is not a usable SQLite database ({error}). "
-                "Move it away or choose another cache folder with cache_dir= / --cache-dir"
-            ) from None
+            self._conn.execute(_CLAIMS_SCHEMA)
 
     # -- reading -----------------------------------------------------------------------------
     def get(self, key: str) -> CachedCompletion | None:
-        with self._lock:
+        with self._lock, _sqlite_errors(self.path):
             row = self._conn.execute(
                 "SELECT text, finish_reason, usage, valid FROM completions WHERE key = ?", (key,)
             ).fetchone()
@@ -139,7 +178,7 @@ class CompletionCache:
     def get_many(self, keys: list[str]) -> dict[str, CachedCompletion]:
         found: dict[str, CachedCompletion] = {}
         unique = list(dict.fromkeys(keys))
-        with self._lock:
+        with self._lock, _sqlite_errors(self.path):
             for start in range(0, len(unique), _SQLITE_MAX_VARS):
                 chunk = unique[start : start + _SQLITE_MAX_VARS]
                 marks = ",".join("?" * len(chunk))
@@ -155,20 +194,23 @@ class CompletionCache:
         return entry is not None and entry.valid
 
     def __len__(self) -> int:
-        with self._lock:
+        with self._lock, _sqlite_errors(self.path):
             return int(self._conn.execute("SELECT COUNT(*) FROM completions").fetchone()[0])
 
     def count(self, *, valid: bool | None = None) -> int:
         if valid is None:
             return len(self)
-        with self._lock:
+        with self._lock, _sqlite_errors(self.path):
             return int(self._conn.execute("SELECT COUNT(*) FROM completions WHERE valid = ?", (int(valid),)).fetchone()[0])
 
     # -- writing -----------------------------------------------------------------------------
     def put(self, key: str, completion: Completion, *, valid: bool, backend: str | None = None) -> None:
         """Store a completion (one transaction). A valid entry is never replaced by an invalid one."""
-        usage = None if completion.usage is None else canonical_json(completion.usage)
-        with self._lock, _writing(self.path):
+        usage = completion.usage
+        if completion.original_chars is not None:  # the reply was cut: remember its full length
+            usage = {**(usage or {}), _ORIGINAL_CHARS: completion.original_chars}
+        usage = None if usage is None else canonical_json(usage)
+        with self._lock, _sqlite_errors(self.path):
             self._conn.execute(
                 "INSERT INTO completions (key, text, finish_reason, usage, valid, backend, created_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?) "
@@ -177,6 +219,42 @@ class CompletionCache:
                 "created_at = excluded.created_at WHERE completions.valid = 0 OR excluded.valid = 1",
                 (key, completion.text, completion.finish_reason, usage, int(bool(valid)), backend, time.time()),
             )
+
+    # -- sharing work in flight ----------------------------------------------------------------
+    def claim(self, key: str, owner: str, ttl: float) -> bool:
+        """Claim ``key`` for ``ttl`` seconds before sending its request (True), or learn that another
+        live owner is sending it right now (False). The owner's own claim is renewed."""
+        now = time.time()
+        with self._lock, _sqlite_errors(self.path):
+            self._conn.execute(
+                "INSERT INTO claims (key, owner, expires) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET "
+                "owner = excluded.owner, expires = excluded.expires WHERE claims.expires < ? OR claims.owner = ?",
+                (key, owner, now + ttl, now, owner))
+            row = self._conn.execute("SELECT owner FROM claims WHERE key = ?", (key,)).fetchone()
+            if row is None or row[0] == owner:
+                return True
+            if _owner_alive(row[0]):
+                return False
+            # its process is gone (kill -9): take the claim over
+            self._conn.execute("UPDATE claims SET owner = ?, expires = ? WHERE key = ? AND owner = ?",
+                               (owner, now + ttl, key, row[0]))
+            return self._conn.execute("SELECT owner FROM claims WHERE key = ?", (key,)).fetchone()[0] == owner
+
+    def claimed(self, key: str, owner: str) -> bool:
+        """Whether another live owner holds a claim on ``key`` (a read; nothing is written)."""
+        with self._lock, _sqlite_errors(self.path):
+            row = self._conn.execute("SELECT owner, expires FROM claims WHERE key = ?", (key,)).fetchone()
+        return row is not None and row[0] != owner and row[1] >= time.time() and _owner_alive(row[0])
+
+    def release(self, key: str, owner: str) -> None:
+        """Drop ``owner``'s claim on ``key`` (after its answer is stored, or its attempts failed)."""
+        with self._lock, _sqlite_errors(self.path):
+            self._conn.execute("DELETE FROM claims WHERE key = ? AND owner = ?", (key, owner))
+
+    def mark_invalid(self, key: str) -> None:
+        """Mark the entry under ``key`` invalid (a stored reply that fails its check now)."""
+        with self._lock, _sqlite_errors(self.path):
+            self._conn.execute("UPDATE completions SET valid = 0 WHERE key = ?", (key,))
 
     def close(self) -> None:
         with self._lock:
@@ -215,8 +293,20 @@ def _os_error(error: sqlite3.OperationalError, path: Path) -> OSError | None:
                          f"choose another folder with cache_dir= / --cache-dir or ${CACHE_ENV}", str(path.parent))
 
 
-class _writing:
-    """Turns SQLite's disk-full / read-only errors into an ``OSError`` naming the cache file."""
+def _corrupt(error: sqlite3.DatabaseError, path: Path) -> CacheCorrupt | None:
+    """A :class:`CacheCorrupt` naming the file and the fix for a damaged or foreign file, else None."""
+    name = getattr(error, "sqlite_errorname", "") or ""
+    text = str(error).lower()
+    if not (name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or "malformed" in text or "not a database" in text):
+        return None
+    return CacheCorrupt(f"The cache file {path} is damaged or not a usable SQLite database ({error}): move it away or delete it "
+                        "(the run folders and answer files are kept; what they hold is asked again), or choose "
+                        f"another cache folder with --cache-dir / cache_dir= or ${CACHE_ENV}")
+
+
+class _sqlite_errors:
+    """Turns SQLite's errors into ones naming the cache file: a damaged file into
+    :class:`CacheCorrupt`, a full disk or a read-only folder into an ``OSError``."""
 
     def __init__(self, path: Path):
         self.path = path
@@ -229,11 +319,16 @@ class _writing:
             failure = _os_error(error, self.path)
             if failure is not None:
                 raise failure from None
+        if isinstance(error, sqlite3.DatabaseError):
+            failure = _corrupt(error, self.path)
+            if failure is not None:
+                raise failure from None
         return False
 
 
 def _row_to_entry(row) -> CachedCompletion:
     text, finish_reason, usage, valid = row
-    return CachedCompletion(
-        text=text, finish_reason=finish_reason, usage=None if usage is None else json.loads(usage), valid=bool(valid)
-    )
+    usage = None if usage is None else json.loads(usage)
+    original = usage.pop(_ORIGINAL_CHARS, None) if isinstance(usage, dict) else None
+    return CachedCompletion(text=text, finish_reason=finish_reason, usage=(usage or None) if original else usage,
+                            valid=bool(valid), original_chars=original)

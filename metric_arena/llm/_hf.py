@@ -12,8 +12,7 @@ from __future__ import annotations
 import threading
 
 from lfrqa.errors import MissingDependency, RagQaArenaError
-from metric_arena.llm._local import LocalBackend
-from metric_arena.llm._types import BackendError, ChatRequest, Completion, ModelNotFound
+from metric_arena.llm._types import BackendError, ChatRequest, Completion, LocalBackend, ModelNotFound
 
 _INSTALL_HINT = 'the hf backend needs transformers and torch: pip install "rag-qa-arena[hf]"'
 

@@ -7,11 +7,13 @@ its declarative policy and counts every error kind). The API key comes from ``ap
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import email.utils
 import os
 import re
 import time
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from lfrqa.errors import RagQaArenaError
 from metric_arena.llm._types import (
@@ -26,6 +28,8 @@ from metric_arena.llm._types import (
 )
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
+#: The longest wait for a connection (``--timeout`` bounds the whole attempt).
+CONNECT_TIMEOUT = 10.0
 _KEY_PATTERN = re.compile(r"\b(sk-[A-Za-z0-9_\-*.]{4,}|hf_[A-Za-z0-9]{8,})")
 
 
@@ -34,7 +38,7 @@ class OpenAIBackend(Backend):
 
     >>> backend = OpenAIBackend("gpt-4o", base_url="http://127.0.0.1:8000/v1", api_key="EMPTY")
     >>> backend.identity()
-    {'backend': 'openai', 'model': 'gpt-4o', 'host': '127.0.0.1'}
+    {'backend': 'openai', 'model': 'gpt-4o', 'url': 'http://127.0.0.1:8000/v1'}
     """
 
     name = "openai"
@@ -51,38 +55,49 @@ class OpenAIBackend(Backend):
         if not model:
             raise RagQaArenaError("The model name is empty: give one, e.g. make_backend('openai:gpt-4o')")
         self.model = model
-        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL).rstrip("/")
-        parts = urlsplit(self.base_url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise RagQaArenaError(
-                f"Invalid base URL {self.base_url!r}: give the server's full URL, e.g. http://localhost:8000/v1"
-            )
+        url = (base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL).rstrip("/")
+        # URL credentials (http://user:key@host/v1) go to the client as basic auth, as httpx would
+        # take them from the URL, and never into a message, a log line or the cache key.
+        self.base_url, self._url_auth = split_credentials(url)
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         if not key:
-            if parts.hostname == "api.openai.com":
+            if urlsplit(self.base_url).hostname == "api.openai.com":
                 raise RagQaArenaError(
                     "No OpenAI API key: set the OPENAI_API_KEY environment variable (or pass api_key=); "
                     "keys on the command line end up in shell history."
                 )
             key = "EMPTY"  # local OpenAI-compatible servers (vLLM...) accept any key
         self._api_key = key
+        self._secrets = _secrets(key, self._url_auth)
         self.timeout = float(timeout)
         self._organization = organization
         self._client = None
 
     def identity(self) -> dict:
-        return {"backend": self.name, "model": self.model, "host": urlsplit(self.base_url).hostname}
+        """Backend, model and the server's URL (scheme, host, port and path; never credentials)."""
+        parts = urlsplit(self.base_url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+        return {"backend": self.name, "model": self.model, "url": f"{parts.scheme}://{host}:{port}{parts.path}"}
+
+    def redact(self, text: str) -> str:
+        """``text`` without this backend's key or URL credentials (nor anything shaped like a key)."""
+        return redact(text, *self._secrets)
 
     def _get_client(self):
         if self._client is None:
             import openai
 
+            # --timeout bounds each attempt as a whole (see complete); connecting gets at most 10 s,
+            # so a host that never answers is known early.
+            options = {"http_client": openai.DefaultAsyncHttpxClient(auth=self._url_auth)} if self._url_auth else {}
             self._client = openai.AsyncOpenAI(
                 api_key=self._api_key,
                 base_url=self.base_url,
                 organization=self._organization,
                 max_retries=0,
-                timeout=self.timeout,
+                timeout=openai.Timeout(self.timeout, connect=min(self.timeout, CONNECT_TIMEOUT)),
+                **options,
             )
         return self._client
 
@@ -90,50 +105,56 @@ class OpenAIBackend(Backend):
         import openai
 
         client = self._get_client()
+        body = {"model": self.model, "messages": request.messages, "max_tokens": request.max_tokens,
+                "temperature": request.temperature, "top_p": request.top_p}
         try:
             # The same body as chat.completions.create(...), posted without the client's recursive
-            # re-validation of the messages (milliseconds per 8 KB judge request).
-            response = await client.post(
-                "/chat/completions",
-                body={
-                    "model": self.model,
-                    "messages": request.messages,
-                    "max_tokens": request.max_tokens,
-                    "temperature": request.temperature,
-                    "top_p": request.top_p,
-                },
-                cast_to=ChatCompletionType(),
-            )
-        except openai.AuthenticationError as error:
-            raise AuthenticationFailed(self._describe(error, "authentication failed (HTTP 401)",
-                                                      "check OPENAI_API_KEY / --api-key")) from None
-        except openai.PermissionDeniedError as error:
-            raise AuthenticationFailed(self._describe(error, "permission denied (HTTP 403)",
-                                                      "check that the key may use this model")) from None
-        except openai.NotFoundError as error:
-            raise ModelNotFound(self._describe(error, "model or endpoint not found (HTTP 404)",
-                                               "check the model name and that the base URL ends in /v1")) from None
-        except openai.RateLimitError as error:
-            raise TransientBackendError(self._describe(error, "rate limited (HTTP 429)"), kind="429",
-                                        retry_after=_retry_after(error.response)) from None
-        except openai.APITimeoutError:
-            raise TransientBackendError(f"timeout after {self.timeout:g} s at {self.base_url}", kind="timeout") from None
-        except openai.APIConnectionError as error:
-            raise TransientBackendError(f"connection error at {self.base_url}: {type(error).__name__}",
-                                        kind="connection") from None
-        except openai.APIStatusError as error:
+            # re-validation of the messages (milliseconds per 8 KB judge request). The client's own
+            # timeout bounds each read only: a server sending a byte a second would hold it forever.
+            response = await asyncio.wait_for(client.post("/chat/completions", body=body,
+                                                          cast_to=ChatCompletionType()), self.timeout)
+        except asyncio.TimeoutError:
+            raise TransientBackendError(f"no complete reply within the {self.timeout:g} s timeout from "
+                                        f"{self.base_url}", kind="timeout") from None
+        except openai.OpenAIError as error:
+            raise self._translate(error) from None
+        except ValueError:  # body is not (valid) JSON
+            raise BadReply(f"malformed reply body from {self.base_url}: ValueError", kind="malformed") from None
+        return _to_completion(response, self.base_url, self.redact)
+
+    def _translate(self, error) -> BaseException:
+        """The backend error an ``openai`` exception stands for."""
+        import openai
+
+        if isinstance(error, openai.AuthenticationError):
+            return AuthenticationFailed(self._describe(error, "authentication failed (HTTP 401)",
+                                                       "check OPENAI_API_KEY / --api-key"))
+        if isinstance(error, openai.PermissionDeniedError):
+            return AuthenticationFailed(self._describe(error, "permission denied (HTTP 403)",
+                                                       "check that the key may use this model"))
+        if isinstance(error, openai.NotFoundError):
+            return ModelNotFound(self._describe(error, "model or endpoint not found (HTTP 404)",
+                                                "check the model name and that the base URL ends in /v1"))
+        if isinstance(error, openai.RateLimitError):
+            return TransientBackendError(self._describe(error, "rate limited (HTTP 429)"), kind="429",
+                                         retry_after=_retry_after(error.response))
+        if isinstance(error, openai.APITimeoutError):
+            return TransientBackendError(f"timeout after {self.timeout:g} s at {self.base_url}", kind="timeout")
+        if isinstance(error, openai.APIConnectionError):
+            return TransientBackendError(f"connection error at {self.base_url}: {type(error).__name__}",
+                                         kind="connection")
+        if isinstance(error, openai.APIStatusError):
             status = error.status_code
             if status >= 500 or status in (408, 409):
-                raise TransientBackendError(self._describe(error, f"server error (HTTP {status})"), kind=str(status),
-                                            retry_after=_retry_after(error.response)) from None
-            raise BackendError(self._describe(error, f"request rejected (HTTP {status})"), kind=str(status)) from None
-        except (ValueError, openai.APIResponseValidationError) as error:  # body is not (valid) JSON
-            raise BadReply(f"malformed reply body from {self.base_url}: {type(error).__name__}",
-                           kind="malformed") from None
-        return _to_completion(response, self.base_url)
+                return TransientBackendError(self._describe(error, f"server error (HTTP {status})"), kind=str(status),
+                                             retry_after=_retry_after(error.response))
+            return BackendError(self._describe(error, f"request rejected (HTTP {status})"), kind=str(status))
+        if isinstance(error, openai.APIResponseValidationError):
+            return BadReply(f"malformed reply body from {self.base_url}: {type(error).__name__}", kind="malformed")
+        return BackendError(f"request failed at {self.base_url}: {type(error).__name__}")
 
     def _describe(self, error, what: str, fix: str | None = None) -> str:
-        detail = redact(getattr(error, "message", "") or str(error), self._api_key)
+        detail = self.redact(getattr(error, "message", "") or str(error))
         text = f"{what} at {self.base_url} for model {self.model!r}"
         if fix:
             text += f": {fix}"
@@ -151,7 +172,7 @@ def ChatCompletionType():  # noqa: N802 - a type, imported lazily
     return ChatCompletion
 
 
-def _to_completion(response, base_url: str) -> Completion:
+def _to_completion(response, base_url: str, clean=lambda text: text) -> Completion:
     choices = getattr(response, "choices", None)
     if not isinstance(choices, list) or not choices:
         raise BadReply(f"reply from {base_url} has no choices", kind="empty_choices")
@@ -167,7 +188,7 @@ def _to_completion(response, base_url: str) -> Completion:
             "prompt_tokens": getattr(usage, "prompt_tokens", None),
             "completion_tokens": getattr(usage, "completion_tokens", None),
         }
-    return Completion(text=str(text), finish_reason=getattr(choice, "finish_reason", None), usage=usage_dict)
+    return Completion(text=clean(str(text)), finish_reason=getattr(choice, "finish_reason", None), usage=usage_dict)
 
 
 def _retry_after(response) -> float | None:
@@ -195,7 +216,48 @@ def _retry_after(response) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def redact(text: str, key: str | None) -> str:
-    if key and key != "EMPTY" and len(key) >= 4:
-        text = text.replace(key, "***")
+def redact(text: str, *secrets: str | None) -> str:
+    """``text`` with each of ``secrets`` (4 characters or more; not the placeholder ``EMPTY``) and
+    anything shaped like an OpenAI or Hugging Face key replaced by ``***``.
+
+    >>> redact("Authorization: Bearer my-proxy-token-1 (sk-abcd1234)", "my-proxy-token-1")
+    'Authorization: Bearer *** (***)'
+    """
+    for secret in sorted({s for s in secrets if s and s != "EMPTY" and len(s) >= 4}, key=len, reverse=True):
+        text = text.replace(secret, "***")
     return _KEY_PATTERN.sub("***", text)
+
+
+def split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
+    """``url`` without its ``user:password@`` part, and that part (None when there is none).
+
+    >>> split_credentials("http://me:s3cret@proxy.example:8080/v1")
+    ('http://proxy.example:8080/v1', ('me', 's3cret'))
+    """
+    parts = urlsplit(url)
+    has_auth = parts.username is not None or parts.password is not None
+    try:
+        port = parts.port
+    except ValueError:  # not a number
+        port, parts = None, parts._replace(netloc="")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        shown = "(a URL with credentials)" if has_auth else repr(url)
+        raise RagQaArenaError(f"Invalid base URL {shown}: give the server's full URL, e.g. http://localhost:8000/v1")
+    if not has_auth:
+        return url, None
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    netloc = host + (f":{port}" if port is not None else "")
+    return urlunsplit(parts._replace(netloc=netloc)), (unquote(parts.username or ""), unquote(parts.password or ""))
+
+
+def _secrets(key: str, url_auth: tuple[str, str] | None) -> tuple[str, ...]:
+    """What must never be stored: the key, the URL's password (also in the base64 form a Basic
+    Authorization header carries), and its user name when it is the only credential
+    (``http://TOKEN@host``) or long enough to be one."""
+    found = [key]
+    if url_auth is not None:
+        user, password = url_auth
+        found += [password, base64.b64encode(f"{user}:{password}".encode()).decode()]  # as sent: Basic …
+        if not password or len(user) >= 8:
+            found.append(user)
+    return tuple(found)

@@ -2,20 +2,30 @@
 
 For each request the runner
 
-1. answers from the cache when a valid completion is stored under its key;
+1. answers from the cache when a valid completion is stored under its key (checked again with
+   ``validate``: a stored reply that fails it now is marked invalid and asked again);
 2. otherwise sends it (at most ``max_concurrency`` requests in flight, an optional rate limiter
    consulted first), retrying transient errors (429, 5xx, timeouts, dropped connections) with
    exponential backoff that honours ``Retry-After`` (:class:`RetryPolicy`);
 3. checks the reply with ``validate`` (e.g. "holds exactly one valid rating") and stores it with
    that flag; an invalid reply (or an unusable body) is asked once more as a new request
    (``attempt`` 1 in the cache key, same messages), up to ``reask`` times;
-4. stops everything at once on :class:`AuthenticationFailed` / :class:`ModelNotFound`.
+4. shares work with other runs on the same cache: each attempt first claims its key; while
+   another live process holds the claim, this run waits for that answer instead of paying for it
+   again (``n_shared`` counts them);
+5. stops everything at once on :class:`AuthenticationFailed` / :class:`ModelNotFound`, and on
+   :class:`ServerUnreachable` when nothing has got through to a backend for
+   ``RetryPolicy.fail_fast_after`` seconds since its first attempt.
+
+A reply longer than :func:`max_reply_chars` (32 characters per requested token, at least 4,096)
+is cut there before it is checked or stored, and flagged (``Completion.original_chars``, counted
+as ``"oversized"``): one broken server cannot bloat a run folder or the cache.
 
 Backends that batch on a device (``backend.batched``: hf, vllm) receive the concurrent requests
 grouped into :meth:`~metric_arena.llm._specs.Backend.complete_many` calls of up to
 ``backend.batch_size`` requests, one call at a time; ``max_concurrency`` limits network backends.
 Every error is counted by kind in :attr:`Runner.errors` (``"429"``, ``"500"``, ``"timeout"``,
-``"connection"``, ``"malformed"``, ``"empty_choices"``, ``"invalid_reply"``...).
+``"connection"``, ``"malformed"``, ``"empty_choices"``, ``"invalid_reply"``, ``"oversized"``...).
 
 >>> import tempfile
 >>> from metric_arena.llm import ChatRequest, make_backend
@@ -28,15 +38,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-import threading
+import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
 from lfrqa.errors import RagQaArenaError
-from metric_arena.llm._cache import CompletionCache, cache_key
+from metric_arena.llm._cache import CompletionCache, cache_key, claim_owner
 from metric_arena.llm._ratelimit import estimate_tokens
+from metric_arena.llm._tasks import Batcher, gather_or_cancel
 from metric_arena.llm._types import (
     AuthenticationFailed,
     Backend,
@@ -45,20 +55,36 @@ from metric_arena.llm._types import (
     ChatRequest,
     Completion,
     ModelNotFound,
+    ServerUnreachable,
     TransientBackendError,
 )
 
-__all__ = ["FatalBackendError", "RequestResult", "RetryPolicy", "Progress", "Runner", "gather_or_cancel", "run_sync",
-           "run_until_stopped"]
+__all__ = ["FatalBackendError", "RequestResult", "RetryPolicy", "Runner", "max_reply_chars"]
 
-FatalBackendError = (AuthenticationFailed, ModelNotFound)
+FatalBackendError = (AuthenticationFailed, ModelNotFound, ServerUnreachable)
+#: What is kept of a reply: 32 characters per requested token, and at least 4,096 (a 256-token
+#: judgment keeps 8,192). A longer reply is cut there and flagged (``original_chars``).
+KEPT_CHARS_PER_TOKEN = 32
+MIN_KEPT_CHARS = 4096
+#: Seconds between looks at the cache while another run sends the same request (jittered).
+CLAIM_POLL = 0.2
+
+
+def max_reply_chars(max_tokens: int) -> int:
+    """The longest reply kept for a request of ``max_tokens`` tokens, in characters."""
+    return max(MIN_KEPT_CHARS, KEPT_CHARS_PER_TOKEN * int(max_tokens))
 
 
 @dataclass(frozen=True)
 class RetryPolicy:
     """Declarative retries of transient errors: wait ``initial * multiplier**n`` seconds (capped
     at ``max_wait``, with ``jitter`` as a random fraction added), or the server's ``Retry-After``
-    when it sends one (capped at ``max_retry_after``); give up after ``max_retries`` retries."""
+    when it sends one (capped at ``max_retry_after``); give up after ``max_retries`` retries.
+
+    Fail fast: while nothing has got through to a backend yet, its failed attempts (connection
+    errors, timeouts, 429, 5xx) stop the whole run with :class:`ServerUnreachable` once
+    ``fail_fast_after`` seconds have passed since its first attempt (backoff waits are shortened
+    to end there). After the first reply the policy above applies. ``None`` turns this off."""
 
     max_retries: int = 8
     initial: float = 1.0
@@ -66,6 +92,7 @@ class RetryPolicy:
     max_wait: float = 60.0
     jitter: float = 0.25
     max_retry_after: float = 300.0
+    fail_fast_after: float | None = 20.0
 
     def wait(self, retry: int, retry_after: float | None = None) -> float:
         if retry_after is not None:
@@ -96,46 +123,38 @@ class RequestResult:
 
 
 @dataclass
-class _Batcher:
-    """Groups concurrent requests to one batched backend into ``complete_many`` calls."""
+class _Reach:
+    """Whether anything got through to one backend yet, since when it is tried, what failed."""
 
-    backend: Backend
-    batch_size: int
-    gather_wait: float = 0.005
-    pending: list = field(default_factory=list)
-    worker: asyncio.Task | None = None
+    first: float | None = None
+    reached: bool = False
+    failures: Counter = field(default_factory=Counter)
+    flying: dict = field(default_factory=dict)  # attempts in flight: token -> when each started
 
-    async def submit(self, request: ChatRequest) -> Completion:
-        future = asyncio.get_running_loop().create_future()
-        self.pending.append((request, future))
-        if self.worker is None or self.worker.done():
-            self.worker = asyncio.ensure_future(self._work())
-        return await future
+    def unreachable(self, backend: Backend, failure: TransientBackendError, window: float | None):
+        """A :class:`ServerUnreachable` when nothing got through within ``window`` seconds, else None.
+        An attempt in flight since before the window ended may still succeed (a slow first reply
+        while others get 503): while there is one, the run goes on."""
+        if self.reached or window is None:
+            return None
+        self.failures[failure.kind] += 1
+        deadline = (self.first or 0.0) + window
+        elapsed = time.monotonic() - (self.first or 0.0)
+        if elapsed < window or any(start < deadline for start in self.flying.values()):
+            return None
+        kinds = ", ".join(f"{kind} x{count}" for kind, count in self.failures.most_common())
+        return ServerUnreachable(f"nothing got through to {backend.spec} in {elapsed:.0f} s "
+                                 f"({sum(self.failures.values())} attempts failed: {kinds}). Last error: {failure}")
 
-    async def _work(self) -> None:
-        while self.pending:
-            if len(self.pending) < self.batch_size:
-                await asyncio.sleep(self.gather_wait)  # let concurrent callers join the batch
-            batch, self.pending = self.pending[: self.batch_size], self.pending[self.batch_size :]
-            live = [(r, f) for r, f in batch if not f.done()]
-            if not live:
-                continue
-            try:
-                completions = await self.backend.complete_many([r for r, _ in live])
-            except BaseException as error:  # noqa: BLE001 - handed to every waiting caller
-                for _, future in live:
-                    if not future.done():
-                        future.set_exception(error)
-                if isinstance(error, asyncio.CancelledError):
-                    raise
-                continue
-            for (_, future), completion in zip(live, completions):
-                if future.done():
-                    continue
-                if isinstance(completion, BaseException):  # this request alone was refused
-                    future.set_exception(completion)
-                else:
-                    future.set_result(completion)
+    def wait(self, wait: float, failure: TransientBackendError, window: float | None) -> float:
+        """A backoff wait shortened to end with the fail-fast window (a Retry-After is honoured)."""
+        if self.reached or window is None or failure.retry_after is not None:
+            return wait
+        return min(wait, max(0.0, (self.first or 0.0) + window - time.monotonic()) + 0.05)
+
+
+class _Busy(Exception):
+    """Another process is sending this request right now (it holds the key's claim in the cache)."""
 
 
 class Runner:
@@ -158,8 +177,11 @@ class Runner:
         self.errors: Counter = Counter()
         self.n_sent = 0  # HTTP/device requests made (retries included)
         self.n_cached = 0  # requests answered from the cache
+        self.n_shared = 0  # of which answered by another run that was sending them at the same time
+        self._owner = claim_owner()
         self._semaphore: asyncio.Semaphore | None = None
-        self._batchers: dict[int, _Batcher] = {}
+        self._batchers: dict[int, Batcher] = {}
+        self._reach: dict[int, _Reach] = {}
         self._fatal: BaseException | None = None
 
     def _sem(self) -> asyncio.Semaphore:
@@ -185,7 +207,7 @@ class Runner:
         for attempt in range(int(reask) + 1):
             attempts = attempt + 1
             key = cache_key(identity, request, attempt)
-            entry = self.cache.get(key) if self.cache is not None else None
+            entry = self._cached(key, validate)
             if entry is not None and (entry.valid or reask == 0):
                 # With no re-ask wanted (reask=0), the cached first reply is the answer, valid or not.
                 self.n_cached += 1
@@ -196,15 +218,13 @@ class Runner:
                 self.n_cached += 1
                 last, last_cached, error = entry.completion(), True, "invalid reply"
                 continue
-            if entry is None and attempt < reask and self.cache is not None:
+            if entry is None and attempt < reask:
                 # A previous run may have had an unusable body here (not cached) and a valid re-ask.
-                for later in range(attempt + 1, int(reask) + 1):
-                    found = self.cache.get(cache_key(identity, request, later))
-                    if found is not None and found.valid:
-                        self.n_cached += 1
-                        return RequestResult(found.completion(), True, later + 1, True)
+                found = self._cached_later(identity, request, attempt, int(reask), validate)
+                if found is not None:
+                    return found
             try:
-                completion = await self._send(backend, request)
+                completion, valid, cached = await self._ask(backend, request, key, validate)
             except BadReply as failure:
                 self.errors[failure.kind] += 1
                 error = str(failure)
@@ -214,19 +234,85 @@ class Runner:
                     raise
                 # retries exhausted, or a non-retryable rejection (e.g. 400 context too long)
                 return RequestResult(last, False, attempts, last_cached, error=str(failure))
+            if valid:
+                return RequestResult(completion, True, attempts, cached)
+            if not cached:
+                self.errors["invalid_reply"] += 1
+            last, last_cached, error = completion, cached, "invalid reply"
+        return RequestResult(last, False, attempts, last_cached, error=error)
+
+    async def _ask(self, backend: Backend, request: ChatRequest, key: str, validate) -> tuple[Completion, bool, bool]:
+        """``(completion, valid, cached)`` for one attempt: the backend's reply, checked and stored, or
+        the answer another process stored under ``key`` while it was sending the same request."""
+        claimed = self.cache is not None
+        try:
+            while True:
+                try:
+                    completion = self._kept(await self._send(backend, request, key if claimed else None), request)
+                    break
+                except _Busy:
+                    entry = await self._wait_for_other(key, validate)
+                    if entry is not None:
+                        self.n_cached += 1
+                        self.n_shared += 1
+                        return entry.completion(), entry.valid, True
             if completion.finish_reason == "length":
                 self.errors["truncated"] += 1  # cut at max_tokens: the caller decides what it means
             valid = True if validate is None else bool(validate(completion))
             if self.cache is not None:
                 self.cache.put(key, completion, valid=valid, backend=backend.spec)
-            if valid:
-                return RequestResult(completion, True, attempts, False)
-            self.errors["invalid_reply"] += 1
-            last, last_cached, error = completion, False, "invalid reply"
-        return RequestResult(last, False, attempts, last_cached, error=error)
+            return completion, valid, False
+        finally:
+            if claimed:
+                self.cache.release(key, self._owner)
 
-    async def _send(self, backend: Backend, request: ChatRequest) -> Completion:
+    async def _wait_for_other(self, key: str, validate):
+        """While another live process holds the claim on ``key``: its stored entry (a valid one at
+        once; an invalid one it stored once its claim is gone), or None when the claim is gone
+        without a new answer (then this run sends the request itself)."""
+        before = self.cache.get(key)
+        while True:
+            entry = self._cached(key, validate)
+            if entry is not None and entry.valid:
+                return entry
+            if not self.cache.claimed(key, self._owner):
+                return entry if entry is not None and entry != before else None
+            await asyncio.sleep(CLAIM_POLL * (0.5 + random.random()))
+            if self._fatal is not None:
+                raise self._fatal
+
+    def _cached(self, key: str, validate: Callable[[Completion], bool] | None):
+        """The cache entry under ``key``, its validity checked again: a row stored as valid whose
+        reply fails ``validate`` now is marked invalid, so it is asked again instead of failing forever."""
+        entry = self.cache.get(key) if self.cache is not None else None
+        if entry is not None and entry.valid and validate is not None and not validate(entry.completion()):
+            self.cache.mark_invalid(key)
+            self.errors["invalid_cached"] += 1
+            entry = replace(entry, valid=False)
+        return entry
+
+    def _cached_later(self, identity: dict, request: ChatRequest, attempt: int, reask: int, validate):
+        for later in range(attempt + 1, reask + 1):
+            found = self._cached(cache_key(identity, request, later), validate)
+            if found is not None and found.valid:
+                self.n_cached += 1
+                return RequestResult(found.completion(), True, later + 1, True)
+        return None
+
+    def _kept(self, completion: Completion, request: ChatRequest) -> Completion:
+        """``completion`` cut to :func:`max_reply_chars` (and flagged) when the reply is longer."""
+        cap = max_reply_chars(request.max_tokens)
+        if len(completion.text) <= cap:
+            return completion
+        self.errors["oversized"] += 1
+        return replace(completion, text=completion.text[:cap], original_chars=len(completion.text))
+
+    async def _send(self, backend: Backend, request: ChatRequest, key: str | None = None) -> Completion:
+        """The backend's reply, after retries; with ``key``, each attempt first claims it in the cache
+        (:class:`_Busy` when another process is sending the same request right now)."""
         retry = 0
+        reach = self._reach.setdefault(id(backend), _Reach())
+        window = self.retry.fail_fast_after
         while True:
             if self._fatal is not None:
                 raise self._fatal
@@ -236,37 +322,64 @@ class Runner:
             async with (contextlib.nullcontext() if backend.batched else self._sem()):
                 if self._fatal is not None:
                     raise self._fatal
+                if key is not None and not self._claim(key, backend):
+                    raise _Busy
                 if self.limiter is not None:
                     await self.limiter.acquire(estimate_tokens(request.messages, request.max_tokens))
                 self.n_sent += 1
+                if reach.first is None:
+                    reach.first = time.monotonic()
+                token = object()
+                reach.flying[token] = time.monotonic()
                 try:
-                    if backend.batched:
-                        return await self._batcher(backend).submit(request)
-                    return await backend.complete(request)
+                    try:
+                        if backend.batched:
+                            completion = await self._batcher(backend).submit(request)
+                        else:
+                            completion = await backend.complete(request)
+                    finally:
+                        del reach.flying[token]
+                    reach.reached = True
+                    return completion
                 except FatalBackendError as failure:
                     self.errors[failure.kind] += 1
                     self._fatal = failure
                     raise
                 except TransientBackendError as failure:
                     self.errors[failure.kind] += 1
+                    fatal = reach.unreachable(backend, failure, window)
+                    if fatal is not None:
+                        self._fatal = fatal
+                        raise fatal from None
                     if retry >= self.retry.max_retries:
                         raise
-                    wait = self.retry.wait(retry, failure.retry_after)
+                    wait = reach.wait(self.retry.wait(retry, failure.retry_after), failure, window)
                     if failure.kind == "429" and self.limiter is not None and hasattr(self.limiter, "backoff"):
                         self.limiter.backoff(wait)
                 except BadReply:
                     raise
                 except BackendError as failure:
+                    reach.reached = True  # the server answered (e.g. 400): it is there
                     self.errors[failure.kind] += 1
                     raise
             retry += 1
             await asyncio.sleep(wait)  # outside the semaphore: others keep going
 
-    def _batcher(self, backend: Backend) -> _Batcher:
+    def _claim(self, key: str, backend: Backend) -> bool:
+        """Claim ``key`` before sending it: False when another process is sending it, or has just
+        stored a valid answer under it (then there is nothing to send)."""
+        # A claim lasts one attempt (the backend's timeout), the longest backoff and a margin.
+        ttl = float(getattr(backend, "timeout", None) or 120.0) + self.retry.max_wait + 30.0
+        if not self.cache.claim(key, self._owner, ttl):
+            return False
+        found = self.cache.get(key)
+        return found is None or not found.valid
+
+    def _batcher(self, backend: Backend) -> Batcher:
         batcher = self._batchers.get(id(backend))
         if batcher is None:
             size = int(getattr(backend, "batch_size", 0) or self.max_concurrency)
-            batcher = _Batcher(backend, max(1, size))
+            batcher = Batcher(backend, max(1, size))
             self._batchers[id(backend)] = batcher
         return batcher
 
@@ -288,129 +401,5 @@ class Runner:
         return RequestResult(None, False, 0, False, error=reason)
 
     def counters(self) -> dict:
-        return {"errors": dict(sorted(self.errors.items())), "n_sent": self.n_sent, "n_cached": self.n_cached}
-
-
-async def gather_or_cancel(tasks: list[asyncio.Future]) -> list:
-    """Like ``asyncio.gather`` but on the first exception cancel the other tasks, then raise it."""
-    if not tasks:
-        return []
-    try:
-        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
-        for task in done:
-            if not task.cancelled() and task.exception() is not None:
-                raise task.exception()
-        return [task.result() for task in tasks]
-    finally:
-        pending = [task for task in tasks if not task.done()]
-        for task in pending:
-            task.cancel()
-        if pending:
-            await asyncio.gather(*pending, return_exceptions=True)
-
-
-async def run_until_stopped(
-    work: Callable[[int], Awaitable[None]],
-    schedule: Sequence[int],
-    should_stop: Callable[[], bool],
-    max_in_flight: int,
-) -> int:
-    """Run ``await work(i)`` for ``i`` in ``schedule``, at most ``max_in_flight`` at once, in order.
-
-    No new item starts once ``should_stop()`` is true (checked before each start); items already
-    running finish. The first exception cancels the rest and is raised. Returns how many started.
-    """
-    if isinstance(max_in_flight, bool) or not isinstance(max_in_flight, int) or max_in_flight < 1:
-        raise RagQaArenaError(f"max_in_flight={max_in_flight!r} must be a positive int")
-    items = iter(schedule)
-    started = 0
-
-    async def worker() -> None:
-        nonlocal started
-        while not should_stop():
-            index = next(items, None)
-            if index is None:
-                return
-            started += 1
-            await work(index)
-
-    workers = [asyncio.ensure_future(worker()) for _ in range(min(max_in_flight, len(schedule)) or 1)]
-    try:
-        done, _ = await asyncio.wait(workers, return_when=asyncio.FIRST_EXCEPTION)
-        for task in done:
-            if not task.cancelled() and task.exception() is not None:
-                raise task.exception()
-    finally:
-        pending = [task for task in workers if not task.done()]
-        for task in pending:
-            task.cancel()
-        if pending:
-            await asyncio.gather(*pending, return_exceptions=True)
-    return started
-
-
-T = TypeVar("T")
-
-
-def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
-    """The result of ``coroutine``, run in a fresh event loop (in another thread when one runs here)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coroutine)
-    box: dict = {}
-
-    def target() -> None:
-        try:
-            box["result"] = asyncio.run(coroutine)
-        except BaseException as error:  # noqa: BLE001 - re-raised in the caller's thread
-            box["error"] = error
-
-    thread = threading.Thread(target=target)
-    thread.start()
-    thread.join()
-    if "error" in box:
-        raise box["error"]
-    return box["result"]
-
-
-class Progress:
-    """A rich progress bar for a run of many requests (failed and cached counts shown); off when not enabled."""
-
-    def __init__(self, total: int, enabled: bool, description: str):
-        self._progress = None
-        if not enabled:
-            return
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
-
-        self._progress = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("failed {task.fields[failed]} · cached {task.fields[cached]}"),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-            transient=False,
-        )
-        self._task = self._progress.add_task(description, total=total, failed=0, cached=0)
-        self._progress.start()
-        self.failed = 0
-        self.cached = 0
-
-    def advance(self, failed: bool, cached: bool) -> None:
-        if self._progress is None:
-            return
-        self.failed += int(failed)
-        self.cached += int(cached)
-        self._progress.update(self._task, advance=1, failed=self.failed, cached=self.cached)
-
-    def close(self) -> None:
-        if self._progress is not None:
-            self._progress.stop()
+        return {"errors": dict(sorted(self.errors.items())), "n_sent": self.n_sent, "n_cached": self.n_cached,
+                "n_shared": self.n_shared}

@@ -18,8 +18,7 @@ import threading
 from collections.abc import Mapping
 
 from lfrqa.errors import MissingDependency, RagQaArenaError
-from metric_arena.llm._local import LocalBackend
-from metric_arena.llm._types import BackendError, ChatRequest, Completion, ModelNotFound
+from metric_arena.llm._types import BackendError, ChatRequest, Completion, LocalBackend, ModelNotFound
 
 __all__ = ["VLLMBackend"]
 

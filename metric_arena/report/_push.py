@@ -35,7 +35,7 @@ def build_push_files(run_dir: str | Path, *, repo_id: str, extra_secrets: Iterab
     if not run.verdicts:
         raise RagQaArenaError(f"{run_dir / 'verdicts.jsonl'} has no verdicts: judge some pairs before pushing")
     sources = {"verdicts.jsonl": (run_dir / "verdicts.jsonl").read_text(encoding="utf-8")}
-    if (run_dir / "summary.json").is_file():
+    if run.summary and (run_dir / "summary.json").is_file():  # a stale summary (load_run warns) stays home
         sources["summary.json"] = (run_dir / "summary.json").read_text(encoding="utf-8")
     card = dataset_card(run, repo_id=repo_id)
     sources["README.md (generated)"] = card
@@ -89,6 +89,7 @@ def verdicts_parquet(verdicts: list[dict]) -> bytes:
             ("raw", pa.string()),
             ("attempts", pa.int64()),
             ("cached", pa.bool_()),
+            ("oversized", pa.int64()),
         ]
     )
     fields = [
@@ -227,7 +228,8 @@ def _card_columns(repo_id: str) -> str:
         "- `flipped`: whether the verdict changed when the answers were swapped (when both orders were judged).",
         "- `no_answer_a`: whether `system_a` gave no answer.",
         "- `judgments`: every judge call: `judge`, `a_position` (1 when `system_a`'s answer was shown first), "
-        "`rating` (the judge's raw 0/1/2), `outcome`, `raw` (the judge's reply), `attempts`, `cached`.",
+        "`rating` (the judge's raw 0/1/2), `outcome`, `raw` (the judge's reply), `attempts`, `cached`, "
+        "`oversized` (the reply's full length in characters when `raw` holds only its first part).",
         "- `summary.json`: the run's summary as written by `rag-qa-arena judge`.",
         "",
         "## Citation",

@@ -9,11 +9,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
+from lfrqa.files import loads_json
 from metric_arena.stats import summarize
 
 __all__ = ["REFERENCE", "Run", "empty_rates", "load_run", "load_runs", "run_rates"]
 
 REFERENCE = "LFRQA"
+#: What ``judge --overwrite`` writes beside the verdicts until its new set is complete.
+REPLACING_FILE = ".verdicts.replacing.jsonl"
 _UNKNOWN_DOMAIN = "unknown"
 
 
@@ -46,55 +49,21 @@ def load_run(path: str | Path) -> Run:
             f"{str(path)!r} {what}: pass run folders written by `rag-qa-arena judge --out DIR`{hint}"
         )
     warnings: list[str] = []
-    summary: dict = {}
-    summary_path = path / "summary.json"
-    if summary_path.is_file():
-        try:
-            summary = json.loads(summary_path.read_bytes().decode("utf-8"))
-        except UnicodeDecodeError as error:
-            raise RagQaArenaError(f"{summary_path}: not UTF-8 text ({error.reason}); delete it and re-run the judge") from None
-        except json.JSONDecodeError as error:
-            raise RagQaArenaError(f"{summary_path}: not valid JSON ({error.msg}); delete it and re-run the report") from None
-        if not isinstance(summary, dict):
-            raise RagQaArenaError(f"{summary_path}: expected a JSON object, got {type(summary).__name__}")
-    else:
+    summary = _read_summary(path / "summary.json")
+    if summary is None:
+        summary = {}
         warnings.append(f"{path.name}: no summary.json (unfinished run?); using verdicts.jsonl only")
-
-    try:
-        lines = verdicts_path.read_bytes().decode("utf-8").splitlines()
-    except UnicodeDecodeError as error:
-        line = verdicts_path.read_bytes()[: error.start].count(b"\n") + 1
-        raise RagQaArenaError(f"{verdicts_path}:{line}: not UTF-8 text ({error.reason}); re-run the judge") from None
-    rows: list[dict] = []
-    for line_no, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as error:
-            if line_no == len(lines):
-                warnings.append(f"{verdicts_path}:{line_no}: torn last line skipped (the judge stopped while writing it)")
-                continue
-            raise RagQaArenaError(f"{verdicts_path}:{line_no}: not valid JSON ({error.msg})") from None
-        _check_verdict(row, f"{verdicts_path}:{line_no}")
-        rows.append(row)
+    if (path / REPLACING_FILE).is_file():
+        warnings.append(f"{path.name}: a run with other settings into this folder did not finish ({REPLACING_FILE}); "
+                        "reporting the earlier, complete run")
+    rows = _read_verdicts(verdicts_path, warnings)
 
     pairs = {(r["system_a"], r["system_b"]) for r in rows}
     if len(pairs) > 1:
         raise RagQaArenaError(
             f"{verdicts_path} mixes several pairs of systems {sorted(pairs)}: a run folder holds one system against one opponent"
         )
-    if pairs:
-        system, opponent = next(iter(pairs))
-    else:
-        system, opponent = path.resolve().name, REFERENCE
-    system = str(summary.get("system") or system)
-    opponent = str(summary.get("opponent") or opponent)
-    if pairs and (system, opponent) != next(iter(pairs)):
-        raise RagQaArenaError(
-            f"{path}: summary.json says {system!r} vs {opponent!r} but verdicts.jsonl holds "
-            f"{next(iter(pairs))[0]!r} vs {next(iter(pairs))[1]!r}; re-run the judge or fix summary.json"
-        )
+    system, opponent = next(iter(pairs)) if pairs else (path.resolve().name, REFERENCE)
 
     # A resumed run may append the same qid again: keep its last successful verdict.
     by_qid: dict[str, dict] = {}
@@ -105,9 +74,15 @@ def load_run(path: str | Path) -> Run:
     if len(by_qid) < len(rows):
         warnings.append(f"{path.name}: {len(rows) - len(by_qid)} repeated qid(s); kept the last successful verdict of each")
 
-    judges = list(summary.get("judges") or [])
-    if not judges:
-        judges = sorted({j.get("judge") for r in rows for j in r.get("judgments") or [] if j.get("judge")})
+    found_judges = sorted({j.get("judge") for r in rows for j in r.get("judgments") or [] if j.get("judge")})
+    stale = _stale(summary, len(by_qid), found_judges, pairs)
+    if stale:
+        warnings.append(f"{path.name}: summary.json does not match verdicts.jsonl ({'; '.join(stale)}), e.g. after a "
+                        "run into this folder was stopped: ignored, everything reported comes from verdicts.jsonl")
+        summary = {}
+    system = str(summary.get("system") or system)
+    opponent = str(summary.get("opponent") or opponent)
+    judges = list(summary.get("judges") or []) or found_judges
     return Run(path, system, opponent, judges, summary, list(by_qid.values()), warnings)
 
 
@@ -138,6 +113,59 @@ def load_runs(paths: Sequence[Run | str | os.PathLike]) -> tuple[list[Run], list
     if not loaded and first_error is not None:
         raise first_error
     return loaded, warnings
+
+
+def _read_summary(summary_path: Path) -> dict | None:
+    """``summary.json`` (older files with a bare ``NaN`` are read too), or None when there is none."""
+    if not summary_path.is_file():
+        return None
+    try:
+        summary = loads_json(summary_path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as error:
+        raise RagQaArenaError(f"{summary_path}: not UTF-8 text ({error.reason}); delete it and re-run the judge") from None
+    except json.JSONDecodeError as error:
+        raise RagQaArenaError(f"{summary_path}: not valid JSON ({error.msg}); delete it and re-run the report") from None
+    if not isinstance(summary, dict):
+        raise RagQaArenaError(f"{summary_path}: expected a JSON object, got {type(summary).__name__}")
+    return summary
+
+
+def _read_verdicts(verdicts_path: Path, warnings: list[str]) -> list[dict]:
+    try:
+        lines = verdicts_path.read_bytes().decode("utf-8").splitlines()
+    except UnicodeDecodeError as error:
+        line = verdicts_path.read_bytes()[: error.start].count(b"\n") + 1
+        raise RagQaArenaError(f"{verdicts_path}:{line}: not UTF-8 text ({error.reason}); re-run the judge") from None
+    rows: list[dict] = []
+    for line_no, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = loads_json(line)
+        except json.JSONDecodeError as error:
+            if line_no == len(lines):
+                warnings.append(f"{verdicts_path}:{line_no}: torn last line skipped (the judge stopped while writing it)")
+                continue
+            raise RagQaArenaError(f"{verdicts_path}:{line_no}: not valid JSON ({error.msg})") from None
+        _check_verdict(row, f"{verdicts_path}:{line_no}")
+        rows.append(row)
+    return rows
+
+
+def _stale(summary: dict, n: int, judges: list[str], pairs: set) -> list[str]:
+    """How ``summary.json`` disagrees with the verdicts (their count, judges, systems); empty when it agrees."""
+    if not summary:
+        return []
+    found = []
+    if isinstance(summary.get("n"), int) and summary["n"] != n:
+        found.append(f"n {summary['n']} there, {n} verdicts")
+    if judges and summary.get("judges") and sorted(summary["judges"]) != judges:
+        found.append(f"judges {sorted(summary['judges'])} there, {judges} in the verdicts")
+    said = (summary.get("system"), summary.get("opponent"))
+    if pairs and None not in said and said != next(iter(pairs)):
+        found.append(f"{said[0]!r} vs {said[1]!r} there, {next(iter(pairs))[0]!r} vs {next(iter(pairs))[1]!r} in the "
+                     "verdicts")
+    return found
 
 
 def run_rates(run: Run, n_boot: int, seed: int, confidence: float) -> dict:

@@ -301,3 +301,104 @@ def test_a_generation_prompt_over_the_budget_is_refused_and_failed(tmp_path):
     refused = read_jsonl(tmp_path / "preds.jsonl")[1]
     assert refused["failed"] and refused["answer"] is None and "max_input_tokens budget of 1000" in refused["error"]
     assert res["errors"] == {"over_budget": 1} and res["n_failed"] == 1
+
+
+# --------------------------------------------------------------------------------------------
+# Text that is not text, JSON nested too deeply, a missing optional dependency
+# --------------------------------------------------------------------------------------------
+SURROGATE_LINE = '{"qid": "q7", "question": "q7 asks?", "answer": "broken \\ud800 text"}\n'
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+@pytest.mark.parametrize("command", ["judge", "generate"])
+def test_a_lone_surrogate_is_named_by_line_and_qid_before_anything_is_sent(tmp_path, capsys, command):
+    """Before: the run aborted when the cache key was computed, naming neither the line nor the qid."""
+    with OpenAIServer() as server:
+        if command == "judge":
+            argv = judge_with(GOOD_PRED + SURROGATE_LINE, versus=GOOD_PRED + '{"qid": "q7", "answer": "B"}\n')(tmp_path)
+        else:
+            row = retrieved_rows(1, prefix="p")[0]
+            row["passages"][2]["text"] = "x \ud800 y"
+            argv = generate_with(GOOD_RETRIEVED + json.dumps(row) + "\n")(tmp_path)
+        code, stdout, err = cli(argv + ["--base-url", server.base_url], capsys)
+        assert server.requests == []  # checked before anything is sent
+    assert code == 2 and "Traceback" not in err and err.count("\n") == 1, err
+    if command == "judge":
+        assert "preds.jsonl line 2 (qid q7): answer holds a lone surrogate" in err
+    else:
+        assert "retrieved.jsonl line 2 (qid p0): passages[2].text holds a lone surrogate" in err
+    assert "\\ud83d\\ude00 is fine" in err  # a valid pair is not refused
+
+
+def test_a_lone_surrogate_is_refused_by_the_python_entry_points(tmp_path):
+    with pytest.raises(ValueError, match=r"references\[1\] holds a lone surrogate"):
+        judge_pairs(["a", "b"], ["c", "d\udfff"], ["q", "r"], cache_dir=tmp_path, **NOWHERE)
+    with pytest.raises(ValueError, match=r"retrieved\[0\] \(qid q0\): question holds a lone surrogate"):
+        generate_answers([_row(question="\ud800?")], "openai:m", cache_dir=tmp_path, **NOWHERE)
+    with OpenAIServer() as server:  # a surrogate pair (an emoji written as escapes) is ordinary text
+        res = judge_pairs(["ok \U0001F600"], ["b"], ["q"], judge="openai:j", base_url=server.base_url, api_key="k",
+                          cache_dir=tmp_path)
+    assert res["n_failed"] == 0
+
+
+@pytest.mark.parametrize("where", ["judge", "generate", "report"])
+def test_json_nested_too_deeply_is_one_line_naming_the_file_and_line(tmp_path, capsys, where):
+    """Before: a RecursionError traceback."""
+    if where == "judge":
+        argv = judge_with(GOOD_PRED + DEEP + "\n")(tmp_path)
+        expected = "preds.jsonl line 2: not valid JSON (nested too deeply)"
+    elif where == "generate":
+        argv = generate_with(GOOD_RETRIEVED + DEEP + "\n")(tmp_path)
+        expected = "retrieved.jsonl line 2: not valid JSON (nested too deeply)"
+    else:
+        argv = report_with(VERDICT.encode() + b"\n" + DEEP.encode() + b"\n" + VERDICT.encode() + b"\n")(tmp_path)
+        expected = "verdicts.jsonl:2: not valid JSON (nested too deeply)"
+    code, stdout, err = cli(argv, capsys)
+    assert code == 2 and "Traceback" not in err and "RecursionError" not in err, err
+    assert expected in err and err.strip().count("\n") == 0
+
+
+def test_a_missing_optional_dependency_prints_only_the_hint(tmp_path):
+    """`generate --model hf:...` without transformers (hidden from a real subprocess)."""
+    from tests.robustness.helpers import run_cli, write_jsonl
+
+    blocked = tmp_path / "blocked" / "transformers"
+    blocked.mkdir(parents=True)
+    (blocked / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'transformers'\", "
+                                         "name='transformers')\n")
+    retrieved = write_jsonl(tmp_path / "r.jsonl", retrieved_rows(40))
+    result = run_cli(["generate", "--retrieved", retrieved, "--model", "hf:/nowhere/model", "--out",
+                      tmp_path / "p.jsonl", "--cache-dir", tmp_path / "c", "--batch-size", "1"],
+                     PYTHONPATH=str(tmp_path / "blocked"))
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == ['rag-qa-arena: error: the hf backend needs transformers and torch: pip install '
+                                          '"rag-qa-arena[hf]" (No module named \'transformers\')']
+
+
+def test_many_items_failing_at_once_leave_no_unretrieved_task_exceptions():
+    """What printed ~70 lines of "Task exception was never retrieved" after the hint: when several
+    items fail at the same moment, the first error is raised and every other one is marked seen."""
+    import asyncio
+    import gc
+    import io
+    import logging
+
+    from metric_arena.llm import gather_or_cancel
+
+    async def fail(i):
+        await asyncio.sleep(0)
+        raise ImportError(f"missing {i}")
+
+    async def run():
+        with pytest.raises(ImportError):
+            await gather_or_cancel([asyncio.ensure_future(fail(i)) for i in range(20)])
+
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    logging.getLogger("asyncio").addHandler(handler)
+    try:
+        asyncio.run(run())
+        gc.collect()
+    finally:
+        logging.getLogger("asyncio").removeHandler(handler)
+    assert "never retrieved" not in stream.getvalue()

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 
 import pytest
 
 from metric_arena import judge_pairs
 from metric_arena.generate import generate_answers, summary_path
-from metric_arena.llm import RetryPolicy
+from metric_arena.llm import Completion, RetryPolicy
 from tests.openai_server import OpenAIServer, Reply
 from tests.robustness.helpers import (
     FAKE_KEY,
@@ -192,35 +193,182 @@ def test_fatal_errors_stop_generation_at_once(tmp_path, capsys, status):
         assert conn.execute("SELECT COUNT(*) FROM completions").fetchone()[0] == 0
 
 
-@pytest.mark.parametrize("command", ["judge", "generate"])
-def test_an_unreachable_server_ends_with_a_hint_to_check_the_url(tmp_path, capsys, monkeypatch, command):
-    import metric_arena.llm._runner as runner
+# --------------------------------------------------------------------------------------------
+# Fail fast: a server that cannot be reached, or answers nothing usable, ends the run early, exit 3
+# --------------------------------------------------------------------------------------------
+NOWHERE = "http://127.0.0.1:9/v1"  # nothing listens there
 
-    monkeypatch.setattr(runner, "RetryPolicy", lambda: FAST)  # the commands' default policy retries for minutes
-    nowhere = "http://127.0.0.1:9/v1"  # nothing listens there
+
+def command_argv(tmp_path, command: str, n: int) -> list:
     if command == "judge":
-        preds = write_jsonl(tmp_path / "a.jsonl", prediction_rows(2))
-        other = write_jsonl(tmp_path / "b.jsonl", prediction_rows(2, answer="B"))
-        argv = ["judge", "--predictions", preds, "--versus", other, "--judge", "openai:j", "--out", tmp_path / "run"]
-    else:
-        retrieved = write_jsonl(tmp_path / "retrieved.jsonl", retrieved_rows(2))
-        argv = ["generate", "--retrieved", retrieved, "--model", "openai:m", "--out", tmp_path / "preds.jsonl"]
-    code, stdout, err = cli(argv + ["--base-url", nowhere, "--api-key", FAKE_KEY, "--cache-dir", tmp_path / "c",
-                                    "--no-progress"], capsys)
-    assert code == 0 and "failed 2" in stdout and "connection: 6" in stdout  # 2 items x (1 try + 2 retries)
-    assert f"no request got through to {nowhere} (connection errors or timeouts only): check --base-url" in err
-    assert err.count("\n") == 1 and FAKE_KEY not in err
+        preds = write_jsonl(tmp_path / "a.jsonl", prediction_rows(n))
+        other = write_jsonl(tmp_path / "b.jsonl", prediction_rows(n, answer="B"))
+        return ["judge", "--predictions", preds, "--versus", other, "--judge", "openai:j", "--out", tmp_path / "run",
+                "--cache-dir", tmp_path / "c", "--no-progress"]
+    retrieved = write_jsonl(tmp_path / "retrieved.jsonl", retrieved_rows(n))
+    return ["generate", "--retrieved", retrieved, "--model", "openai:m", "--out", tmp_path / "preds.jsonl",
+            "--cache-dir", tmp_path / "c", "--no-progress"]
 
 
-def test_no_unreachable_hint_when_something_got_through(tmp_path, capsys, monkeypatch):
+def short_window(monkeypatch, seconds: float) -> None:
+    """The commands' own retry policy, with a shorter fail-fast window (20 s by default)."""
+    import functools
+
     import metric_arena.llm._runner as runner
 
-    monkeypatch.setattr(runner, "RetryPolicy", lambda: FAST)
-    preds = write_jsonl(tmp_path / "a.jsonl", prediction_rows(2))
-    other = write_jsonl(tmp_path / "b.jsonl", prediction_rows(2, answer="B"))
+    monkeypatch.setattr(runner, "RetryPolicy", functools.partial(RetryPolicy, fail_fast_after=seconds))
+
+
+@pytest.mark.parametrize("command", ["judge", "generate"])
+def test_an_unreachable_server_stops_the_run_early_with_exit_3(tmp_path, capsys, monkeypatch, command):
+    short_window(monkeypatch, 2.0)
+    started = time.monotonic()
+    code, stdout, err = cli(command_argv(tmp_path, command, 50) + ["--base-url", NOWHERE, "--api-key", FAKE_KEY],
+                            capsys)
+    elapsed = time.monotonic() - started
+    assert code == 3, err
+    assert elapsed < 8  # the default policy alone retried each item for minutes (2 pairs: 208 s)
+    assert err.count("\n") == 1 and "Traceback" not in err and FAKE_KEY not in err
+    assert NOWHERE in err and "--base-url" in err and "nothing got through to openai:" in err
+    assert "connection x" in err  # what failed, counted
+
+
+@pytest.mark.parametrize("command", ["judge", "generate"])
+def test_a_server_that_only_answers_503_stops_the_run_early(tmp_path, capsys, monkeypatch, command):
+    short_window(monkeypatch, 2.0)
+    with OpenAIServer(lambda body, attempt: Reply(status=503)) as server:
+        started = time.monotonic()
+        code, stdout, err = cli(command_argv(tmp_path, command, 20) + ["--base-url", server.base_url], capsys)
+        elapsed = time.monotonic() - started
+        n_requests = len(server.requests)
+    assert code == 3 and elapsed < 8, err
+    assert "server error (HTTP 503)" in err and "Scripted error 503" in err  # the server's own answer
+    assert "--base-url" in err and err.count("\n") == 1
+    assert n_requests < 20 * 4  # well before every item's retries are spent
+
+
+@pytest.mark.slow  # ~20 s: the real default window, in a real subprocess
+def test_the_default_window_ends_an_unreachable_run_within_tens_of_seconds(tmp_path):
+    started = time.monotonic()
+    result = run_cli(command_argv(tmp_path, "judge", 50) + ["--base-url", NOWHERE], OPENAI_API_KEY=FAKE_KEY)
+    elapsed = time.monotonic() - started
+    assert result.returncode == 3, result.stderr
+    assert 15 < elapsed < 40, elapsed  # before: 50 pairs retried for 220-250 s, then exit 0
+    assert "--base-url" in result.stderr and result.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("command", ["judge", "generate"])
+def test_a_run_in_which_every_item_failed_exits_3_and_says_so(tmp_path, capsys, monkeypatch, command):
+    monkeypatch.setattr("metric_arena.llm._runner.RetryPolicy", lambda: FAST)  # spent before the window ends
+    code, stdout, err = cli(command_argv(tmp_path, command, 2) + ["--base-url", NOWHERE, "--api-key", FAKE_KEY],
+                            capsys)
+    assert code == 3 and "failed 2" in stdout and "connection: 6" in stdout  # 2 items x (1 try + 2 retries)
+    assert f"no request got through to {NOWHERE} (connection errors or timeouts only: connection: 6): check " \
+           "--base-url" in err
+    assert err.count("\n") == 1 and FAKE_KEY not in err
+    # a server that answers, but never with anything usable (judge: no rating; generate: no choices)
+    bad = Reply(content="I refuse to rate.") if command == "judge" else Reply.empty_choices()
+    with OpenAIServer(lambda body, attempt: bad) as server:
+        code, stdout, err = cli(command_argv(tmp_path / "2", command, 2) + ["--base-url", server.base_url], capsys)
+    items = "pairs" if command == "judge" else "questions"
+    assert code == 3 and f"every one of the 2 {items} failed (errors " in err, err
+
+
+def test_after_the_first_reply_failures_are_retried_not_fatal(tmp_path, capsys, monkeypatch):
+    """Once something got through, a server that then fails (here for longer than the window) is
+    retried with the normal policy, and the items it fails are failed items, not a fatal error."""
+    monkeypatch.setattr("metric_arena.llm._runner.RetryPolicy",
+                        lambda: RetryPolicy(max_retries=3, initial=0.4, multiplier=1.0, jitter=0.0, fail_fast_after=0.5))
     reply = first_attempt_fault({"q1": lambda attempt: Reply(status=-1)}, RATED)  # q1 never answered
     with OpenAIServer(reply) as server:
-        code, stdout, err = cli(["judge", "--predictions", preds, "--versus", other, "--judge", "openai:j", "--out",
-                                 tmp_path / "run", "--base-url", server.base_url, "--api-key", FAKE_KEY,
-                                 "--cache-dir", tmp_path / "c", "--no-progress"], capsys)
-    assert code == 0 and "failed 1" in stdout and "no request got through" not in err
+        argv = command_argv(tmp_path, "judge", 2) + ["--base-url", server.base_url, "--max-concurrency", "1"]
+        code, stdout, err = cli(argv, capsys)
+    assert code == 0 and "failed 1" in stdout and "connection: 4" in stdout, err
+    assert err == ""
+
+
+# --------------------------------------------------------------------------------------------
+# Bounded waits, cached rows re-checked, oversized replies
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("command", ["judge", "generate"])
+def test_timeout_bounds_a_whole_attempt_even_when_bytes_keep_coming(tmp_path, command):
+    """A server that sends its body one byte every 0.1 s (~60 s in all) never leaves a gap as long
+    as the timeout, yet each attempt ends at --timeout."""
+    once = RetryPolicy(max_retries=1, initial=0.0, jitter=0.0)
+    with OpenAIServer(lambda body, attempt: Reply(trickle=0.1)) as server:
+        started = time.monotonic()
+        if command == "judge":
+            res = judge_pairs(["a"], ["b"], ["q"], judge="openai:j", base_url=server.base_url, api_key="k",
+                              cache_dir=tmp_path, retry=once, timeout=1.0)
+        else:
+            res = generate_answers(retrieved_rows(1), "openai:g", base_url=server.base_url, api_key="k",
+                                   cache_dir=tmp_path, retry=once, timeout=1.0)
+        elapsed = time.monotonic() - started
+    assert elapsed < 5, elapsed  # two attempts of 1 s; before: the first alone took the whole minute
+    assert res["n_failed"] == 1 and res["errors"] == {"timeout": 2}
+    failure = res["verdicts"][0]["judgments"][0]["error"] if command == "judge" else res["predictions"][0]["error"]
+    assert "no complete reply within the 1 s timeout" in failure
+
+
+def test_a_cached_row_marked_valid_without_a_rating_is_asked_again(tmp_path):
+    """A row stored as valid that holds no rating (an older validator, a hand edit, another tool)
+    is checked again when read: it is asked once more instead of failing its pair forever."""
+    from metric_arena.llm import CompletionCache, cache_key, make_backend
+    from metric_arena.judge import judge_request
+
+    with OpenAIServer(lambda body, attempt: RATED) as server:
+        request = judge_request("q", "a", "b", 2)
+        identity = make_backend("openai:j", base_url=server.base_url, api_key="k").identity()
+        with CompletionCache(tmp_path) as cache:
+            cache.put(cache_key(identity, request), Completion("no rating here"), valid=True)
+        first = judge_pairs(["a"], ["b"], ["q"], judge="openai:j", base_url=server.base_url, api_key="k",
+                            cache_dir=tmp_path)
+        again = judge_pairs(["a"], ["b"], ["q"], judge="openai:j", base_url=server.base_url, api_key="k",
+                            cache_dir=tmp_path)
+        n_requests = len(server.requests)
+    assert first["n_failed"] == 0 and first["verdicts"][0]["outcome"] == "loss"  # rated 1, the prediction is 2nd
+    assert first["errors"] == {"invalid_cached": 1} and first["n_sent"] == 1
+    assert again["n_sent"] == 0 and again["n_failed"] == 0 and again["errors"] == {}  # the re-ask is cached now
+    assert n_requests == 1
+
+
+def test_oversized_replies_are_cut_and_flagged(tmp_path):
+    """Six 2 MB replies to 256-token requests used to make a 12 MB verdicts.jsonl."""
+    from metric_arena.llm import max_reply_chars
+
+    huge = "<thinking>" + "blah " * 400_000 + "</thinking><rating>1</rating>"  # 2 MB, rating at the end
+    preds = prediction_rows(6)
+    with OpenAIServer(lambda body, attempt: huge) as server:
+        result = run_cli(["judge", "--predictions", write_jsonl(tmp_path / "a.jsonl", preds), "--versus",
+                          write_jsonl(tmp_path / "b.jsonl", prediction_rows(6, answer="B")), "--judge", "openai:j",
+                          "--base-url", server.base_url, "--out", tmp_path / "run", "--cache-dir", tmp_path / "cache",
+                          "--no-progress"], OPENAI_API_KEY=FAKE_KEY)
+    assert result.returncode == 3  # the kept part holds no rating: every pair failed, and it says so
+    size = (tmp_path / "run" / "verdicts.jsonl").stat().st_size
+    assert size < 6 * 2 * (max_reply_chars(256) + 2000)  # 6 pairs x 2 attempts, cut at 8,192 characters
+    judgments = [j for v in read_jsonl(tmp_path / "run" / "verdicts.jsonl") for j in v["judgments"]]
+    assert all(j["oversized"] == len(huge) and len(j["raw"]) == max_reply_chars(256) for j in judgments)
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["errors"]["oversized"] == 12
+    with sqlite3.connect(tmp_path / "cache" / "completions.sqlite") as conn:
+        assert max(len(t) for (t,) in conn.execute("SELECT text FROM completions")) == max_reply_chars(256)
+    # a generated answer is cut the same way, its line flagged
+    with OpenAIServer(lambda body, attempt: "Answer: " + "x" * 50_000) as server:
+        res = generate_answers(retrieved_rows(1), "openai:g", base_url=server.base_url, api_key="k",
+                               cache_dir=tmp_path / "cache", max_tokens=256)
+    line = res["predictions"][0]
+    assert line["oversized"] == 50_008 and len(line["raw"]) == max_reply_chars(256) and not line["failed"]
+
+
+def test_a_slow_first_reply_is_waited_for_while_the_others_fail(tmp_path):
+    """An attempt in flight since before the window ended may still succeed: a server whose first
+    reply takes 3 s while it answers the others 503 is not declared unreachable at 1 s."""
+    def reply(body, attempt):
+        return Reply(content=RATED, delay=3.0) if query_of(body).startswith("q0 ") else Reply(status=503)
+
+    policy = RetryPolicy(max_retries=2, initial=0.5, multiplier=1.0, jitter=0.0, fail_fast_after=1.0)
+    with OpenAIServer(reply) as server:
+        res = judge_pairs(["a"] * 4, ["b"] * 4, [f"q{i} asks?" for i in range(4)], judge="openai:j",
+                          base_url=server.base_url, api_key="k", cache_dir=tmp_path, retry=policy, max_concurrency=4)
+    assert [v["failed"] for v in res["verdicts"]] == [False, True, True, True]
+    assert res["errors"]["503"] == 9

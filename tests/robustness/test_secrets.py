@@ -5,6 +5,7 @@ the openai client's debug log on and a server that echoes the key in its error."
 
 from __future__ import annotations
 
+import base64
 import inspect
 import json
 import re
@@ -13,7 +14,16 @@ from pathlib import Path
 import pytest
 
 from tests.openai_server import OpenAIServer, Reply
-from tests.robustness.helpers import FAKE_KEY, ROOT, cli, prediction_rows, retrieved_rows, run_cli, write_jsonl
+from tests.robustness.helpers import (
+    FAKE_KEY,
+    ROOT,
+    cli,
+    prediction_rows,
+    read_jsonl,
+    retrieved_rows,
+    run_cli,
+    write_jsonl,
+)
 
 PACKAGES = ["lfrqa", "metric_arena", "retrieval", "builders", "rag_qa_arena"]
 DANGEROUS = {
@@ -103,3 +113,73 @@ def test_api_keys_are_never_written(tmp_path, capsys):
     assert leaks == []
     secret_part = FAKE_KEY.split("-", 2)[2].encode()  # no partial copy either
     assert not [name for name, data in files.items() if secret_part in data]
+
+
+SHORT_KEY = "lp-tok-4417"  # a local proxy's key: no sk- prefix, under 20 characters
+
+
+def _fault_for_one(reply: Reply):
+    """The reply for every request, except a 400 for the question "q1 asks?" (its error is stored)."""
+    def answer(body, attempt):
+        return Reply(status=400) if "q1 asks?" in body["messages"][-1]["content"] else reply
+    return answer
+
+
+@pytest.mark.parametrize("how", ["key", "url"])
+def test_credentials_echoed_by_a_server_are_never_stored(tmp_path, capsys, how):
+    """A 200 reply quoting the request's Authorization header, and URL credentials in --base-url:
+    neither reaches verdicts (raw, error), answers, summaries, the cache, the output or a push."""
+    work = tmp_path / "work"
+    preds = write_jsonl(work / "sys.jsonl", prediction_rows(3))
+    other = write_jsonl(work / "other.jsonl", prediction_rows(3, answer="Other"))
+    retrieved = write_jsonl(work / "retrieved.jsonl", retrieved_rows(3))
+    rated = "<thinking>ok</thinking><rating>1</rating>"
+    with OpenAIServer(_fault_for_one(Reply(content=rated, echo_authorization=True))) as server:
+        if how == "key":
+            base_url, secrets, flags = server.base_url, [SHORT_KEY], ["--api-key", SHORT_KEY]
+        else:  # the proxy's password in the URL: sent as Basic auth (base64 of user:password)
+            password = "pw-secret-99"
+            base_url = server.base_url.replace("http://", f"http://proxyuser:{password}@")
+            secrets, flags = [password, base64.b64encode(f"proxyuser:{password}".encode()).decode()], []
+        common = ["--base-url", base_url, "--cache-dir", work / "cache", "--no-progress", *flags]
+        outputs = [cli(["judge", "--predictions", preds, "--versus", other, "--judge", "openai:j", "--out",
+                        work / "run", *common], capsys),
+                   cli(["generate", "--retrieved", retrieved, "--model", "openai:g", "--out", work / "preds.jsonl",
+                        *common], capsys)]
+        sent = {h.get("authorization") for h in server.headers}
+        outputs.append(cli(["push", work / "run", "--repo", "me/x", "--dry-run", work / "pushed"], capsys))
+    assert [code for code, _, _ in outputs] == [0, 0, 0], outputs
+    assert any(secrets[-1] in (value or "") for value in sent)  # the credential was used, and echoed
+    verdicts = read_jsonl(work / "run" / "verdicts.jsonl")
+    assert "you sent Authorization: " in verdicts[0]["judgments"][0]["raw"]  # the echo, redacted
+    assert "400" in verdicts[1]["judgments"][0]["error"] and "127.0.0.1" in verdicts[1]["judgments"][0]["error"]
+    files = written_bytes(work)
+    assert {"run/verdicts.jsonl", "run/summary.json", "preds.jsonl", "pushed/data/verdicts.parquet"} <= set(files)
+    leaks = [(name, s) for name, data in files.items() for s in secrets if s.encode() in data]
+    leaks += [(f"output {i}", s) for i, out in enumerate(outputs) for text in out[1:] for s in secrets if s in text]
+    assert leaks == []
+    if how == "url":  # the URL shown in errors has no credentials at all
+        assert b"proxyuser" not in files["run/verdicts.jsonl"] and b"proxyuser" not in files["preds.jsonl"]
+
+
+def test_push_refuses_credentials_of_any_shape(tmp_path, capsys, monkeypatch):
+    """A run folder written before redaction (or by hand) holding a short, non-sk key after Bearer,
+    another in an Authorization header, and URL credentials: push refuses it, even with no key set
+    in the environment at push time."""
+    for name in ("OPENAI_API_KEY", "HF_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    run = tmp_path / "run"
+    run.mkdir()
+    raws = [f"<rating>1</rating> you sent Bearer {SHORT_KEY}", "<rating>2</rating> Authorization: Basic dXNlcjpwYXNz",
+            "<rating>0</rating>"]
+    errors = [None, None, "connection error at http://proxyuser:pw-secret-99@10.0.0.1:8000/v1"]
+    rows = [{"qid": str(i), "domain": "fiqa", "system_a": "s", "system_b": "LFRQA", "outcome": "win", "failed": False,
+             "flipped": None, "no_answer_a": False,
+             "judgments": [{"judge": "openai:j", "raw": raw, **({"error": error} if error else {})}]}
+            for i, (raw, error) in enumerate(zip(raws, errors))]
+    write_jsonl(run / "verdicts.jsonl", rows)
+    code, _, err = cli(["push", run, "--repo", "me/x", "--dry-run", tmp_path / "pushed"], capsys)
+    assert code == 2 and "Refusing to upload" in err, err
+    for kind in ("line 1: a Bearer token", "line 2: an Authorization header", "line 3: credentials in a URL"):
+        assert kind in err
+    assert SHORT_KEY not in err and "pw-secret-99" not in err and not (tmp_path / "pushed").exists()

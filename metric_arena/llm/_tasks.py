@@ -1,0 +1,190 @@
+"""The task plumbing of a run: gathering tasks (the first error cancels the rest), running a
+schedule until told to stop, a coroutine from synchronous code, grouping requests for a batched
+backend, and the progress bar."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from lfrqa.errors import RagQaArenaError
+from metric_arena.llm._types import Backend, ChatRequest, Completion
+
+__all__ = ["Batcher", "Progress", "gather_or_cancel", "run_sync", "run_until_stopped"]
+
+
+@dataclass
+class Batcher:
+    """Groups concurrent requests to one batched backend into ``complete_many`` calls."""
+
+    backend: Backend
+    batch_size: int
+    gather_wait: float = 0.005
+    pending: list = field(default_factory=list)
+    worker: asyncio.Task | None = None
+
+    async def submit(self, request: ChatRequest) -> Completion:
+        future = asyncio.get_running_loop().create_future()
+        self.pending.append((request, future))
+        if self.worker is None or self.worker.done():
+            self.worker = asyncio.ensure_future(self._work())
+        return await future
+
+    async def _work(self) -> None:
+        while self.pending:
+            if len(self.pending) < self.batch_size:
+                await asyncio.sleep(self.gather_wait)  # let concurrent callers join the batch
+            batch, self.pending = self.pending[: self.batch_size], self.pending[self.batch_size :]
+            live = [(r, f) for r, f in batch if not f.done()]
+            if not live:
+                continue
+            try:
+                completions = await self.backend.complete_many([r for r, _ in live])
+            except BaseException as error:  # noqa: BLE001 - handed to every waiting caller
+                for _, future in live:
+                    if not future.done():
+                        future.set_exception(error)
+                if isinstance(error, asyncio.CancelledError):
+                    raise
+                continue
+            for (_, future), completion in zip(live, completions):
+                if future.done():
+                    continue
+                if isinstance(completion, BaseException):  # this request alone was refused
+                    future.set_exception(completion)
+                else:
+                    future.set_result(completion)
+
+
+async def gather_or_cancel(tasks: list[asyncio.Future]) -> list:
+    """Like ``asyncio.gather`` but on the first exception cancel the other tasks, then raise it."""
+    if not tasks:
+        return []
+    try:
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+        for task in done:
+            if not task.cancelled() and task.exception() is not None:
+                raise task.exception()
+        return [task.result() for task in tasks]
+    finally:
+        await _settle(tasks)
+
+
+async def _settle(tasks: list[asyncio.Future]) -> None:
+    """Cancel the tasks still running, wait for them, and mark every task's exception as seen (the
+    first one is raised; the others, often the same error, would each print "Task exception was
+    never retrieved" when collected)."""
+    pending = [task for task in tasks if not task.done()]
+    for task in pending:
+        task.cancel()
+    if pending:
+        await asyncio.gather(*pending, return_exceptions=True)
+    for task in tasks:
+        if task.done() and not task.cancelled():
+            task.exception()
+
+
+async def run_until_stopped(
+    work: Callable[[int], Awaitable[None]],
+    schedule: Sequence[int],
+    should_stop: Callable[[], bool],
+    max_in_flight: int,
+) -> int:
+    """Run ``await work(i)`` for ``i`` in ``schedule``, at most ``max_in_flight`` at once, in order.
+
+    No new item starts once ``should_stop()`` is true (checked before each start); items already
+    running finish. The first exception cancels the rest and is raised. Returns how many started.
+    """
+    if isinstance(max_in_flight, bool) or not isinstance(max_in_flight, int) or max_in_flight < 1:
+        raise RagQaArenaError(f"max_in_flight={max_in_flight!r} must be a positive int")
+    items = iter(schedule)
+    started = 0
+
+    async def worker() -> None:
+        nonlocal started
+        while not should_stop():
+            index = next(items, None)
+            if index is None:
+                return
+            started += 1
+            await work(index)
+
+    workers = [asyncio.ensure_future(worker()) for _ in range(min(max_in_flight, len(schedule)) or 1)]
+    try:
+        done, _ = await asyncio.wait(workers, return_when=asyncio.FIRST_EXCEPTION)
+        for task in done:
+            if not task.cancelled() and task.exception() is not None:
+                raise task.exception()
+    finally:
+        await _settle(workers)
+    return started
+
+
+T = TypeVar("T")
+
+
+def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
+    """The result of ``coroutine``, run in a fresh event loop (in another thread when one runs here)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    box: dict = {}
+
+    def target() -> None:
+        try:
+            box["result"] = asyncio.run(coroutine)
+        except BaseException as error:  # noqa: BLE001 - re-raised in the caller's thread
+            box["error"] = error
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
+class Progress:
+    """A rich progress bar for a run of many requests (failed and cached counts shown); off when not enabled."""
+
+    def __init__(self, total: int, enabled: bool, description: str):
+        self._progress = None
+        if not enabled:
+            return
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self._progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("failed {task.fields[failed]} · cached {task.fields[cached]}"),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            transient=False,
+        )
+        self._task = self._progress.add_task(description, total=total, failed=0, cached=0)
+        self._progress.start()
+        self.failed = 0
+        self.cached = 0
+
+    def advance(self, failed: bool, cached: bool) -> None:
+        if self._progress is None:
+            return
+        self.failed += int(failed)
+        self.cached += int(cached)
+        self._progress.update(self._task, advance=1, failed=self.failed, cached=self.cached)
+
+    def close(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
