@@ -91,6 +91,7 @@ def run_tournament(args: argparse.Namespace) -> int:
         tournament_dry_run,
     )
     from rag_qa_arena._options import (
+        FATAL_EXIT,
         api_key,
         check_backend_args,
         make_limiter,
@@ -135,4 +136,9 @@ def run_tournament(args: argparse.Namespace) -> int:
         line += f" in {result['rounds']} adaptive rounds"
     print(line)
     print(f"next: rag-qa-arena report {args.out}/* --out {args.out}/leaderboard", file=sys.stderr)
-    return 1 if all(m["n_failed"] == m["n"] for m in result["against_reference"]) else 0
+    matches = result["against_reference"] + result["pairs"]
+    if all(m["n"] and m["n_failed"] == m["n"] for m in matches):
+        print("rag-qa-arena: error: every pair of every match failed: each run folder's verdicts.jsonl says why",
+              file=sys.stderr)
+        return FATAL_EXIT
+    return 0

@@ -118,3 +118,12 @@ def test_cli_tournament_dry_run_and_names(predictions, tmp_path, capsys):
     assert "at least two prediction files" in capsys.readouterr().err
     assert main(["tournament", *files, "--max-judgments", "5", "--out", str(tmp_path / "r")]) == 2
     assert "--adaptive" in capsys.readouterr().err
+
+
+def test_a_tournament_in_which_every_pair_failed_exits_3(predictions, tmp_path, capsys):
+    files = [str(predictions[s]) for s in SYSTEMS]
+    with OpenAIServer(lambda body, attempt: "I cannot decide.") as server:  # never a valid rating
+        code = main(["tournament", *files, "--judge", "openai:judge", "--base-url", server.base_url, "--api-key",
+                     "sk-local", "--out", str(tmp_path / "runs"), "--sample", "4", "--cache-dir", str(tmp_path / "c"),
+                     "--no-progress"])
+    assert code == 3 and "every pair of every match failed" in capsys.readouterr().err
