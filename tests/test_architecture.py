@@ -48,7 +48,7 @@ def test_user_errors_share_one_base_class():
         assert issubclass(error, metric_arena.RagQaArenaError) and issubclass(error, ValueError)
 
 
-def test_cli_shows_a_traceback_for_bugs_and_one_line_for_mistakes(tmp_path):
+def test_cli_prints_one_line_for_mistakes_and_the_traceback_with_debug(tmp_path):
     cmd = [sys.executable, "-m", "rag_qa_arena", "judge", "--predictions", str(tmp_path / "missing.jsonl"),
            "--out", str(tmp_path / "run")]
     mistake = subprocess.run(cmd, capture_output=True, text=True)

@@ -213,8 +213,13 @@ def test_metric_refuses_prompts_over_the_token_budget(env, arena, tmp_path):
 
 def test_metric_takes_the_data_dir_its_offline_hint_names(env, arena, tmp_path, lfrqa_data_dir, monkeypatch):
     monkeypatch.delenv("LFRQA_DATA_DIR", raising=False)
-    results = arena.compute(predictions=["Paris."], references=["The capital is Paris."], questions=["capital?"],
-                            judge="openai:gpt-4o-mini", data_dir=str(lfrqa_data_dir),
-                            cache_dir=str(tmp_path / "metric-cache"))
+    inputs = dict(predictions=["Paris."], references=["The capital is Paris."], questions=["capital?"],
+                  judge="openai:gpt-4o-mini", cache_dir=str(tmp_path / "metric-cache"))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(FileNotFoundError, match="is not in the data folder .*empty"):  # the folder given is read
+        arena.compute(**inputs, data_dir=str(empty))
+    assert env.requests == []
+    results = arena.compute(**inputs, data_dir=str(lfrqa_data_dir))
     assert results["n"] == 1 and results["n_failed"] == 0 and len(env.requests) == 1
     assert env.requests[0]["messages"][0]["role"] == "system"  # the pinned judge prompt, read from data_dir

@@ -113,7 +113,9 @@ def test_cli_tournament_dry_run_and_names(predictions, tmp_path, capsys):
                  "--cache-dir", str(tmp_path / "cache"), "--name", f"{files[0]}=gpt-4o"]) == 0
     out = capsys.readouterr().out
     assert "3 systems against LFRQA, 3 pairs on 10 shared questions" in out
-    assert "requests:" in out and "60 + 30" not in out and out.strip().splitlines()[-1].startswith("estimated_cost_usd:")
+    # against LFRQA: 20 + 20 + 19 (the weak system's failed line is not sent); pairs: 3 x 10 shared questions
+    assert "requests:              89 (0 already cached, 89 to send)" in out, out
+    assert out.strip().splitlines()[-1].startswith("estimated_cost_usd:")
     assert main(["tournament", files[0], "--judge", "openai:x", "--out", str(tmp_path / "r")]) == 2
     assert "at least two prediction files" in capsys.readouterr().err
     assert main(["tournament", *files, "--max-judgments", "5", "--out", str(tmp_path / "r")]) == 2

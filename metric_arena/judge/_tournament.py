@@ -192,8 +192,9 @@ async def _adaptive(plan: Tournament, matches: list[dict], *, out: Path, judge, 
     players = [REFERENCE, *plan.systems]
     taken = {pair: 0 for pair in plan.pairs()}
     spent, rounds, pair_results = 0, 0, {}
+    against_reference = _battles(out, matches)  # read once: only the pairs' folders change between rounds
     while True:
-        ranked, overlapping = _overlaps(_battles(out, matches + list(pair_results.values())), players,
+        ranked, overlapping = _overlaps(against_reference + _battles(out, list(pair_results.values())), players,
                                         seed=settings["seed"], n_boot=n_boot)
         if not overlapping:
             reason = "separated"
