@@ -13,7 +13,12 @@ import tracemalloc
 
 import numpy as np
 
-from metric_arena.stats import BattleCounts, bootstrap_bradley_terry, expected_score, fit_bradley_terry
+from metric_arena.stats import (
+    BattleCounts,
+    bootstrap_bradley_terry,
+    expected_score,
+    fit_bradley_terry,
+)
 
 
 def synthetic_battles(n_battles: int, n_players: int, seed: int = 0, tie: float = 0.15):

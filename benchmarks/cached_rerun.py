@@ -24,10 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-if "LFRQA_DATA_DIR" not in os.environ and (ROOT.parent / "shared" / "lfrqa").is_dir():
-    os.environ["LFRQA_DATA_DIR"] = str(ROOT.parent / "shared" / "lfrqa")
+from _setup import ROOT  # noqa: E402 - this checkout first on sys.path, $LFRQA_DATA_DIR
 
 from tests.openai_server import OpenAIServer  # noqa: E402
 

@@ -16,19 +16,12 @@ Needs the pinned benchmark files ($LFRQA_DATA_DIR, e.g. ../shared/lfrqa) or netw
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import resource
-import sys
 import tempfile
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-if "LFRQA_DATA_DIR" not in os.environ and (ROOT.parent / "shared" / "lfrqa").is_dir():
-    os.environ["LFRQA_DATA_DIR"] = str(ROOT.parent / "shared" / "lfrqa")
-
+import _setup  # noqa: F401 - this checkout first on sys.path, and $LFRQA_DATA_DIR
 from metric_arena import judge_pairs  # noqa: E402
 from tests.openai_server import OpenAIServer  # noqa: E402
 

@@ -52,8 +52,8 @@ def _rate(count: int, seconds: float) -> str:
 
 
 def bench_chunking(texts: list[str], work: Path) -> list[dict]:
-    from builders._passages import iter_passages
     from builders._corpus import load_corpus
+    from builders._passages import iter_passages
 
     documents = [{"doc_id": str(i), "title": "", "text": t} for i, t in enumerate(texts)]
     start = time.perf_counter()

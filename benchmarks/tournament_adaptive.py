@@ -17,18 +17,12 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import re
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-if "LFRQA_DATA_DIR" not in os.environ and (ROOT.parent / "shared" / "lfrqa").is_dir():
-    os.environ["LFRQA_DATA_DIR"] = str(ROOT.parent / "shared" / "lfrqa")
-
+import _setup  # noqa: F401 - this checkout first on sys.path, and $LFRQA_DATA_DIR
 import lfrqa  # noqa: E402
 from metric_arena.judge import tournament  # noqa: E402
 from metric_arena.stats import BattleCounts, bootstrap_bradley_terry  # noqa: E402
