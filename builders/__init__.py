@@ -1,6 +1,7 @@
 """Raw sources -> dataset artifacts: RobustQA documents and 100-word passages, the passage corpora
 as ``datasets``, Hub-ready export, and the package's one Hub upload."""
 
+from lfrqa.exports import export_names
 from builders._documents import CORPUS_DOMAINS, check_domain_split, iter_documents, locate_source
 from builders._export import export_dataset, render_card
 from builders._hub import (
@@ -40,11 +41,14 @@ __all__ = [
     "upload_operations",
 ]
 
+export_names(globals())
+
 
 def __getattr__(name: str):
     # load_corpus stands on `datasets` (and pyarrow): imported when first asked for.
     if name == "load_corpus":
         from builders._corpus import load_corpus
 
+        load_corpus.__module__ = __name__  # its public path, as export_names gives the others
         return load_corpus
     raise AttributeError(f"module 'builders' has no attribute {name!r}")

@@ -9,6 +9,7 @@ Importing ``lfrqa`` is light: :func:`load`, :func:`audit` and :func:`dataset_sta
 ``datasets`` on first use. The RobustQA passage corpora are loaded by ``builders.load_corpus``.
 """
 
+from lfrqa.exports import export_names
 from lfrqa._domains import DOMAINS, PUBLISHED_DOMAINS, SPLITS
 from lfrqa._records import InvalidRecord
 from lfrqa._sources import PINNED_COMMIT, ChecksumError
@@ -29,6 +30,8 @@ __all__ = [
     "read_pinned_text",
 ]
 
+export_names(globals())
+
 _LAZY = {"load": "lfrqa._load", "audit": "lfrqa._audit", "dataset_stats": "lfrqa._stats"}
 
 
@@ -37,7 +40,9 @@ def __getattr__(name: str):
     if name in _LAZY:
         import importlib
 
-        return getattr(importlib.import_module(_LAZY[name]), name)
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        value.__module__ = __name__  # its public path, as export_names gives the others
+        return value
     raise AttributeError(f"module 'lfrqa' has no attribute {name!r}")
 
 

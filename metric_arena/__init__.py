@@ -1,12 +1,17 @@
 """The RAG-QA Arena judge: pairwise LLM judging against LFRQA, as an ``evaluate`` metric too.
 
 >>> import evaluate, metric_arena
+>>> judge = metric_arena.JudgeConfig("openai:gpt-4-0125-preview", order="paper", parse="strict")  # what judges, how
+>>> run = metric_arena.RunConfig(max_concurrency=64, cache_dir="/tmp/rag_qa_arena")  # how requests run
 >>> arena = evaluate.load(metric_arena.METRIC_PATH)  # doctest: +SKIP
->>> res = arena.compute(predictions=[...], references=[...], questions=[...],
-...                     judge="openai:gpt-4-0125-preview")  # doctest: +SKIP
->>> res = metric_arena.judge_pairs(predictions, references, questions, judge="openai:gpt-4o")  # doctest: +SKIP
->>> reward = metric_arena.reward_function(judge="openai:gpt-4o-mini")  # for GRPOTrainer  # doctest: +SKIP
->>> callback = metric_arena.ArenaCallback(trainer=trainer, every_n_steps=200)  # doctest: +SKIP
+>>> res = arena.compute(predictions=[...], references=[...], questions=[...], judge=judge, run=run)  # doctest: +SKIP
+>>> res = metric_arena.judge_pairs(predictions, references, questions, judge=judge, run=run)  # doctest: +SKIP
+>>> reward = metric_arena.reward_function(judge=judge, run=run)  # for GRPOTrainer  # doctest: +SKIP
+>>> callback = metric_arena.ArenaCallback(trainer=trainer, judge=judge, run=run, every_n_steps=200)  # doctest: +SKIP
+
+The same two objects go to every entry point: :func:`judge_pairs`, :func:`generate_answers` (``run``),
+:func:`metric_arena.judge.tournament`, the dry runs and Batch API steps, :func:`reward_function`,
+``ArenaCallback`` and the evaluate metric.
 
 The rooms, each importing only the ones below it: :mod:`metric_arena.stats` (numbers),
 :mod:`metric_arena.llm` (backends, cache, retries, limits, Batch API), :mod:`metric_arena.prompts`
@@ -19,15 +24,17 @@ loads no ``datasets``, ``torch`` or plotting library (``ArenaCallback`` loads tr
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
+from lfrqa.exports import export_names
 from metric_arena import stats  # noqa: F401 - metric_arena.stats, the statistics room
 from metric_arena.generate import generate_answers
-from metric_arena.judge import DEFAULT_JUDGE, ajudge_pairs, judge_pairs  # noqa: F401 - ajudge_pairs: the async form
-from metric_arena.llm import (
+from metric_arena.judge import DEFAULT_JUDGE, JudgeConfig, ajudge_pairs, judge_pairs  # noqa: F401 - ajudge_pairs: async
+from metric_arena.llm import (  # noqa: F401 - AuthenticationFailed, ModelNotFound: BackendError's kinds, here too
     AuthenticationFailed,
     BackendError,
     ModelNotFound,
     RateLimiter,
     RetryPolicy,
+    RunConfig,
 )
 from metric_arena.report import build_leaderboard, push_run, write_report
 from metric_arena.train import reward_function
@@ -39,12 +46,12 @@ __all__ = [
     "DEFAULT_JUDGE",
     "METRIC_PATH",
     "ArenaCallback",
-    "AuthenticationFailed",
     "BackendError",
-    "ModelNotFound",
+    "JudgeConfig",
     "RagQaArenaError",
     "RateLimiter",
     "RetryPolicy",
+    "RunConfig",
     "build_leaderboard",
     "generate_answers",
     "judge_pairs",
@@ -52,7 +59,10 @@ __all__ = [
     "reward_function",
     "write_report",
 ]
-# Also here, not listed: ajudge_pairs (metric_arena.judge) and the stats room (metric_arena.stats).
+# Also here, not listed: ajudge_pairs (metric_arena.judge), AuthenticationFailed and ModelNotFound (kinds of
+# BackendError, from metric_arena.llm) and the stats room (metric_arena.stats).
+
+export_names(globals())
 
 
 def __getattr__(name: str):
@@ -60,5 +70,7 @@ def __getattr__(name: str):
     if name == "ArenaCallback":
         from metric_arena import train
 
-        return train.ArenaCallback
+        callback = train.ArenaCallback
+        callback.__module__ = __name__  # metric_arena.ArenaCallback, as export_names gives the others
+        return callback
     raise AttributeError(f"module 'metric_arena' has no attribute {name!r}")

@@ -131,6 +131,7 @@ def _backend_options(args: argparse.Namespace) -> dict:
 
 def run_generate(args: argparse.Namespace) -> int:
     from metric_arena.generate import (
+        GenerationConfig,
         format_generation_estimate,
         generate_answers,
         generation_dry_run,
@@ -138,10 +139,9 @@ def run_generate(args: argparse.Namespace) -> int:
     from rag_qa_arena._options import (
         FATAL_EXIT,
         all_failed_message,
-        api_key,
         check_backend_args,
-        make_limiter,
         run_reporting_failures,
+        run_settings,
     )
 
     if not args.dry_run and not args.out:
@@ -151,13 +151,13 @@ def run_generate(args: argparse.Namespace) -> int:
                         ("--max-input-tokens", args.max_input_tokens), ("--batch-size", args.batch_size)):
         if value is not None and value < 1:
             raise RagQaArenaError(f"{flag} must be >= 1, got {value}")
-    options = _backend_options(args)
+    generation = GenerationConfig(prompt=args.prompt, n_passages=args.passages, max_tokens=args.max_tokens,
+                                  max_input_tokens=args.max_input_tokens, options=_backend_options(args) or None)
+    run = run_settings(args)
 
     if args.dry_run:
-        estimate = generation_dry_run(
-            args.retrieved, args.model, prompt=args.prompt, n_passages=args.passages, max_tokens=args.max_tokens,
-            base_url=args.base_url, cache_dir=args.cache_dir, use_cache=not args.no_cache, data_dir=args.data_dir,
-        )
+        estimate = generation_dry_run(args.retrieved, args.model, generation=generation, run=run,
+                                      data_dir=args.data_dir)
         print(f"dry run: {estimate.n_requests:,} questions, prompt {args.prompt}, {args.passages} passages, "
               "nothing sent")
         print(format_generation_estimate(estimate))
@@ -165,12 +165,8 @@ def run_generate(args: argparse.Namespace) -> int:
 
     result = run_reporting_failures(
         lambda: generate_answers(
-            args.retrieved, args.model, prompt=args.prompt, n_passages=args.passages, out=args.out,
-            overwrite=args.overwrite, base_url=args.base_url, api_key=api_key(args),
-            max_concurrency=args.max_concurrency, cache_dir=args.cache_dir, use_cache=not args.no_cache,
-            max_tokens=args.max_tokens, max_input_tokens=args.max_input_tokens, timeout=args.timeout,
+            args.retrieved, args.model, generation=generation, run=run, out=args.out, overwrite=args.overwrite,
             progress=not args.no_progress and sys.stderr.isatty(), data_dir=args.data_dir,
-            backend_options=options, limiter=make_limiter(args),
         ),
         stopped=f"Answers finished before the error are in {args.out}; re-run the same command to resume.",
         where=os.path.dirname(os.path.abspath(args.out)),

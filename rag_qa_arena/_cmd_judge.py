@@ -127,7 +127,6 @@ def run_judge(args: argparse.Namespace) -> int:
     from rag_qa_arena._options import (
         FATAL_EXIT,
         all_failed_message,
-        api_key,
         check_backend_args,
         run_reporting_failures,
     )
@@ -153,9 +152,8 @@ def run_judge(args: argparse.Namespace) -> int:
     if args.dry_run:
 
         estimates = judge_dry_run(
-            answers, references, questions, ids=qids, judge=judges, base_url=args.base_url, order=args.order,
-            seed=args.seed, cache_dir=args.cache_dir, use_cache=not args.no_cache, data_dir=args.data_dir,
-            domains=domains, sample=args.sample,
+            answers, references, questions, ids=qids, domains=domains, judge=scale.judge_settings(judges, args, build=False),
+            run=scale.run_settings(args), data_dir=args.data_dir, sample=args.sample,
         )
         n_pairs = len(qids) if args.sample is None else min(args.sample, len(qids))
         print(f"dry run: {n_pairs:,} pairs{' (stratified sample)' if args.sample else ''}, order {args.order!r}"
@@ -174,14 +172,10 @@ def run_judge(args: argparse.Namespace) -> int:
             return code
     result = run_reporting_failures(
         lambda: judge_pairs(
-            answers, references, questions, ids=qids, domains=domains, judge=scale.judge_backends(judges, args),
-            base_url=args.base_url, api_key=api_key(args), order=args.order, seed=args.seed,
-            max_concurrency=args.max_concurrency, cache_dir=args.cache_dir, use_cache=not args.no_cache,
-            out=args.out, system=system, opponent=opponent, progress=not args.no_progress and sys.stderr.isatty(),
-            data_dir=args.data_dir, timeout=args.timeout, limiter=scale.make_limiter(args), sample=args.sample,
-            target_width=args.target_width, generation_failed=failed, max_input_tokens=args.max_input_tokens,
-            parse=args.parse,
-            overwrite=args.overwrite,
+            answers, references, questions, ids=qids, domains=domains, judge=scale.judge_settings(judges, args),
+            run=scale.run_settings(args), out=args.out, system=system, opponent=opponent,
+            progress=not args.no_progress and sys.stderr.isatty(), data_dir=args.data_dir, sample=args.sample,
+            target_width=args.target_width, generation_failed=failed, overwrite=args.overwrite,
         ),
         stopped=f"Verdicts finished before the error are in {args.out}/verdicts.jsonl; answers are cached.",
         where=args.out,

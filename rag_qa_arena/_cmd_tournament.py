@@ -22,7 +22,7 @@ examples:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from metric_arena.judge import DEFAULT_JUDGE, ORDERS
+    from metric_arena.judge import DEFAULT_JUDGE, ORDERS, PARSES
     from rag_qa_arena._options import (
         add_backend_flags,
         add_rate_limit_flags,
@@ -58,6 +58,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--round-size", type=int, default=100, metavar="N",
                         help="with --adaptive: judgments per round (default: 100)")
     parser.add_argument("--max-input-tokens", type=int, metavar="N", help="refuse judge prompts longer than N tokens")
+    parser.add_argument("--parse", choices=PARSES, default="strict",
+                        help="how judge replies are read, as for `judge`: 'strict' (default) or 'reference' (as the "
+                             "paper's scripts read them)")
     add_backend_flags(parser, "judges")
     add_run_flags(parser, cache="judgment cache", cost="estimated cost of the whole tournament")
     add_rate_limit_flags(parser)
@@ -92,10 +95,10 @@ def run_tournament(args: argparse.Namespace) -> int:
     )
     from rag_qa_arena._options import (
         FATAL_EXIT,
-        api_key,
         check_backend_args,
-        make_limiter,
+        judge_settings,
         run_reporting_failures,
+        run_settings,
     )
 
     check_backend_args(args)
@@ -104,9 +107,8 @@ def run_tournament(args: argparse.Namespace) -> int:
     judges = args.judge or [DEFAULT_JUDGE]
     systems = _systems(args)
     if args.dry_run:
-        estimates = tournament_dry_run(systems, judge=judges, sample=args.sample, seed=args.seed,
-                                       base_url=args.base_url, order=args.order, cache_dir=args.cache_dir,
-                                       use_cache=not args.no_cache, data_dir=args.data_dir)
+        estimates = tournament_dry_run(systems, judge=judge_settings(judges, args, build=False), run=run_settings(args),
+                                       sample=args.sample, data_dir=args.data_dir)
         n = len(systems)
         print(f"dry run: {n} systems against LFRQA, {n * (n - 1) // 2} pairs on {args.sample:,} shared questions, "
               f"order {args.order!r}, nothing sent")
@@ -116,11 +118,9 @@ def run_tournament(args: argparse.Namespace) -> int:
         raise RagQaArenaError("--out RUNS_DIR is required (the folder for the run folders), or use --dry-run")
     result = run_reporting_failures(
         lambda: tournament(
-            systems, out=args.out, judge=judges, sample=args.sample, seed=args.seed, adaptive=args.adaptive,
-            max_judgments=args.max_judgments, round_size=args.round_size, base_url=args.base_url, api_key=api_key(args),
-            order=args.order, max_concurrency=args.max_concurrency, cache_dir=args.cache_dir,
-            use_cache=not args.no_cache, limiter=make_limiter(args), timeout=args.timeout, data_dir=args.data_dir,
-            max_input_tokens=args.max_input_tokens, progress=not args.no_progress and sys.stderr.isatty(),
+            systems, out=args.out, judge=judge_settings(judges, args, build=False), run=run_settings(args),
+            sample=args.sample, adaptive=args.adaptive, max_judgments=args.max_judgments, round_size=args.round_size,
+            data_dir=args.data_dir, progress=not args.no_progress and sys.stderr.isatty(),
         ),
         stopped=f"Matches finished before the error are in {args.out}; judgments are cached: run it again to resume.",
         where=args.out,

@@ -28,8 +28,10 @@ __all__ = [
     "check_backend_args",
     "check_judge_scale_args",
     "judge_backends",
+    "judge_settings",
     "make_limiter",
     "run_batch_status",
+    "run_settings",
     "run_batch_step",
     "run_reporting_failures",
     "stop_note",
@@ -232,6 +234,24 @@ def check_judge_scale_args(args: argparse.Namespace) -> None:
                          "Use --sample N with --batch")
 
 
+def run_settings(args: argparse.Namespace):
+    """The :class:`~metric_arena.RunConfig` the flags give: server, key, timeout, concurrency, limits, cache."""
+    from metric_arena import RunConfig
+
+    return RunConfig(base_url=args.base_url, api_key=api_key(args), timeout=getattr(args, "timeout", None),
+                     max_concurrency=args.max_concurrency, limiter=make_limiter(args),
+                     cache_dir=args.cache_dir, use_cache=not args.no_cache)
+
+
+def judge_settings(judges: list[str], args: argparse.Namespace, *, build: bool = True):
+    """The :class:`~metric_arena.JudgeConfig` the flags give. ``build``: with the judges as
+    :func:`judge_backends` makes them (for a run); without, their specs (for a dry run or a batch)."""
+    from metric_arena import JudgeConfig
+
+    return JudgeConfig(judge_backends(judges, args) if build else judges, order=args.order, seed=args.seed,
+                       parse=getattr(args, "parse", "strict"), max_input_tokens=getattr(args, "max_input_tokens", None))
+
+
 def judge_backends(judges: list[str], args: argparse.Namespace) -> list:
     """The judge list for :func:`metric_arena.judge_pairs`: specs, with vllm judges built with
     ``--tensor-parallel-size`` and, for ``--batch-only``, cache-only stand-ins."""
@@ -243,7 +263,7 @@ def judge_backends(judges: list[str], args: argparse.Namespace) -> list:
     if getattr(args, "batch_only", False):
         from metric_arena.judge import CacheOnlyBackend
 
-        return [CacheOnlyBackend.like(spec, base_url=args.base_url, api_key=api_key(args)) for spec in judges]
+        return [CacheOnlyBackend.like(spec, run=run_settings(args)) for spec in judges]
     out = []
     for spec, kind in zip(judges, kinds):
         if kind == "vllm" and args.tensor_parallel_size is not None:
@@ -256,10 +276,9 @@ def judge_backends(judges: list[str], args: argparse.Namespace) -> list:
 def run_batch_status(args: argparse.Namespace) -> int:
     """``--batch-status DIR``: one line per request file."""
     from metric_arena.judge import judge_batch_status
-    from metric_arena.llm import TERMINAL_STATUSES
+    from metric_arena.llm.batch import TERMINAL_STATUSES
 
-    rows_by_judge = _api_call(lambda: judge_batch_status(args.batch_status, base_url=args.base_url,
-                                                         api_key=api_key(args)), api_key(args))
+    rows_by_judge = _api_call(lambda: judge_batch_status(args.batch_status, run=run_settings(args)), api_key(args))
     if isinstance(rows_by_judge, int):
         return rows_by_judge
     ended = True
@@ -284,15 +303,13 @@ def run_batch_step(args: argparse.Namespace, *, answers, references, questions, 
     ``--batch-collect DIR`` (returns None: the caller then runs the judge, which finds the answers
     in the cache). Returns an exit code when the run cannot go on."""
     from metric_arena.judge import collect_judge_batch, submit_judge_batch
-    from metric_arena.llm import BatchNotReady
+    from metric_arena.llm.batch import BatchNotReady
 
     if args.batch:
         result = _api_call(lambda: submit_judge_batch(
-            answers, references, questions, args.batch, ids=qids, domains=domains, judge=judges,
-            base_url=args.base_url, api_key=api_key(args), order=args.order, seed=args.seed, sample=args.sample,
-            cache_dir=args.cache_dir, data_dir=args.data_dir, generation_failed=generation_failed,
-            max_input_tokens=getattr(args, "max_input_tokens", None), parse=getattr(args, "parse", "strict")),
-            api_key(args))
+            answers, references, questions, args.batch, ids=qids, domains=domains,
+            judge=judge_settings(judges, args, build=False), run=run_settings(args), sample=args.sample,
+            data_dir=args.data_dir, generation_failed=generation_failed), api_key(args))
         if isinstance(result, int):
             return result
         for judge in result["judges"]:
@@ -310,8 +327,7 @@ def run_batch_step(args: argparse.Namespace, *, answers, references, questions, 
     if not args.out:
         raise RagQaArenaError("--batch-collect finishes the judge run: give --out DIR for verdicts.jsonl and summary.json")
     try:
-        counts = _api_call(lambda: collect_judge_batch(args.batch_collect, base_url=args.base_url,
-                                                       api_key=api_key(args), cache_dir=args.cache_dir), api_key(args))
+        counts = _api_call(lambda: collect_judge_batch(args.batch_collect, run=run_settings(args)), api_key(args))
     except BatchNotReady as error:
         print(f"rag-qa-arena: {error}", file=sys.stderr)
         return BATCH_NOT_READY_EXIT

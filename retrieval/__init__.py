@@ -8,6 +8,7 @@
 1.0
 """
 
+from lfrqa.exports import export_names
 from retrieval._base import Retriever
 from retrieval._bm25 import BM25Retriever
 from retrieval._colbert import ColBERTRetriever
@@ -15,3 +16,5 @@ from retrieval._metrics import evaluate
 from retrieval._pipeline import RETRIEVERS, retrieve
 
 __all__ = ["RETRIEVERS", "BM25Retriever", "ColBERTRetriever", "Retriever", "evaluate", "retrieve"]
+
+export_names(globals())

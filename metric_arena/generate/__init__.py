@@ -1,9 +1,11 @@
 """Answer generation with the paper's prompt: retrieved passages + question -> an answer file.
 Uses :mod:`metric_arena.llm` and :mod:`metric_arena.prompts`; knows nothing of judging."""
 
+from lfrqa.exports import export_names
 from metric_arena.generate._cost import format_generation_estimate, generation_dry_run
 from metric_arena.generate._inputs import (
     GENERATION_MAX_TOKENS,
+    GenerationConfig,
     generation_request,
     read_retrieved,
 )
@@ -12,6 +14,7 @@ from metric_arena.generate._run import agenerate_answers, generate_answers
 
 __all__ = [
     "GENERATION_MAX_TOKENS",
+    "GenerationConfig",
     "agenerate_answers",
     "format_generation_estimate",
     "generate_answers",
@@ -20,3 +23,5 @@ __all__ = [
     "read_retrieved",
     "summary_path",
 ]
+
+export_names(globals())

@@ -5,15 +5,11 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 
-from metric_arena.generate._inputs import (
-    GENERATION_MAX_TOKENS,
-    check_settings,
-    generation_request,
-    retrieved_rows,
-)
+from metric_arena.generate._inputs import GenerationConfig, check_model, retrieved_rows
 from metric_arena.llm import (
     CompletionCache,
     CostEstimate,
+    RunConfig,
     backend_identity,
     cache_key,
     estimate_cost,
@@ -44,32 +40,29 @@ def generation_dry_run(
     retrieved: str | os.PathLike | Iterable[Mapping],
     model: str,
     *,
-    prompt: str = "v1",
-    n_passages: int = 5,
-    max_tokens: int = GENERATION_MAX_TOKENS,
-    base_url: str | None = None,
-    cache_dir: str | os.PathLike | None = None,
-    use_cache: bool = True,
+    generation: GenerationConfig | None = None,
+    run: RunConfig | None = None,
     data_dir: str | os.PathLike | None = None,
 ) -> CostEstimate:
     """Requests, input tokens, expected output tokens and the cost of :func:`generate_answers`; sends nothing.
 
     Expected output comes from the length the prompt asks for (``_GENERATION_REPLY_WORDS``);
-    the ``max_tokens`` bound and the cost at that bound are reported apart. Returns a
-    :class:`metric_arena.llm.CostEstimate`.
+    the ``max_tokens`` bound and the cost at that bound are reported apart. Requests already
+    answered in ``run``'s cache cost nothing. Returns a :class:`metric_arena.llm.CostEstimate`.
     """
-    check_settings(model, prompt, n_passages, max_tokens)
+    check_model(model)
+    generation = generation if generation is not None else GenerationConfig()
+    run = run if run is not None else RunConfig()
     rows = retrieved_rows(retrieved)
-    requests = [generation_request(r, prompt=prompt, n_passages=n_passages, max_tokens=max_tokens, data_dir=data_dir)
-                for r in rows]
+    requests = [generation.request(r, data_dir=data_dir) for r in rows]
     cached = None
-    identity = backend_identity(model, base_url=base_url)
-    if use_cache and identity is not None:
-        with CompletionCache(cache_dir) as cache:
+    identity = backend_identity(model, base_url=run.base_url, options=generation.options)
+    if run.use_cache and identity is not None:
+        with CompletionCache(run.cache_dir) as cache:
             keys = [cache_key(identity, r, 0) for r in requests]
             found = cache.get_many(keys)
         cached = [k in found and found[k].valid for k in keys]
-    expected = min(max_tokens, expected_generation_reply_tokens(model, prompt))
+    expected = min(generation.max_tokens, expected_generation_reply_tokens(model, generation.prompt))
     return estimate_cost(requests, model, expected_output_tokens=expected, cached=cached)
 
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lfrqa.errors import InvalidInputType, RagQaArenaError
+from lfrqa.errors import InvalidInputType, RagQaArenaError, check_int
 from lfrqa.files import iter_records, lone_surrogate, saved_dataset
 from metric_arena.llm import Backend, ChatRequest, parse_spec
 from metric_arena.prompts import (
@@ -17,7 +19,8 @@ from metric_arena.prompts import (
     neutralize_delimiters,
 )
 
-__all__ = ["GENERATION_MAX_TOKENS", "check_settings", "generation_request", "read_retrieved", "retrieved_rows"]
+__all__ = ["GENERATION_MAX_TOKENS", "GenerationConfig", "check_model", "generation_request", "read_retrieved",
+           "retrieved_rows"]
 
 #: Decoding parameters of the reference implementation's answer generation.
 GENERATION_MAX_TOKENS = 256
@@ -104,14 +107,51 @@ def retrieved_rows(retrieved) -> list[dict]:
     return _check_rows(rows, [f"retrieved[{i}]" for i in range(len(rows))])
 
 
-def check_settings(model, prompt, n_passages, max_tokens, max_concurrency=1) -> None:
+@dataclass(frozen=True, kw_only=True)
+class GenerationConfig:
+    """How answers are generated: the paper's prompt ``"v1"`` or ``"v2"``, the top ``n_passages``
+    passages shown, the reference's decoding (``max_tokens``, ``temperature``, ``top_p``),
+    ``max_input_tokens`` (longer prompts are refused, never truncated) and ``options``, the
+    backend's own settings (e.g. ``{"device": "cpu"}`` for hf, ``{"tensor_parallel_size": 4}`` for vllm).
+
+    >>> GenerationConfig(prompt="v2", n_passages=3).prompt
+    'v2'
+    """
+
+    prompt: str = "v1"
+    n_passages: int = 5
+    max_tokens: int = GENERATION_MAX_TOKENS
+    temperature: float = GENERATION_TEMPERATURE
+    top_p: float = GENERATION_TOP_P
+    max_input_tokens: int | None = None
+    options: Mapping | None = None
+
+    def __post_init__(self) -> None:
+        if self.prompt not in GENERATION_TEMPLATES:
+            raise RagQaArenaError(f"Unknown prompt version {self.prompt!r}. Available: {', '.join(GENERATION_TEMPLATES)}")
+        check_int("n_passages", self.n_passages, minimum=1)
+        check_int("max_tokens", self.max_tokens, minimum=1)
+        for name in ("temperature", "top_p"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+                raise InvalidInputType(f"GenerationConfig({name}={value!r}): give a number >= 0")
+        if self.max_input_tokens is not None:
+            check_int("max_input_tokens", self.max_input_tokens, minimum=1)
+        if self.options is not None:
+            if not isinstance(self.options, Mapping):
+                raise InvalidInputType(f"GenerationConfig(options={self.options!r}): give a dict of backend settings")
+            object.__setattr__(self, "options", dict(self.options))
+
+    def request(self, row: Mapping, *, data_dir: str | os.PathLike | None = None) -> ChatRequest:
+        """The request for one checked ``retrieve`` row."""
+        return generation_request(row, prompt=self.prompt, n_passages=self.n_passages, max_tokens=self.max_tokens,
+                                  temperature=self.temperature, top_p=self.top_p, data_dir=data_dir)
+
+
+def check_model(model) -> None:
+    """A spec or a built backend; a bad spec or backend name is said here."""
     if not isinstance(model, Backend):
-        parse_spec(model)  # names a bad spec or backend
-    if prompt not in GENERATION_TEMPLATES:
-        raise RagQaArenaError(f"Unknown prompt version {prompt!r}. Available: {', '.join(GENERATION_TEMPLATES)}")
-    for name, value in (("n_passages", n_passages), ("max_tokens", max_tokens), ("max_concurrency", max_concurrency)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise RagQaArenaError(f"{name} must be a positive integer, got {value!r}")
+        parse_spec(model)
 
 
 def generation_request(

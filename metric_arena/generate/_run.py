@@ -7,7 +7,7 @@ them (:func:`metric_arena.prompts.render_passages`) into the pinned generation t
 ends with the step-by-step "thinking" request; ``v2``, used for GPT-4o, does not) and sent as one
 user message with the reference's decoding parameters (``max_tokens=256``, ``temperature=0.0``,
 ``top_p=1.0``), through the same backends, cache, concurrency and retries as the judge
-(:class:`metric_arena.llm.Runner`).
+(one :class:`metric_arena.llm.Session` with the given :class:`~metric_arena.RunConfig`).
 
 Output: one JSON line per question, appended and flushed as each answer arrives::
 
@@ -42,14 +42,13 @@ Resuming
     and ``<out stem>.summary.json`` holds the counts. Only one run may write an output file at a
     time (an advisory lock on ``.<out name>.lock`` next to it).
 
->>> res = generate_answers("runs/fiqa.bm25.jsonl", "openai:gpt-4o", prompt="v2",
-...                        out="runs/fiqa.gpt-4o.jsonl")  # doctest: +SKIP
+>>> res = generate_answers("runs/fiqa.bm25.jsonl", "openai:gpt-4o", generation=GenerationConfig(prompt="v2"),
+...                        out="runs/fiqa.gpt-4o.jsonl", run=RunConfig(max_concurrency=64))  # doctest: +SKIP
 >>> res["n"], res["n_failed"], res["n_truncated"], res["predictions"][0]["answer"]  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
@@ -60,6 +59,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from lfrqa.errors import InvalidInputType
 from lfrqa.files import (
     JsonlAppender,
     atomic_write,
@@ -68,29 +68,9 @@ from lfrqa.files import (
     package_version,
     write_error,
 )
-from metric_arena.generate._inputs import (
-    GENERATION_MAX_TOKENS,
-    GENERATION_TEMPERATURE,
-    GENERATION_TOP_P,
-    check_settings,
-    generation_request,
-    neutralized,
-    retrieved_rows,
-)
+from metric_arena.generate._inputs import GenerationConfig, check_model, neutralized, retrieved_rows
 from metric_arena.generate._output import exclusive, previous_lines, summary_path
-from metric_arena.llm import (
-    Backend,
-    CompletionCache,
-    Progress,
-    RateLimiter,
-    RequestResult,
-    RetryPolicy,
-    Runner,
-    gather_or_cancel,
-    make_backends,
-    make_budgets,
-    run_sync,
-)
+from metric_arena.llm import Backend, RunConfig, Session, synchronous
 from metric_arena.prompts import clean_response, is_no_answer
 
 __all__ = ["agenerate_answers", "generate_answers"]
@@ -99,12 +79,16 @@ __all__ = ["agenerate_answers", "generate_answers"]
 @dataclass(frozen=True)
 class _Settings:
     spec: str
-    prompt: str
-    n_passages: int
-    max_tokens: int
-    temperature: float
-    top_p: float
+    generation: GenerationConfig
     data_dir: str | os.PathLike | None
+
+    @property
+    def prompt(self) -> str:
+        return self.generation.prompt
+
+    @property
+    def n_passages(self) -> int:
+        return self.generation.n_passages
 
 
 def _resume(out: Path, rows: list[dict], settings: _Settings, overwrite: bool) -> tuple[dict[str, str], dict[str, dict]]:
@@ -133,7 +117,7 @@ def _resume(out: Path, rows: list[dict], settings: _Settings, overwrite: bool) -
     return previous, resumed
 
 
-def _record(row: Mapping, result: RequestResult, settings: _Settings) -> dict:
+def _record(row: Mapping, result, settings: _Settings) -> dict:
     failed = not result.valid or result.completion is None
     completion = result.completion
     record = {
@@ -157,54 +141,41 @@ def _record(row: Mapping, result: RequestResult, settings: _Settings) -> dict:
     return record
 
 
-async def _answer(rows: list[dict], todo: list[int], records: list[dict | None], backend: Backend, runner: Runner,
-                  settings: _Settings, *, max_input_tokens: int | None, appender: JsonlAppender | None,
-                  bar: Progress) -> None:
-    budgets = make_budgets([backend], max_input_tokens)
+async def _answer(rows: list[dict], todo: list[int], records: list[dict | None], session: Session,
+                  settings: _Settings, *, appender: JsonlAppender | None, show: bool) -> None:
+    [backend] = session.backends
+    bar = session.progress(len(todo), show, f"generating with {settings.spec}")
 
     async def answer_one(i: int) -> None:
-        request = generation_request(rows[i], prompt=settings.prompt, n_passages=settings.n_passages,
-                                     max_tokens=settings.max_tokens, temperature=settings.temperature,
-                                     top_p=settings.top_p, data_dir=settings.data_dir)
-        refusal = budgets[settings.spec].refusal(request) if budgets else None
-        result = runner.refuse(refusal) if refusal else await runner.run_one(backend, request, reask=1)
+        request = settings.generation.request(rows[i], data_dir=settings.data_dir)
+        result = await session.ask(backend, request, reask=1)
         records[i] = record = _record(rows[i], result, settings)
         if appender is not None:
             appender.write(record)
         bar.advance(record["failed"], result.cached)
 
-    await gather_or_cancel([asyncio.ensure_future(answer_one(i)) for i in todo])
+    await session.gather(answer_one(i) for i in todo)
 
 
 async def agenerate_answers(
     retrieved: str | os.PathLike | Iterable[Mapping],
     model: str | Backend,
     *,
-    prompt: str = "v1",
-    n_passages: int = 5,
+    generation: GenerationConfig | None = None,
+    run: RunConfig | None = None,
     out: str | os.PathLike | None = None,
     overwrite: bool = False,
-    base_url: str | None = None,
-    api_key: str | None = None,
-    max_concurrency: int = 16,
-    cache_dir: str | os.PathLike | None = None,
-    use_cache: bool = True,
-    max_tokens: int = GENERATION_MAX_TOKENS,
-    temperature: float = GENERATION_TEMPERATURE,
-    top_p: float = GENERATION_TOP_P,
-    max_input_tokens: int | None = None,
-    timeout: float | None = None,
-    retry: RetryPolicy | None = None,
-    limiter: RateLimiter | None = None,
     progress: bool | None = None,
     data_dir: str | os.PathLike | None = None,
-    backend_options: dict | None = None,
 ) -> dict:
     """Async form of :func:`generate_answers` (same arguments, same result)."""
-    check_settings(model, prompt, n_passages, max_tokens, max_concurrency)
+    check_model(model)
+    generation = generation if generation is not None else GenerationConfig()
+    if not isinstance(generation, GenerationConfig):
+        raise InvalidInputType(f"generation={generation!r}: give a metric_arena.generate.GenerationConfig")
     rows = retrieved_rows(retrieved)
-    [backend] = make_backends(model, base_url=base_url, api_key=api_key, timeout=timeout, options=backend_options)
-    settings = _Settings(backend.spec, prompt, n_passages, max_tokens, temperature, top_p, data_dir)
+    session = Session(model, run, options=generation.options, max_input_tokens=generation.max_input_tokens)
+    settings = _Settings(session.specs[0], generation, data_dir)
     out_path = Path(out) if out is not None else None
     started = time.monotonic()
     if out_path is not None:
@@ -215,23 +186,16 @@ async def agenerate_answers(
     with exclusive(out_path) if out_path is not None else contextlib.nullcontext():
         previous, resumed = _resume(out_path, rows, settings, overwrite) if out_path is not None else ({}, {})
         todo = [i for i, row in enumerate(rows) if row["qid"] not in resumed]
-        cache = CompletionCache(cache_dir) if use_cache else None
-        runner = Runner(cache, max_concurrency=max_concurrency, retry=retry, limiter=limiter)
         appender = JsonlAppender(out_path) if out_path is not None else None
         show = progress if progress is not None else (len(todo) >= 20 and sys.stderr.isatty())
-        bar = Progress(len(todo), bool(show), f"generating with {settings.spec}")
         records: list[dict | None] = [resumed.get(row["qid"]) for row in rows]
         try:
-            await _answer(rows, todo, records, backend, runner, settings, max_input_tokens=max_input_tokens,
-                          appender=appender, bar=bar)
+            async with session:
+                await _answer(rows, todo, records, session, settings, appender=appender, show=bool(show))
         finally:
-            bar.close()
             if appender is not None:
                 appender.close()
-            await backend.aclose()
-            if cache is not None:
-                cache.close()
-        summary = _summary(records, settings, runner, len(resumed), started)
+        summary = _summary(records, settings, session, len(resumed), started)
         if out_path is not None:
             wanted = {row["qid"] for row in rows}
             extra = [line for qid, line in previous.items() if qid not in wanted]  # other questions: kept
@@ -241,13 +205,13 @@ async def agenerate_answers(
     return {**summary, "predictions": records}
 
 
-def _summary(records: list[dict], settings: _Settings, runner: Runner, n_resumed: int, started: float) -> dict:
+def _summary(records: list[dict], settings: _Settings, session: Session, n_resumed: int, started: float) -> dict:
     answered = [r for r in records if not r["failed"]]
     return {
         "model": settings.spec,
         "prompt": settings.prompt,
         "n_passages": settings.n_passages,
-        "max_tokens": settings.max_tokens,
+        "max_tokens": settings.generation.max_tokens,
         "n": len(records),
         "n_answered": len(answered),
         "n_failed": len(records) - len(answered),
@@ -255,59 +219,30 @@ def _summary(records: list[dict], settings: _Settings, runner: Runner, n_resumed
         "n_no_answer": sum(is_no_answer(r["answer"]) for r in answered),
         "n_neutralized": sum(bool(r.get("neutralized")) for r in records),
         "n_resumed": n_resumed,
-        **runner.counters(),
+        **session.runner.counters(),
         "elapsed_s": round(time.monotonic() - started, 3),
         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "package_version": package_version(),
     }
 
 
-def generate_answers(
-    retrieved: str | os.PathLike | Iterable[Mapping],
-    model: str | Backend,
-    *,
-    prompt: str = "v1",
-    n_passages: int = 5,
-    out: str | os.PathLike | None = None,
-    overwrite: bool = False,
-    base_url: str | None = None,
-    api_key: str | None = None,
-    max_concurrency: int = 16,
-    cache_dir: str | os.PathLike | None = None,
-    use_cache: bool = True,
-    max_tokens: int = GENERATION_MAX_TOKENS,
-    temperature: float = GENERATION_TEMPERATURE,
-    top_p: float = GENERATION_TOP_P,
-    max_input_tokens: int | None = None,
-    timeout: float | None = None,
-    retry: RetryPolicy | None = None,
-    limiter: RateLimiter | None = None,
-    progress: bool | None = None,
-    data_dir: str | os.PathLike | None = None,
-    backend_options: dict | None = None,
-) -> dict:
-    """Answer each retrieved question with ``model`` using the paper's prompt; return counts and records.
+GENERATE_ANSWERS_DOC = """Answer each retrieved question with ``model`` using the paper's prompt; return counts and records.
 
     ``retrieved`` is a ``retrieve`` output file or a list of its rows. ``model`` is a
     ``"<backend>:<model>"`` spec (``openai:gpt-4o``, ``hf:PATH``, ``vllm:...``) or a
-    :class:`~metric_arena.llm.Backend`. ``prompt``: "v1" or "v2"; ``n_passages``: top passages
-    shown; ``out``: JSONL written as answers arrive (resumed when it exists, unless
-    ``overwrite=True``); ``base_url``/``api_key``: openai backend (default ``$OPENAI_BASE_URL`` /
-    ``$OPENAI_API_KEY``); ``max_input_tokens``: refuse longer prompts (never truncate);
-    ``data_dir``: the pinned templates; ``backend_options``: e.g. ``{"device": "cpu"}`` for hf.
+    :class:`~metric_arena.llm.Backend`. ``generation``: a :class:`GenerationConfig` (prompt
+    version, passages shown, decoding, ``max_input_tokens``, backend options); ``run``: a
+    :class:`~metric_arena.RunConfig` (server, key, concurrency, retries, limiter, cache). ``out``:
+    JSONL written as answers arrive (resumed when it exists, unless ``overwrite=True``);
+    ``data_dir``: the pinned templates.
 
     Returns ``n``, ``n_answered``, ``n_failed``, ``n_truncated``, ``n_no_answer``,
     ``n_neutralized``, ``n_resumed``, ``errors`` (by kind), ``n_sent``, ``n_cached`` and
     ``predictions`` (one record per row, in input order).
 
     >>> res = generate_answers([{"qid": "q1", "question": "Why?", "passages": [{"pid": "d-0", "text": "..."}]}],
-    ...                        "openai:gpt-4o-mini", prompt="v2")  # doctest: +SKIP
+    ...                        "openai:gpt-4o-mini", generation=GenerationConfig(prompt="v2"))  # doctest: +SKIP
     >>> res["predictions"][0]["answer"]  # doctest: +SKIP
     """
-    return run_sync(agenerate_answers(
-        retrieved, model, prompt=prompt, n_passages=n_passages, out=out, overwrite=overwrite, base_url=base_url,
-        api_key=api_key, max_concurrency=max_concurrency, cache_dir=cache_dir, use_cache=use_cache,
-        max_tokens=max_tokens, temperature=temperature, top_p=top_p, max_input_tokens=max_input_tokens,
-        timeout=timeout, retry=retry, limiter=limiter, progress=progress, data_dir=data_dir,
-        backend_options=backend_options,
-    ))
+
+generate_answers = synchronous(agenerate_answers, name="generate_answers", doc=GENERATE_ANSWERS_DOC)

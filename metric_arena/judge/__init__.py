@@ -64,6 +64,7 @@ Pairs that are not sent
     the same way (not retried, counted as ``"400"``).
 """
 
+from lfrqa.exports import export_names
 from metric_arena.judge._batch import (
     PLAN_FILE,
     CacheOnlyBackend,
@@ -72,6 +73,7 @@ from metric_arena.judge._batch import (
     judge_batch_status,
     submit_judge_batch,
 )
+from metric_arena.judge._config import JudgeConfig, JudgeSpec, judge_config
 from metric_arena.judge._cost import (
     expected_judge_reply_tokens,
     format_estimate,
@@ -89,6 +91,7 @@ from metric_arena.judge._plan import (
     ORDERS,
     answer_positions,
     judge_request,
+    pair_requests,
     planned_requests,
 )
 from metric_arena.judge._run import ajudge_pairs, judge_pairs
@@ -106,7 +109,9 @@ __all__ = [
     "PARSES",
     "PLAN_FILE",
     "CacheOnlyBackend",
+    "JudgeConfig",
     "JudgeInputs",
+    "JudgeSpec",
     "Tournament",
     "ajudge_pairs",
     "atournament",
@@ -116,11 +121,13 @@ __all__ = [
     "format_estimate",
     "judge_batch_requests",
     "judge_batch_status",
+    "judge_config",
     "judge_dry_run",
     "judge_outcome",
     "judge_pairs",
     "judge_request",
     "lfrqa_rows",
+    "pair_requests",
     "load_tournament",
     "parse_rating",
     "planned_requests",
@@ -131,3 +138,5 @@ __all__ = [
     "tournament",
     "tournament_dry_run",
 ]
+
+export_names(globals())

@@ -22,7 +22,7 @@ re-asks and the requests whose batch line failed, since the builder skips everyt
 
 The batch folder holds ``judge_batch.json`` (which judge's requests are in which sub-folder) and
 one sub-folder per judge (a batch holds one model) with the request files and
-:mod:`metric_arena.llm._batch_api`'s ``manifest.json``.
+:mod:`metric_arena.llm.batch`'s ``manifest.json``.
 """
 
 from __future__ import annotations
@@ -37,26 +37,30 @@ from pathlib import Path
 
 from lfrqa.errors import InvalidInputType, RagQaArenaError
 from lfrqa.files import atomic_write, dumps_json
-from metric_arena.judge._parse import check_parse, parse_rating, reask_count
+from metric_arena.judge._config import JudgeSpec, judge_config
+from metric_arena.judge._parse import parse_rating, reask_count
 from metric_arena.judge._plan import DEFAULT_JUDGE, planned_requests
 from metric_arena.llm import (
-    MANIFEST,
-    MAX_BYTES,
-    MAX_REQUESTS,
     Backend,
     BackendError,
     ChatRequest,
     Completion,
     CompletionCache,
     InputBudget,
+    RunConfig,
+    cache_key,
+    make_backend,
+    parse_spec,
+)
+from metric_arena.llm.batch import (
+    MANIFEST,
+    MAX_BYTES,
+    MAX_REQUESTS,
     batch_client,
     batch_status,
-    cache_key,
     chat_body,
     collect,
     custom_ids,
-    make_backend,
-    parse_spec,
     read_manifest,
     submit_batches,
     write_batch_files,
@@ -77,9 +81,9 @@ _FORMAT = "rag-qa-arena/judge-batch"
 REASK = 1
 
 
-def _identities(judge, base_url: str | None, api_key: str | None) -> list[tuple[str, dict, str]]:
+def _identities(judges, base_url: str | None, api_key: str | None) -> list[tuple[str, dict, str]]:
     """(spec, cache identity, model) of each judge, built as the online judge builds them."""
-    specs = [judge] if isinstance(judge, str) else list(judge)
+    specs = [judges] if isinstance(judges, str) else list(judges)
     if not specs:
         raise RagQaArenaError("No judge given: pass judge='openai:gpt-4o' or a list of specs")
     out = []
@@ -107,18 +111,11 @@ def judge_batch_requests(
     *,
     ids: Sequence[str] | None = None,
     domains: Sequence[str] | None = None,
-    judge=DEFAULT_JUDGE,
-    base_url: str | None = None,
-    api_key: str | None = None,
-    order: str = "paper",
-    seed: int = 0,
+    judge: JudgeSpec = DEFAULT_JUDGE,
+    run: RunConfig | None = None,
     sample: int | None = None,
-    cache_dir: str | os.PathLike | None = None,
-    use_cache: bool = True,
     data_dir: str | os.PathLike | None = None,
     generation_failed: Sequence[bool] | None = None,
-    max_input_tokens: int | None = None,
-    parse: str = "strict",
 ) -> dict[str, dict]:
     """What :func:`~metric_arena.judge_pairs` would send, as Batch API lines, per judge.
 
@@ -128,15 +125,18 @@ def judge_batch_requests(
     (``n_cached``). A request whose every attempt is cached invalid (a failed judgment) gets its
     last attempt again, as a resumed online run does (``n_failed`` counts them, within
     ``n_reasks``). Identical requests are sent once. As online, pairs flagged in
-    ``generation_failed`` are not judged and prompts over ``max_input_tokens`` are not sent
-    (``n_refused``). With ``parse="reference"`` nothing is re-asked: a cached first reply, valid or
-    not, is the answer, as in the online run.
+    ``generation_failed`` are not judged and prompts over the judge's ``max_input_tokens`` are not
+    sent (``n_refused``). With ``parse="reference"`` nothing is re-asked: a cached first reply,
+    valid or not, is the answer, as in the online run.
     """
-    reask = reask_count(check_parse(parse))
-    requests = planned_requests(predictions, references, questions, ids=ids, domains=domains, order=order, seed=seed,
-                                 sample=sample, generation_failed=generation_failed, data_dir=data_dir)
-    judges = _identities(judge, base_url, api_key)
-    cache = CompletionCache(cache_dir) if use_cache else None
+    config, run = judge_config(judge), run if run is not None else RunConfig()
+    max_input_tokens = config.max_input_tokens
+    reask = reask_count(config.parse)
+    requests = planned_requests(predictions, references, questions, ids=ids, domains=domains, order=config.order,
+                                seed=config.seed, sample=sample, generation_failed=generation_failed,
+                                data_dir=data_dir)
+    judges = _identities(config.judges, run.base_url, run.api_key)
+    cache = CompletionCache(run.cache_dir) if run.use_cache else None
     plans: dict[str, dict] = {}
     try:
         for spec, identity, model in judges:
@@ -185,24 +185,17 @@ def submit_judge_batch(
     questions: Sequence[str],
     batch_dir: str | os.PathLike,
     *,
-    base_url: str | None = None,
-    api_key: str | None = None,
-    order: str = "paper",
-    seed: int = 0,
+    ids: Sequence[str] | None = None,
+    domains: Sequence[str] | None = None,
+    judge: JudgeSpec = DEFAULT_JUDGE,
+    run: RunConfig | None = None,
     sample: int | None = None,
+    data_dir: str | os.PathLike | None = None,
+    generation_failed: Sequence[bool] | None = None,
     client=None,
     metadata: dict[str, str] | None = None,
     max_requests: int = MAX_REQUESTS,
     max_bytes: int = MAX_BYTES,
-    ids: Sequence[str] | None = None,
-    domains: Sequence[str] | None = None,
-    judge: str | Sequence[str] = DEFAULT_JUDGE,
-    cache_dir: str | os.PathLike | None = None,
-    use_cache: bool = True,
-    data_dir: str | os.PathLike | None = None,
-    generation_failed: Sequence[bool] | None = None,
-    max_input_tokens: int | None = None,
-    parse: str = "strict",
 ) -> dict:
     """Write the judge's requests as Batch API files under ``batch_dir`` and submit them.
 
@@ -216,11 +209,9 @@ def submit_judge_batch(
     Returns ``{"batch_dir", "n_requests", "judges": [{"judge", "folder", "n_requests",
     "n_reasks", "n_cached", "n_failed", "files", "batch_ids"}]}``.
     """
-    plans = judge_batch_requests(predictions, references, questions, base_url=base_url, api_key=api_key, order=order,
-                                 seed=seed, sample=sample, ids=ids, domains=domains, judge=judge,
-                                 cache_dir=cache_dir, use_cache=use_cache, data_dir=data_dir,
-                                 generation_failed=generation_failed, max_input_tokens=max_input_tokens,
-                                 parse=parse)
+    config, run = judge_config(judge), run if run is not None else RunConfig()
+    plans = judge_batch_requests(predictions, references, questions, ids=ids, domains=domains, judge=config,
+                                 run=run, sample=sample, data_dir=data_dir, generation_failed=generation_failed)
     folder = Path(batch_dir)
     total = sum(len(p["requests"]) for p in plans.values())
     result = {"batch_dir": str(folder), "n_requests": total, "judges": []}
@@ -240,13 +231,13 @@ def submit_judge_batch(
     files = {e["judge"]: _files_for(folder / e["folder"], plans[e["judge"]]["requests"], max_requests, max_bytes)
              for e in entries if e["n_requests"]}  # refuses a folder submitted for other requests
     _write_plan(folder / PLAN_FILE, {  # recorded before anything is uploaded
-        "format": _FORMAT, "version": 1, "order": order, "seed": seed, "sample": sample,
+        "format": _FORMAT, "version": 1, "order": config.order, "seed": config.seed, "sample": sample,
         "n_pairs": len(predictions), "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "judges": [e for e in entries if e["n_requests"]] + [
             {"judge": s, "folder": f} for s, f in old_folders.items() if s not in plans],
     })
     if client is None:
-        client = batch_client(base_url, api_key)
+        client = batch_client(run.base_url, run.api_key)
     for entry in entries:
         mine = files.get(entry["judge"], [])
         batch_ids = submit_batches(mine, client, metadata=metadata) if mine else []
@@ -266,12 +257,15 @@ def _files_for(sub: Path, requests: list[tuple[str, dict]], max_requests: int, m
     return write_batch_files(requests, sub, max_requests=max_requests, max_bytes=max_bytes)
 
 
-def judge_batch_status(batch_dir: str | os.PathLike, client=None, *, base_url=None, api_key=None) -> dict[str, list[dict]]:
-    """``{judge spec: rows}`` with one :func:`~metric_arena.llm._batch_api.batch_status` row per request file."""
+def judge_batch_status(batch_dir: str | os.PathLike, client=None, *,
+                       run: RunConfig | None = None) -> dict[str, list[dict]]:
+    """``{judge spec: rows}`` with one :func:`~metric_arena.llm.batch.batch_status` row per request file
+    (the Batch API at ``run``'s server with its key, unless ``client`` is given)."""
     folder = Path(batch_dir)
     plan = _read_plan(folder)
     if client is None:
-        client = batch_client(base_url, api_key)
+        run = run if run is not None else RunConfig()
+        client = batch_client(run.base_url, run.api_key)
     return {j["judge"]: batch_status(folder / j["folder"], client) for j in plan["judges"]}
 
 
@@ -279,9 +273,7 @@ def collect_judge_batch(
     batch_dir: str | os.PathLike,
     client=None,
     *,
-    base_url: str | None = None,
-    api_key: str | None = None,
-    cache_dir: str | os.PathLike | None = None,
+    run: RunConfig | None = None,
     allow_partial: bool = False,
 ) -> dict:
     """Download every ended batch and store each answer in the judgment cache, as if answered online.
@@ -289,18 +281,19 @@ def collect_judge_batch(
     An answer is stored under its ``custom_id`` (its cache key) with ``valid`` = "holds a valid
     rating", exactly as the online runner stores it; a request that failed in the batch stays
     out of the cache (the next judge run asks it online, or fails it with ``batch_only``).
-    Raises :class:`~metric_arena.llm._batch_api.BatchNotReady` while a batch runs (unless
-    ``allow_partial``). Returns counts: ``n_answers``, ``n_valid``, ``n_invalid``,
-    ``n_errors``, ``errors`` (by code) and ``per_judge``.
+    Raises :class:`~metric_arena.llm.batch.BatchNotReady` while a batch runs (unless
+    ``allow_partial``). ``run``: the server, key and cache folder (its ``cache_dir``). Returns counts:
+    ``n_answers``, ``n_valid``, ``n_invalid``, ``n_errors``, ``errors`` (by code) and ``per_judge``.
     """
     folder = Path(batch_dir)
     plan = _read_plan(folder)
+    run = run if run is not None else RunConfig()
     if client is None:
-        client = batch_client(base_url, api_key)
+        client = batch_client(run.base_url, run.api_key)
     totals: Counter = Counter()
     errors: Counter = Counter()
     per_judge = {}
-    with CompletionCache(cache_dir) as cache:
+    with CompletionCache(run.cache_dir) as cache:
         for entry in plan["judges"]:
             results = collect(folder / entry["folder"], client, allow_partial=allow_partial)
             mine: Counter = Counter()
@@ -340,9 +333,10 @@ class CacheOnlyBackend(Backend):
         )
 
     @classmethod
-    def like(cls, spec: str, *, base_url: str | None = None, api_key: str | None = None) -> "CacheOnlyBackend":
-        """The cache-only stand-in for the openai judge ``spec`` at ``base_url``."""
-        [(spec, identity, _)] = _identities(spec, base_url, api_key)
+    def like(cls, spec: str, *, run: RunConfig | None = None) -> "CacheOnlyBackend":
+        """The cache-only stand-in for the openai judge ``spec`` at ``run``'s server."""
+        run = run if run is not None else RunConfig()
+        [(spec, identity, _)] = _identities(spec, run.base_url, run.api_key)
         return cls(spec, identity)
 
 

@@ -14,18 +14,20 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+from metric_arena.judge._config import JudgeSpec, judge_config
 from metric_arena.judge._plan import DEFAULT_JUDGE, planned_requests
 from metric_arena.llm import (
-    BATCH_DISCOUNT,
     PRICES_2024,
     CompletionCache,
     CostEstimate,
+    RunConfig,
     backend_identity,
     cache_key,
     estimate_cost,
     get_encoding,
     parse_spec,
 )
+from metric_arena.llm.batch import BATCH_DISCOUNT
 from metric_arena.prompts import judge_examples
 
 __all__ = ["expected_judge_reply_tokens", "format_estimate", "judge_dry_run"]
@@ -107,29 +109,25 @@ def judge_dry_run(
     *,
     ids: Sequence[str] | None = None,
     domains: Sequence[str] | None = None,
-    judge: str | Sequence[str] = DEFAULT_JUDGE,
-    base_url: str | None = None,
-    order: str = "paper",
-    seed: int = 0,
+    judge: JudgeSpec = DEFAULT_JUDGE,
+    run: RunConfig | None = None,
     sample: int | None = None,
-    cache_dir: str | os.PathLike | None = None,
-    use_cache: bool = True,
     data_dir: str | os.PathLike | None = None,
 ) -> list[CostEstimate]:
     """What :func:`~metric_arena.judge_pairs` would send, per judge, without sending anything.
 
-    Requests already answered in the cache are counted apart and cost nothing. ``sample`` counts
-    the same stratified sub-sample the judge would draw (``domains``, ``seed``).
+    Requests already answered in the cache (``run``'s) are counted apart and cost nothing.
+    ``sample`` counts the same stratified sub-sample the judge would draw (``domains``, the judge's ``seed``).
     """
-    requests = planned_requests(predictions, references, questions, ids=ids, domains=domains, order=order, seed=seed,
-                                 sample=sample, data_dir=data_dir)
-    specs = [judge] if isinstance(judge, str) else list(judge)
-    cache = CompletionCache(cache_dir) if use_cache else None
+    config, run = judge_config(judge), run if run is not None else RunConfig()
+    requests = planned_requests(predictions, references, questions, ids=ids, domains=domains, order=config.order,
+                                seed=config.seed, sample=sample, data_dir=data_dir)
+    cache = CompletionCache(run.cache_dir) if run.use_cache else None
     estimates = []
     try:
-        for spec in specs:
+        for spec in config.specs:
             backend, model = parse_spec(spec)
-            identity = backend_identity(spec, base_url=base_url)
+            identity = backend_identity(spec, base_url=run.base_url, options=config.options)
             if cache is not None and identity is not None:
                 keys = [cache_key(identity, r, 0) for r in requests]
                 found = cache.get_many(keys)

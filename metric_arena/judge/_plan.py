@@ -10,16 +10,18 @@ from dataclasses import dataclass
 from lfrqa.errors import InvalidInputType, RagQaArenaError
 from lfrqa.files import lone_surrogate
 from metric_arena.llm import ChatRequest
-from metric_arena.prompts import clean_response, judge_messages
+from metric_arena.prompts import JUDGE_TAGS, clean_response, judge_messages, neutralize_delimiters
 from metric_arena.stats import pair_schedule
 
 __all__ = [
     "DEFAULT_JUDGE",
     "ORDERS",
     "PairInputs",
+    "PairRequests",
     "answer_positions",
     "check_pair_inputs",
     "judge_request",
+    "pair_requests",
     "planned_requests",
 ]
 
@@ -59,6 +61,28 @@ def judge_request(
         temperature=JUDGE_TEMPERATURE,
         top_p=JUDGE_TOP_P,
     )
+
+
+@dataclass(frozen=True)
+class PairRequests:
+    """The requests of one pair: the cleaned answers, each position with its request, and whether a
+    prompt delimiter had to be defused in the question or an answer."""
+
+    a_text: str
+    b_text: str
+    requests: list[tuple[int, ChatRequest]]
+    neutralized: bool
+
+
+def pair_requests(question: str, prediction: str, reference: str, *, qid: str, order: str, seed: int,
+                  data_dir: str | os.PathLike | None = None) -> PairRequests:
+    """The one place a pair becomes requests (online, dry run and Batch API alike): both answers
+    cleaned the reference's way, shown in the order the policy gives."""
+    a_text, b_text = clean_response(prediction), clean_response(reference)
+    neutralized = any(neutralize_delimiters(text, JUDGE_TAGS)[1] for text in (question, a_text, b_text))
+    requests = [(position, judge_request(question, a_text, b_text, position, data_dir=data_dir))
+                for position in answer_positions(order, qid, question, seed)]
+    return PairRequests(a_text, b_text, requests, neutralized)
 
 
 @dataclass(frozen=True)
@@ -156,9 +180,8 @@ def planned_requests(
     pairs = check_pair_inputs(predictions, references, questions, ids, domains, generation_failed)
     requests: list[ChatRequest] = []
     for i in pairs.schedule(sample, seed):
-        if pairs.skipped[i]:
-            continue
-        a_text, b_text = clean_response(predictions[i]), clean_response(references[i])
-        for position in answer_positions(order, pairs.ids[i], questions[i], seed):
-            requests.append(judge_request(questions[i], a_text, b_text, position, data_dir=data_dir))
+        if not pairs.skipped[i]:
+            planned = pair_requests(questions[i], predictions[i], references[i], qid=pairs.ids[i], order=order,
+                                    seed=seed, data_dir=data_dir)
+            requests.extend(request for _, request in planned.requests)
     return requests

@@ -28,13 +28,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from lfrqa.errors import RagQaArenaError
+from lfrqa.errors import RagQaArenaError, check_int
 from lfrqa.files import atomic_write, dumps_json, iter_jsonl
+from metric_arena.judge._config import JudgeConfig, JudgeSpec, judge_config
 from metric_arena.judge._cost import judge_dry_run
 from metric_arena.judge._inputs import lfrqa_rows, read_predictions
-from metric_arena.judge._plan import DEFAULT_JUDGE, check_order
+from metric_arena.judge._plan import DEFAULT_JUDGE
 from metric_arena.judge._run import ajudge_pairs
-from metric_arena.llm import Backend, CostEstimate, Progress, RateLimiter, RetryPolicy, run_sync
+from metric_arena.llm import CostEstimate, Progress, RunConfig, synchronous
 from metric_arena.stats import BattleCounts, bootstrap_bradley_terry, stratified_sample
 
 __all__ = ["Tournament", "atournament", "load_tournament", "tournament", "tournament_dry_run"]
@@ -118,11 +119,11 @@ def _finished(folder: Path, a: str, b: str, qids: list[str], judges: list[str], 
     return summary if same and sorted(judged) == sorted(qids) else None
 
 
-async def _play(plan: Tournament, a: str, b: str, qids: list[str], *, out: Path, judge, judges: list[str],
+async def _play(plan: Tournament, a: str, b: str, qids: list[str], *, out: Path, judge: JudgeConfig,
                 settings: dict) -> dict:
     """One match (``a`` against ``b`` on ``qids``): reused when its folder already holds it."""
     folder = _folder(out, a, b)
-    found = _finished(folder, a, b, qids, judges, settings["order"], settings["seed"])
+    found = _finished(folder, a, b, qids, judge.specs, judge.order, judge.seed)
     if found is not None:
         return {**found, "reused": True, "n_sent": 0, "n_cached": 0}  # nothing asked by this call
     result = await ajudge_pairs(**_match_inputs(plan, a, b, qids), judge=judge, out=folder, system=a, opponent=b,
@@ -187,7 +188,7 @@ def _allocate(overlapping, ranked: list[str], taken: dict[tuple[str, str], int],
     return grown
 
 
-async def _adaptive(plan: Tournament, matches: list[dict], *, out: Path, judge, judges: list[str], settings: dict,
+async def _adaptive(plan: Tournament, matches: list[dict], *, out: Path, judge: JudgeConfig, settings: dict,
                     round_size: int, max_judgments: int | None, n_boot: int, bar: Progress) -> dict:
     players = [REFERENCE, *plan.systems]
     taken = {pair: 0 for pair in plan.pairs()}
@@ -195,7 +196,7 @@ async def _adaptive(plan: Tournament, matches: list[dict], *, out: Path, judge, 
     against_reference = _battles(out, matches)  # read once: only the pairs' folders change between rounds
     while True:
         ranked, overlapping = _overlaps(against_reference + _battles(out, list(pair_results.values())), players,
-                                        seed=settings["seed"], n_boot=n_boot)
+                                        seed=judge.seed, n_boot=n_boot)
         if not overlapping:
             reason = "separated"
             break
@@ -211,7 +212,7 @@ async def _adaptive(plan: Tournament, matches: list[dict], *, out: Path, judge, 
             spent += n - taken[(a, b)]
             taken[(a, b)] = n
             pair_results[(a, b)] = _match_row(await _play(plan, a, b, plan.order[:n], out=out, judge=judge,
-                                                          judges=judges, settings=settings))
+                                                          settings=settings))
         rounds += 1
         bar.advance(False, False)
     return {"stopped": reason, "rounds": rounds, "judgments": spent, "pairs": list(pair_results.values()),
@@ -222,41 +223,25 @@ async def atournament(
     predictions: Sequence[str | os.PathLike] | Mapping[str, str | os.PathLike],
     *,
     out: str | os.PathLike,
-    judge: str | Sequence[str] = DEFAULT_JUDGE,
+    judge: JudgeSpec = DEFAULT_JUDGE,
+    run: RunConfig | None = None,
     sample: int = 700,
-    seed: int = 0,
     adaptive: bool = False,
     max_judgments: int | None = None,
     round_size: int = 100,
-    base_url: str | None = None,
-    api_key: str | None = None,
-    order: str = "paper",
-    max_concurrency: int = 16,
-    cache_dir: str | os.PathLike | None = None,
-    use_cache: bool = True,
-    limiter: RateLimiter | None = None,
-    retry: RetryPolicy | None = None,
-    timeout: float | None = None,
     n_boot: int = 1000,
     data_dir: str | os.PathLike | None = None,
-    max_input_tokens: int | None = None,
     progress: bool = False,
 ) -> dict:
     """Async form of :func:`tournament` (same arguments, same result)."""
-    check_order(order)
-    for name, value in (("sample", sample), ("round_size", round_size)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise RagQaArenaError(f"{name}={value!r} must be a positive integer")
-    if max_judgments is not None and (isinstance(max_judgments, bool) or not isinstance(max_judgments, int)
-                                      or max_judgments < 1):
-        raise RagQaArenaError(f"max_judgments={max_judgments!r} must be a positive integer (judged pairs)")
-    plan = load_tournament(predictions, seed=seed, data_dir=data_dir)
+    config = judge_config(judge)
+    check_int("sample", sample, minimum=1)
+    check_int("round_size", round_size, minimum=1)
+    if max_judgments is not None:
+        check_int("max_judgments (judged pairs)", max_judgments, minimum=1)
+    plan = load_tournament(predictions, seed=config.seed, data_dir=data_dir)
     out = Path(out)
-    judges = [j.spec if isinstance(j, Backend) else j for j in ([judge] if isinstance(judge, (str, Backend)) else judge)]
-    settings = dict(base_url=base_url, api_key=api_key, order=order, seed=seed, max_concurrency=max_concurrency,
-                    cache_dir=cache_dir, use_cache=use_cache, limiter=limiter, retry=retry, timeout=timeout,
-                    n_boot=n_boot, data_dir=data_dir, max_input_tokens=max_input_tokens)
-    play = dict(out=out, judge=judge, judges=judges, settings=settings)
+    play = dict(out=out, judge=config, settings=dict(run=run, n_boot=n_boot, data_dir=data_dir))
     steps = len(plan.systems) + (0 if adaptive else len(plan.pairs()))
     bar = Progress(steps, progress, f"tournament of {len(plan.systems)} systems")
     try:
@@ -269,7 +254,7 @@ async def atournament(
             result.update(await _adaptive(plan, matches, round_size=round_size, max_judgments=max_judgments,
                                           n_boot=min(n_boot, 200), bar=bar, **play))
         else:
-            shared = plan.sample(sample, seed)
+            shared = plan.sample(sample, config.seed)
             pairs = []
             for a, b in plan.pairs():
                 pairs.append(_match_row(await _play(plan, a, b, shared, **play)))
@@ -279,70 +264,42 @@ async def atournament(
     finally:
         bar.close()
     result["judgments"] += sum(m["n"] for m in matches)
-    atomic_write(out / TOURNAMENT_FILE, dumps_json({**result, "judges": judges, "order": order, "seed": seed}))
+    atomic_write(out / TOURNAMENT_FILE, dumps_json({**result, "judges": config.specs, "order": config.order,
+                                                    "seed": config.seed, "parse": config.parse}))
     return result
 
 
-def tournament(
-    predictions: Sequence[str | os.PathLike] | Mapping[str, str | os.PathLike],
-    *,
-    out: str | os.PathLike,
-    judge: str | Sequence[str] = DEFAULT_JUDGE,
-    sample: int = 700,
-    seed: int = 0,
-    adaptive: bool = False,
-    max_judgments: int | None = None,
-    round_size: int = 100,
-    base_url: str | None = None,
-    api_key: str | None = None,
-    order: str = "paper",
-    max_concurrency: int = 16,
-    cache_dir: str | os.PathLike | None = None,
-    use_cache: bool = True,
-    limiter: RateLimiter | None = None,
-    retry: RetryPolicy | None = None,
-    timeout: float | None = None,
-    n_boot: int = 1000,
-    data_dir: str | os.PathLike | None = None,
-    max_input_tokens: int | None = None,
-    progress: bool = False,
-) -> dict:
-    """Judge every system against LFRQA and every pair of systems against each other; one run folder per match.
+TOURNAMENT_DOC = """Judge every system against LFRQA and every pair of systems against each other; one run folder per match.
 
-    ``predictions``: prediction files (systems named by the file stems) or ``{name: file}``. ``sample``:
-    the questions every pair is judged on (stratified by domain, seeded by ``seed``, drawn from the
-    questions every system answered). ``adaptive``: judge pairs in rounds of ``round_size`` where the
-    ratings' intervals still overlap, until separated or ``max_judgments`` are spent. Other arguments
-    as :func:`~metric_arena.judge_pairs`; one ``limiter`` and one cache serve every match.
+    ``predictions``: prediction files (systems named by the file stems) or ``{name: file}``. ``judge``: a
+    :class:`~metric_arena.JudgeConfig` (or a spec / list of specs); its ``seed`` also draws the sample.
+    ``run``: a :class:`~metric_arena.RunConfig`; one limiter and one cache serve every match. ``sample``:
+    the questions every pair is judged on (stratified by domain, drawn from the questions every system
+    answered). ``adaptive``: judge pairs in rounds of ``round_size`` where the ratings' intervals still
+    overlap, until separated or ``max_judgments`` are spent.
 
     Returns ``against_reference`` and ``pairs`` (one row per match: system, opponent, n, n_failed,
     win_rate, win_tie_rate, n_sent, n_cached, reused), ``stopped`` ("complete", or with ``adaptive``
     "separated", "budget" or "questions exhausted"), ``judgments`` (pairs judged in all), and with
-    ``adaptive`` ``rounds`` and ``questions_per_pair``. ``RUNS/tournament.json`` records the same.
+    ``adaptive`` ``rounds`` and ``questions_per_pair``. ``RUNS/tournament.json`` records the same with
+    the judges, order, seed and parse.
     """
-    return run_sync(atournament(
-        predictions, out=out, judge=judge, sample=sample, seed=seed, adaptive=adaptive, max_judgments=max_judgments,
-        round_size=round_size, base_url=base_url, api_key=api_key, order=order, max_concurrency=max_concurrency,
-        cache_dir=cache_dir, use_cache=use_cache, limiter=limiter, retry=retry, timeout=timeout, n_boot=n_boot,
-        data_dir=data_dir, max_input_tokens=max_input_tokens, progress=progress,
-    ))
+
+tournament = synchronous(atournament, name="tournament", doc=TOURNAMENT_DOC)
 
 
 def tournament_dry_run(
     predictions: Sequence[str | os.PathLike] | Mapping[str, str | os.PathLike],
     *,
-    judge: str | Sequence[str] = DEFAULT_JUDGE,
+    judge: JudgeSpec = DEFAULT_JUDGE,
+    run: RunConfig | None = None,
     sample: int = 700,
-    seed: int = 0,
-    base_url: str | None = None,
-    order: str = "paper",
-    cache_dir: str | os.PathLike | None = None,
-    use_cache: bool = True,
     data_dir: str | os.PathLike | None = None,
 ) -> list[CostEstimate]:
     """What the (exhaustive) tournament would send, per judge, summed over every match; sends nothing."""
-    plan = load_tournament(predictions, seed=seed, data_dir=data_dir)
-    shared = plan.sample(sample, seed)
+    config = judge_config(judge)
+    plan = load_tournament(predictions, seed=config.seed, data_dir=data_dir)
+    shared = plan.sample(sample, config.seed)
     matches = [(name, REFERENCE, list(answers)) for name, answers in plan.systems.items()]
     matches += [(a, b, shared) for a, b in plan.pairs()]
     totals: dict[str, CostEstimate] = {}
@@ -350,8 +307,7 @@ def tournament_dry_run(
         inputs = _match_inputs(plan, a, b, qids)
         keep = [i for i, failed in enumerate(inputs.pop("generation_failed")) if not failed]  # never sent
         inputs = {key: [values[i] for i in keep] for key, values in inputs.items()}
-        for estimate in judge_dry_run(**inputs, judge=judge, base_url=base_url, order=order, seed=seed,
-                                      cache_dir=cache_dir, use_cache=use_cache, data_dir=data_dir):
+        for estimate in judge_dry_run(**inputs, judge=config, run=run, data_dir=data_dir):
             totals[estimate.judge] = estimate if estimate.judge not in totals else _added(totals[estimate.judge],
                                                                                           estimate)
     return list(totals.values())

@@ -5,6 +5,7 @@ backend, and the progress bar."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
@@ -13,7 +14,7 @@ from typing import Any, TypeVar
 from lfrqa.errors import RagQaArenaError
 from metric_arena.llm._types import Backend, ChatRequest, Completion
 
-__all__ = ["Batcher", "Progress", "gather_or_cancel", "run_sync", "run_until_stopped"]
+__all__ = ["Batcher", "Progress", "gather_or_cancel", "run_sync", "run_until_stopped", "synchronous"]
 
 
 @dataclass
@@ -146,6 +147,19 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
     if "error" in box:
         raise box["error"]
     return box["result"]
+
+
+def synchronous(coroutine_function: Callable[..., Coroutine[Any, Any, T]], *, name: str, doc: str) -> Callable[..., T]:
+    """The blocking twin of an ``async def`` entry point: the same parameters (one list, read from
+    the async function by ``inspect.signature``), run to the end with :func:`run_sync`."""
+
+    @functools.wraps(coroutine_function)
+    def blocking(*args, **kwargs):
+        return run_sync(coroutine_function(*args, **kwargs))
+
+    blocking.__name__ = blocking.__qualname__ = name
+    blocking.__doc__ = doc
+    return blocking
 
 
 class Progress:

@@ -49,21 +49,21 @@ Args:
     domains (`list` of `str`, optional): a domain per pair; adds a `per_domain` breakdown.
     All five may be given to `compute` or accumulated with `add_batch` / `add`; give `ids` (and
     `domains`) with every batch or with none.
-    judge (`str` or `list` of `str`): "<backend>:<model>"; backends "openai" (any
-        OpenAI-compatible server) and "hf" (a local transformers chat model). Several specs vote
-        (majority; no majority is a tie; failed judges don't vote). Default "openai:gpt-4-0125-preview".
-    base_url (`str`, optional): OpenAI-compatible server URL; default $OPENAI_BASE_URL or OpenAI.
-    api_key (`str`, optional): default $OPENAI_API_KEY. Never stored anywhere.
-    order (`str`): "paper" (the reference's rule: an even number of space-separated words in the
-        question puts the prediction first), "random" (seeded per id), or "both" (judge both
-        orders; a disagreement is a tie and a position flip).
-    seed (`int`): seed of the "random" order and of the bootstrap. Default 0.
-    max_concurrency (`int`): requests in flight at once. Default 16.
-    cache_dir (`str`, optional): judgment cache folder; default $RAG_QA_ARENA_CACHE or
-        ~/.cache/rag_qa_arena.
+    judge (`str`, `list` of `str`, or `metric_arena.JudgeConfig`): what judges and how. A spec
+        "<backend>:<model>" (backends "openai", any OpenAI-compatible server; "hf", a local
+        transformers chat model; "vllm"), or several that vote (majority; no majority is a tie;
+        failed judges don't vote). Default "openai:gpt-4-0125-preview". A `JudgeConfig` adds
+        `order` ("paper": the reference's rule, an even number of space-separated words in the
+        question puts the prediction first; "random": seeded per id; "both": judge both orders, a
+        disagreement is a tie and a position flip), `seed` (of the random order and the
+        bootstrap), `parse` ("strict" or "reference", the paper's scripts' reading),
+        `max_input_tokens` (refuse, never truncate, longer judge prompts) and backend `options`.
+    run (`metric_arena.RunConfig`, optional): how requests run: `base_url` (default
+        $OPENAI_BASE_URL or OpenAI), `api_key` (default $OPENAI_API_KEY; never stored), `timeout`,
+        `max_concurrency` (default 16), `limiter` (a `metric_arena.RateLimiter`), `retry` (a
+        `metric_arena.RetryPolicy`), `cache_dir` (default $RAG_QA_ARENA_CACHE or
+        ~/.cache/rag_qa_arena) and `use_cache`.
     out (`str`, optional): a run folder to write verdicts.jsonl and summary.json into.
-    max_input_tokens (`int`, optional): refuse (fail, never truncate) pairs whose judge prompt is
-        longer than this many tokens, e.g. the judge's context window minus 256.
     data_dir (`str`, optional): a folder with the pinned benchmark files (the judge prompt templates),
         for offline use; default `$LFRQA_DATA_DIR`, else the checksummed download.
     system, opponent (`str`, optional): names recorded in the verdicts (default: the run
@@ -94,7 +94,8 @@ Examples:
     ...     questions=["What is the capital of France?", "At what temperature does water boil?"],
     ...     ids=["q1", "q2"],
     ...     domains=["geography", "science"],
-    ...     judge="openai:gpt-4o-mini",   # key and server from $OPENAI_API_KEY / $OPENAI_BASE_URL
+    ...     judge=metric_arena.JudgeConfig("openai:gpt-4o-mini", parse="strict"),
+    ...     run=metric_arena.RunConfig(max_concurrency=32),   # key and server from $OPENAI_API_KEY / $OPENAI_BASE_URL
     ... )
     >>> results["n"], results["n_failed"], results["no_answer_rate"]
     (2, 0, 0.5)
@@ -206,23 +207,16 @@ class RagQaArena(evaluate.Metric):
         ids=None,
         domains=None,
         judge=DEFAULT_JUDGE,
-        base_url=None,
-        api_key=None,
-        order="paper",
-        seed=0,
-        max_concurrency=16,
-        cache_dir=None,
+        run=None,
         out=None,
         system=None,
         opponent="LFRQA",
         progress=None,
-        max_input_tokens=None,
         data_dir=None,
     ):
         """Judge the pairs given here, or those added with :meth:`add_batch` / :meth:`add`."""
-        options = dict(judge=judge, base_url=base_url, api_key=api_key, order=order, seed=seed,
-                       max_concurrency=max_concurrency, cache_dir=cache_dir, out=out, system=system,
-                       opponent=opponent, progress=progress, max_input_tokens=max_input_tokens, data_dir=data_dir)
+        options = dict(judge=judge, run=run, out=out, system=system, opponent=opponent, progress=progress,
+                       data_dir=data_dir)
         try:
             if predictions is None and references is None and questions is None:
                 if ids is not None or domains is not None:
@@ -244,17 +238,11 @@ class RagQaArena(evaluate.Metric):
         ids=None,
         domains=None,
         judge=DEFAULT_JUDGE,
-        base_url=None,
-        api_key=None,
-        order="paper",
-        seed=0,
-        max_concurrency=16,
-        cache_dir=None,
+        run=None,
         out=None,
         system=None,
         opponent="LFRQA",
         progress=None,
-        max_input_tokens=None,
         data_dir=None,
     ):
         result = judge_pairs(
@@ -264,17 +252,11 @@ class RagQaArena(evaluate.Metric):
             ids=None if ids is None else list(ids),
             domains=None if domains is None else list(domains),
             judge=judge,
-            base_url=base_url,
-            api_key=api_key,
-            order=order,
-            seed=seed,
-            max_concurrency=max_concurrency,
-            cache_dir=cache_dir,
+            run=run,
             out=out,
             progress=progress,
             system=system,
             opponent=opponent,
-            max_input_tokens=max_input_tokens,
             data_dir=data_dir,
         )
         result["outcomes"] = {verdict["qid"]: verdict["outcome"] for verdict in result["verdicts"]}

@@ -2,6 +2,7 @@
 (question sets, no-answer replies, retrieval-aware rates), its JSON, plots and self-contained HTML
 page, and uploading a run folder to the Hub."""
 
+from lfrqa.exports import export_names
 from metric_arena.report._battles import battle_rows, write_battles
 from metric_arena.report._leaderboard import Leaderboard, build_leaderboard
 from metric_arena.report._no_answer import no_answer_analysis
@@ -32,3 +33,5 @@ __all__ = [
     "write_battles",
     "write_report",
 ]
+
+export_names(globals())

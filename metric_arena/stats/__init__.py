@@ -7,6 +7,7 @@ Pure numpy; nothing here sends a request or reads a run folder.
 0.3333333333333333
 """
 
+from lfrqa.exports import export_names
 from metric_arena.stats._agreement import (
     agreement,
     cohen_kappa,
@@ -56,3 +57,5 @@ __all__ = [
     "summarize",
     "wilson_interval",
 ]
+
+export_names(globals())

@@ -12,6 +12,7 @@ concurrency, rate limits, retries). Importing this package loads neither torch n
 ``ArenaCallback`` imports transformers when first asked for.
 """
 
+from lfrqa.exports import export_names
 from metric_arena.train._reward import DEFAULT_SCORES, ArenaReward, completion_text, reward_function
 from metric_arena.train._sample import arena_sample, gold_passages
 
@@ -24,6 +25,8 @@ __all__ = [
     "gold_passages",
     "reward_function",
 ]
+
+export_names(globals())
 
 _HINT = 'ArenaCallback needs transformers (and torch): pip install "rag-qa-arena[hf]"'
 
@@ -39,6 +42,7 @@ def __getattr__(name: str):
             from lfrqa.errors import MissingDependency
 
             raise MissingDependency(f"{_HINT} ({error})") from error
+        ArenaCallback.__module__ = __name__  # its public path, as export_names gives the others
         return ArenaCallback
     raise AttributeError(f"module 'metric_arena.train' has no attribute {name!r}")
 

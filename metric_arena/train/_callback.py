@@ -23,10 +23,10 @@ from collections.abc import Sequence
 
 from transformers import TrainerCallback
 
-from lfrqa.errors import RagQaArenaError
-from metric_arena.generate import GENERATION_MAX_TOKENS, generate_answers
-from metric_arena.judge import DEFAULT_JUDGE
-from metric_arena.llm import Backend, RateLimiter, RetryPolicy, model_backend
+from lfrqa.errors import RagQaArenaError, check_int
+from metric_arena.generate import GenerationConfig, generate_answers
+from metric_arena.judge import DEFAULT_JUDGE, JudgeSpec
+from metric_arena.llm import RunConfig, model_backend
 from metric_arena.train._judge import ArenaJudge
 from metric_arena.train._sample import arena_sample
 
@@ -60,19 +60,23 @@ class ArenaCallback(TrainerCallback):
     >>> trainer.add_callback(ArenaCallback(trainer=trainer, judge="openai:gpt-4o-mini", every_n_steps=200,
     ...                                    n_questions=100, retrieved="fiqa.bm25.jsonl"))  # doctest: +SKIP
 
-    ``trainer``: lets the figures reach the trainer's other callbacks (TensorBoard, W&B); without it
-    they are only appended to ``state.log_history``. Questions: ``n_questions`` from ``domains``
-    ("all", one or a list), drawn with ``seed``; passages from ``retrieved`` (a ``retrieve`` output
-    file) or the gold passages (raw corpora in ``corpus_dir``); ``data_dir``: LFRQA's files.
-    Generation: ``prompt`` ("v1"/"v2"), ``n_passages``, ``max_new_tokens``, ``batch_size``. The judge
-    options are :func:`~metric_arena.judge_pairs`'s. ``results`` keeps each evaluation's step and
-    judge summary (verdicts included).
+    ``judge``: a :class:`~metric_arena.JudgeConfig` (or a spec / list of specs); ``run``: a
+    :class:`~metric_arena.RunConfig` for the judge's requests (the cache is used as it says: an
+    unchanged answer is judged from it). ``trainer``: lets the figures reach the trainer's other
+    callbacks (TensorBoard, W&B); without it they are only appended to ``state.log_history``.
+    Questions: ``n_questions`` from ``domains`` ("all", one or a list), drawn with ``seed``; passages
+    from ``retrieved`` (a ``retrieve`` output file) or the gold passages (raw corpora in
+    ``corpus_dir``); ``data_dir``: LFRQA's files. Generation: ``generation`` (a
+    :class:`~metric_arena.generate.GenerationConfig`: prompt, passages, ``max_tokens``) on
+    ``batch_size`` questions at a time. ``results`` keeps each evaluation's step and judge summary
+    (verdicts included).
     """
 
     def __init__(
         self,
         *,
-        judge: str | Backend | Sequence[str | Backend] = DEFAULT_JUDGE,
+        judge: JudgeSpec = DEFAULT_JUDGE,
+        run: RunConfig | None = None,
         trainer=None,
         every_n_steps: int = 500,
         at_end: bool = True,
@@ -81,37 +85,23 @@ class ArenaCallback(TrainerCallback):
         seed: int = 0,
         retrieved: str | os.PathLike | None = None,
         corpus_dir: str | os.PathLike | None = None,
-        prompt: str = "v1",
-        n_passages: int = 5,
-        max_new_tokens: int = GENERATION_MAX_TOKENS,
+        generation: GenerationConfig | None = None,
         batch_size: int = 8,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        order: str = "paper",
-        max_concurrency: int = 16,
-        cache_dir: str | os.PathLike | None = None,
-        limiter: RateLimiter | None = None,
-        retry: RetryPolicy | None = None,
-        timeout: float | None = None,
-        max_input_tokens: int | None = None,
         data_dir: str | os.PathLike | None = None,
         prefix: str = "arena",
     ) -> None:
-        for name, value in (("every_n_steps", every_n_steps), ("batch_size", batch_size),
-                            ("max_new_tokens", max_new_tokens), ("n_passages", n_passages)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise RagQaArenaError(f"{name} must be a positive integer, got {value!r}")
-        self.judge = ArenaJudge(
-            judge=judge, base_url=base_url, api_key=api_key, order=order, seed=seed, max_concurrency=max_concurrency,
-            cache_dir=cache_dir, use_cache=True, limiter=limiter, retry=retry, timeout=timeout,
-            max_input_tokens=max_input_tokens, data_dir=data_dir, backend_options=None,
-        )
+        check_int("every_n_steps", every_n_steps, minimum=1)
+        check_int("batch_size", batch_size, minimum=1)
+        self.generation = generation if generation is not None else GenerationConfig()
+        if not isinstance(self.generation, GenerationConfig):
+            raise RagQaArenaError(f"generation={generation!r}: give a metric_arena.generate.GenerationConfig")
+        self.judge = ArenaJudge(judge=judge, run=run, data_dir=data_dir)
         self.trainer = trainer
         self.every_n_steps, self.at_end, self.prefix = every_n_steps, at_end, prefix
+        self.batch_size, self.data_dir = batch_size, data_dir
         self.sample_options = {"n": n_questions, "domains": domains, "seed": seed, "retrieved": retrieved,
-                               "n_passages": n_passages, "data_dir": data_dir, "corpus_dir": corpus_dir}
-        self.generation = {"prompt": prompt, "n_passages": n_passages, "max_tokens": max_new_tokens,
-                           "batch_size": batch_size, "data_dir": data_dir}
+                               "n_passages": self.generation.n_passages, "data_dir": data_dir,
+                               "corpus_dir": corpus_dir}
         self._rows: list[dict] | None = None
         self._last_step: int | None = None
         self.results: list[dict] = []
@@ -131,11 +121,10 @@ class ArenaCallback(TrainerCallback):
             raise RagQaArenaError("ArenaCallback needs the model's tokenizer: give the trainer processing_class=tokenizer")
         tokenizer = getattr(tokenizer, "tokenizer", tokenizer)  # a processor wraps its tokenizer
         rows = self.rows
-        backend = model_backend(model, tokenizer, name=f"trained@{step}", batch_size=self.generation["batch_size"])
+        backend = model_backend(model, tokenizer, name=f"trained@{step}", batch_size=self.batch_size)
         generated = generate_answers(
-            rows, backend, prompt=self.generation["prompt"], n_passages=self.generation["n_passages"],
-            max_tokens=self.generation["max_tokens"], use_cache=False, progress=False,
-            data_dir=self.generation["data_dir"], max_concurrency=max(1, self.generation["batch_size"]),
+            rows, backend, generation=self.generation, progress=False, data_dir=self.data_dir,
+            run=RunConfig(use_cache=False, max_concurrency=self.batch_size),  # the weights change: never cached
         )
         records = generated["predictions"]
         failed = [record["failed"] for record in records]

@@ -28,8 +28,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from lfrqa.errors import InvalidInputType, RagQaArenaError
-from metric_arena.judge import DEFAULT_JUDGE
-from metric_arena.llm import Backend, RateLimiter, RetryPolicy
+from metric_arena.judge import DEFAULT_JUDGE, JudgeSpec
+from metric_arena.llm import RunConfig
 from metric_arena.train._judge import ArenaJudge
 
 __all__ = ["DEFAULT_SCORES", "ArenaReward", "completion_text", "reward_function"]
@@ -162,20 +162,9 @@ class ArenaReward:
 
 def reward_function(
     *,
-    judge: str | Backend | Sequence[str | Backend] = DEFAULT_JUDGE,
-    base_url: str | None = None,
-    api_key: str | None = None,
-    order: str = "paper",
-    seed: int = 0,
-    max_concurrency: int = 16,
-    cache_dir: str | os.PathLike | None = None,
-    use_cache: bool = True,
-    limiter: RateLimiter | None = None,
-    retry: RetryPolicy | None = None,
-    timeout: float | None = None,
-    max_input_tokens: int | None = None,
+    judge: JudgeSpec = DEFAULT_JUDGE,
+    run: RunConfig | None = None,
     data_dir: str | os.PathLike | None = None,
-    backend_options: dict | None = None,
     reference_column: str = "answer",
     question_column: str = "question",
     id_column: str | None = "qid",
@@ -191,21 +180,18 @@ def reward_function(
     strings or chat messages. ``id_column`` (LFRQA's ``qid``; None or absent: a hash of the
     question) names the pairs in the cache and seeds ``order="random"``.
 
-    The judge options are :func:`~metric_arena.judge_pairs`'s: ``judge``, ``base_url``/``api_key``
-    (default ``$OPENAI_BASE_URL``/``$OPENAI_API_KEY``), ``order``, ``seed``, ``max_concurrency``,
-    ``cache_dir``/``use_cache``, ``limiter`` (a :class:`~metric_arena.RateLimiter`, shared by all
-    calls), ``retry``, ``timeout``, ``max_input_tokens``, ``data_dir`` (the pinned prompt files)
-    and ``backend_options``. ``name`` is the reward's name in TRL's logs (``rewards/<name>/mean``);
-    through TRL's ``log_metric`` it also logs the shares ``<name>/win|tie|loss|failed``.
+    ``judge``: a :class:`~metric_arena.JudgeConfig` (or a spec / list of specs): judges, order,
+    seed, parse, ``max_input_tokens``, backend options. ``run``: a :class:`~metric_arena.RunConfig`
+    (server, key, concurrency, a rate limiter shared by all calls, retries, timeout, cache).
+    ``data_dir``: the pinned prompt files. ``name`` is the reward's name in TRL's logs
+    (``rewards/<name>/mean``); through TRL's ``log_metric`` it also logs the shares
+    ``<name>/win|tie|loss|failed``.
 
     >>> from trl import GRPOTrainer                                        # doctest: +SKIP
-    >>> reward = reward_function(judge="openai:gpt-4o-mini", scores={"win": 1, "tie": 0, "loss": -1})  # doctest: +SKIP
+    >>> reward = reward_function(judge=JudgeConfig("openai:gpt-4o-mini", parse="reference"),
+    ...                          run=RunConfig(max_concurrency=64), scores={"win": 1, "tie": 0, "loss": -1})  # doctest: +SKIP
     >>> trainer = GRPOTrainer(model=..., reward_funcs=[reward], train_dataset=lfrqa_with_prompts)  # doctest: +SKIP
     """
-    settings = ArenaJudge(
-        judge=judge, base_url=base_url, api_key=api_key, order=order, seed=seed, max_concurrency=max_concurrency,
-        cache_dir=cache_dir, use_cache=use_cache, limiter=limiter, retry=retry, timeout=timeout,
-        max_input_tokens=max_input_tokens, data_dir=data_dir, backend_options=backend_options,
-    )
+    settings = ArenaJudge(judge=judge, run=run, data_dir=data_dir)
     return ArenaReward(settings, scores=scores, reference_column=reference_column, question_column=question_column,
                        id_column=id_column, name=name)

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
-from metric_arena.llm._batch_files import (
+from metric_arena.llm.batch._files import (
     MANIFEST,
     now,
     parse_output_lines,

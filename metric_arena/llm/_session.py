@@ -1,0 +1,155 @@
+"""How a run's requests run (:class:`RunConfig`) and the one place their machinery lives (:class:`Session`).
+
+Every entry point that sends requests (judge, generate, the tournament, the reward, the trainer
+callback, the metric) takes one :class:`RunConfig` and opens one :class:`Session` with it: the
+session builds the backends a spec names, opens the cache, makes the runner (concurrency, retries,
+rate limiter) and the progress bars, and closes all of them when the ``async with`` block ends,
+whatever happens inside. A backend handed in already built belongs to the caller: its network
+connections are closed with the session (a client belongs to one event loop; it is made again on next
+use), but a model it runs on this machine stays loaded (a judge kept across a training loop's calls).
+
+>>> run = RunConfig(base_url="http://127.0.0.1:8000/v1", max_concurrency=32)
+>>> run
+RunConfig(base_url='http://127.0.0.1:8000/v1', timeout=None, max_concurrency=32, limiter=None, retry=None, cache_dir=None, use_cache=True)
+>>> async def main():                                                   # doctest: +SKIP
+...     async with Session("openai:gpt-4o-mini", run) as session:
+...         result = await session.runner.run_one(session.backends[0], ChatRequest([...]))
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from lfrqa.errors import InvalidInputType, check_int
+from metric_arena.llm._cache import CompletionCache
+from metric_arena.llm._ratelimit import RateLimiter
+from metric_arena.llm._runner import RequestResult, RetryPolicy, Runner
+from metric_arena.llm._specs import make_backends
+from metric_arena.llm._tasks import Progress, gather_or_cancel, run_until_stopped
+from metric_arena.llm._tokens import make_budgets
+from metric_arena.llm._types import Backend, ChatRequest, Completion
+
+__all__ = ["RunConfig", "Session"]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunConfig:
+    """How requests run: where they go, how many at once, how fast, how often retried, where cached.
+
+    ``base_url``/``api_key`` reach openai backends (defaults ``$OPENAI_BASE_URL``/``$OPENAI_API_KEY``;
+    the key is never shown in ``repr`` nor stored). ``timeout``: seconds one attempt may take
+    (openai backends). ``max_concurrency``: requests in flight at once (network backends).
+    ``limiter``: a :class:`~metric_arena.RateLimiter` shared by every request of the run.
+    ``retry``: a :class:`~metric_arena.RetryPolicy`. ``cache_dir``: the SQLite cache (default
+    ``$RAG_QA_ARENA_CACHE`` or ``~/.cache/rag_qa_arena``); ``use_cache=False`` neither reads nor writes it.
+    """
+
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    timeout: float | None = None
+    max_concurrency: int = 16
+    limiter: RateLimiter | None = None
+    retry: RetryPolicy | None = None
+    cache_dir: str | os.PathLike | None = None
+    use_cache: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("base_url", "api_key"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise InvalidInputType(f"RunConfig({name}={_shown(name, value)}): give a non-empty string or None")
+        if self.timeout is not None and (isinstance(self.timeout, bool) or not isinstance(self.timeout, (int, float))
+                                         or not math.isfinite(self.timeout) or self.timeout <= 0):
+            raise InvalidInputType(f"RunConfig(timeout={self.timeout!r}): give a positive number of seconds or None")
+        check_int("RunConfig(max_concurrency)", self.max_concurrency, minimum=1)
+        if self.limiter is not None and not callable(getattr(self.limiter, "acquire", None)):
+            raise InvalidInputType(f"RunConfig(limiter={self.limiter!r}): give a metric_arena.RateLimiter or None")
+        if self.retry is not None and not isinstance(self.retry, RetryPolicy):
+            raise InvalidInputType(f"RunConfig(retry={self.retry!r}): give a metric_arena.RetryPolicy or None")
+        if self.cache_dir is not None and not isinstance(self.cache_dir, (str, os.PathLike)):
+            raise InvalidInputType(f"RunConfig(cache_dir={self.cache_dir!r}): give a folder path or None")
+        if not isinstance(self.use_cache, bool):
+            raise InvalidInputType(f"RunConfig(use_cache={self.use_cache!r}): give True or False")
+
+
+def _shown(name: str, value) -> str:
+    return "<hidden>" if name == "api_key" and isinstance(value, str) else repr(value)
+
+
+class Session:
+    """The machinery of one run, opened and closed together: backends, cache, runner, progress bars.
+
+    ``models``: a ``"<backend>:<model>"`` spec, a built :class:`Backend`, or a list of them;
+    ``options``: the backends' own settings (see :func:`~metric_arena.llm.make_backend`);
+    ``max_input_tokens``: requests with a longer prompt are refused (failed, never truncated).
+    Inside ``async with``, ``backends`` and ``runner`` are ready; :meth:`ask` answers one request,
+    :meth:`gather` and :meth:`run_until` run many, :meth:`progress` makes a bar closed with the
+    session. On leaving, the backends this session built are closed, and so are the network clients of
+    those handed in (a local model handed in stays loaded); then the cache.
+    """
+
+    def __init__(self, models: str | Backend | Sequence[str | Backend], run: RunConfig | None = None, *,
+                 options: Mapping | None = None, max_input_tokens: int | None = None) -> None:
+        self.run = run if run is not None else RunConfig()
+        if not isinstance(self.run, RunConfig):
+            raise InvalidInputType(f"run={run!r}: give a metric_arena.RunConfig (or None for the defaults)")
+        items = [models] if isinstance(models, (str, Backend)) else list(models)
+        self.backends: list[Backend] = make_backends(items, base_url=self.run.base_url, api_key=self.run.api_key,
+                                                     timeout=self.run.timeout, options=options)
+        self._owned = [backend for item, backend in zip(items, self.backends) if not isinstance(item, Backend)]
+        self._budgets = make_budgets(self.backends, max_input_tokens)
+        self._bars: list[Progress] = []
+        self.runner: Runner | None = None
+
+    @property
+    def specs(self) -> list[str]:
+        return [backend.spec for backend in self.backends]
+
+    def progress(self, total: int, show: bool, description: str) -> Progress:
+        """A progress bar of ``total`` steps (shown when ``show``), closed with the session."""
+        bar = Progress(total, show, description)
+        self._bars.append(bar)
+        return bar
+
+    async def ask(self, backend: Backend, request: ChatRequest, *,
+                  validate: Callable[[Completion], bool] | None = None, reask: int = 1) -> RequestResult:
+        """One request through the runner (cache first, retries, re-asks), or refused when its prompt
+        is over ``max_input_tokens`` (counted as ``over_budget``)."""
+        refusal = self._budgets[backend.spec].refusal(request) if self._budgets else None
+        if refusal:
+            return self.runner.refuse(refusal)
+        return await self.runner.run_one(backend, request, validate=validate, reask=reask)
+
+    async def gather(self, coroutines: Iterable[Awaitable[T]]) -> list[T]:
+        """The results of all ``coroutines``, run concurrently; the first error cancels the rest."""
+        return await gather_or_cancel([asyncio.ensure_future(c) for c in coroutines])
+
+    async def run_until(self, work: Callable[[int], Awaitable[None]], schedule: Sequence[int],
+                        should_stop: Callable[[], bool]) -> None:
+        """``work(i)`` for ``schedule`` in order, ``max_concurrency`` at a time, starting no new one
+        once ``should_stop()`` is true (those in flight finish)."""
+        await run_until_stopped(work, schedule, should_stop, self.run.max_concurrency)
+
+    async def __aenter__(self) -> Session:
+        cache = CompletionCache(self.run.cache_dir) if self.run.use_cache else None
+        self.runner = Runner(cache, max_concurrency=self.run.max_concurrency, retry=self.run.retry,
+                             limiter=self.run.limiter)
+        return self
+
+    async def __aexit__(self, *exc_info) -> None:
+        try:
+            for bar in self._bars:
+                bar.close()
+            for backend in self.backends:
+                if any(backend is owned for owned in self._owned) or not backend.batched:
+                    await backend.aclose()
+        finally:
+            if self.runner is not None and self.runner.cache is not None:
+                self.runner.cache.close()

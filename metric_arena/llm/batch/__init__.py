@@ -1,0 +1,50 @@
+"""OpenAI's Batch API for any chat requests: request files split to the API's limits, submission,
+status and collection, each step resumable from a fresh process (see :mod:`metric_arena.llm.batch._api`).
+
+>>> from metric_arena.llm.batch import MAX_REQUESTS, BATCH_DISCOUNT
+>>> MAX_REQUESTS, BATCH_DISCOUNT
+(50000, 0.5)
+"""
+
+from lfrqa.exports import export_names
+from metric_arena.llm._tokens import BATCH_DISCOUNT
+from metric_arena.llm.batch._api import (
+    TERMINAL_STATUSES,
+    BatchNotReady,
+    batch_client,
+    batch_status,
+    collect,
+    custom_ids,
+    submit_batches,
+    wait_for_batches,
+)
+from metric_arena.llm.batch._files import (
+    MANIFEST,
+    MAX_BYTES,
+    MAX_REQUESTS,
+    chat_body,
+    parse_output_lines,
+    read_manifest,
+    write_batch_files,
+)
+
+__all__ = [
+    "BATCH_DISCOUNT",
+    "MANIFEST",
+    "MAX_BYTES",
+    "MAX_REQUESTS",
+    "TERMINAL_STATUSES",
+    "BatchNotReady",
+    "batch_client",
+    "batch_status",
+    "chat_body",
+    "collect",
+    "custom_ids",
+    "parse_output_lines",
+    "read_manifest",
+    "submit_batches",
+    "wait_for_batches",
+    "write_batch_files",
+]
+
+export_names(globals())
