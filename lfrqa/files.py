@@ -263,30 +263,26 @@ class RunLocked(RagQaArenaError):
 
 @contextlib.contextmanager
 def exclusive_lock(lock_path: str | os.PathLike, *, busy: str):
-    """Hold an advisory lock (``fcntl.flock``) on ``lock_path`` for the ``with`` block, so two
-    processes never write one output; a second one gets :class:`RunLocked` with ``busy`` as its
-    message. The lock file stays (removing it would let a third process lock a new file while a
-    second still holds the old one); the kernel releases the lock when the process ends, even on
-    ``kill -9``. Where ``fcntl`` is missing (Windows) nothing is locked.
+    """Hold an exclusive lock on ``lock_path`` for the ``with`` block (``filelock``: ``flock`` on
+    Unix, ``msvcrt`` on Windows), so two processes never write one output; a second one gets
+    :class:`RunLocked` with ``busy`` as its message, at once (no waiting). The lock file stays
+    (removing it would let a third process lock a new file while a second still holds the old
+    one); the operating system releases the lock when the process ends, even on ``kill -9``.
     """
+    from filelock import FileLock, Timeout
+
     lock_path = Path(lock_path)
+    lock = FileLock(lock_path, timeout=0, thread_local=False)
     try:
-        handle = open(lock_path, "a+")
+        lock.acquire()
+    except Timeout:
+        raise RunLocked(busy) from None
     except OSError as error:
         raise write_error(error, lock_path) from None
     try:
-        try:
-            import fcntl
-        except ImportError:  # Windows: no advisory locks
-            fcntl = None
-        if fcntl is not None:
-            try:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                raise RunLocked(busy) from None
         yield
     finally:
-        handle.close()
+        lock.release()
 
 
 def package_version() -> str:
