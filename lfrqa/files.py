@@ -27,6 +27,7 @@ __all__ = [
     "JsonlAppender",
     "RunLocked",
     "atomic_write",
+    "download_errors",
     "dumps_json",
     "exclusive_lock",
     "iter_jsonl",
@@ -255,6 +256,34 @@ class JsonlAppender:
         with contextlib.suppress(OSError):
             if not self._handle.closed:
                 self._handle.close()
+
+
+def download_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions a failed download raises (offline, DNS, refused or dropped connections,
+    timeouts, HTTP status errors), to catch where a download may fail, and nothing else: a
+    programming error (``TypeError``, ``KeyError``...) keeps its traceback.
+
+    ``OSError`` covers ``ConnectionError``, ``TimeoutError``, a missing file or a 404 from
+    ``datasets``/``fsspec`` (``FileNotFoundError``), ``requests``' errors and ``huggingface_hub``'s
+    (``HfHubHTTPError``, ``OfflineModeIsEnabled``); ``httpx``'s errors (``huggingface_hub`` 1.x, and
+    its ``httpx2`` in 2.x) and ``aiohttp``'s (``fsspec``'s HTTP file system) are added when loaded
+    (a library never imported cannot have raised).
+
+    >>> ConnectionError in download_errors() or issubclass(ConnectionError, download_errors())
+    True
+    >>> issubclass(TypeError, download_errors())
+    False
+    """
+    import sys
+
+    errors: list[type[BaseException]] = [OSError]
+    for module, name in (("httpx", "HTTPError"), ("httpx2", "HTTPError"), ("aiohttp", "ClientError"),
+                         ("requests", "RequestException")):
+        loaded = sys.modules.get(module)
+        error = getattr(loaded, name, None) if loaded is not None else None
+        if isinstance(error, type) and issubclass(error, BaseException) and error not in errors:
+            errors.append(error)
+    return tuple(errors)
 
 
 class RunLocked(RagQaArenaError):
