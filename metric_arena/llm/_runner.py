@@ -248,6 +248,7 @@ class Runner:
         """``(completion, valid, cached)`` for one attempt: the backend's reply, checked and stored, or
         the answer another process stored under ``key`` while it was sending the same request."""
         claimed = self.cache is not None
+        released = False
         try:
             while True:
                 try:
@@ -263,10 +264,19 @@ class Runner:
                 self.errors["truncated"] += 1  # cut at max_tokens: the caller decides what it means
             valid = True if validate is None else bool(validate(completion))
             if self.cache is not None:
-                await self.cache.off_loop(self.cache.put, key, completion, valid=valid, backend=backend.spec)
+                cache, owner = self.cache, self._owner
+
+                def store() -> None:  # one trip to the cache's thread: store the answer, drop the claim
+                    try:
+                        cache.put(key, completion, valid=valid, backend=backend.spec)
+                    finally:
+                        cache.release(key, owner)
+
+                released = True
+                await cache.off_loop(store)
             return completion, valid, False
         finally:
-            if claimed:
+            if claimed and not released:
                 await self.cache.off_loop(self.cache.release, key, self._owner)
 
     async def _wait_for_other(self, key: str, validate):

@@ -249,8 +249,8 @@ def _prompt_caching(model: str | None, cost: float | None, prefix: int, to_send:
 class InputBudget:
     """Refuses requests whose prompt exceeds ``max_input_tokens`` tokens (refuse, never truncate).
 
-    Tokens are counted with tiktoken for ``model`` (OpenAI's chat counting rule; ``o200k_base``,
-    an approximation, for models tiktoken does not know).
+    Tokens are counted with the encoding of ``model`` (:func:`get_encoding`: OpenAI's chat counting
+    rule; ``o200k_base``, an approximation, for models tiktoken's map does not know).
 
     >>> budget = InputBudget(10, "gpt-4o")
     >>> budget.refusal(ChatRequest([{"role": "user", "content": "word " * 50}]))[:38]
