@@ -19,6 +19,7 @@ import datasets
 from builders import _documents, _passages
 from builders._documents import CORPUS_DOMAINS, RawSource, iter_documents, locate_source
 from lfrqa.errors import RagQaArenaError
+from lfrqa.files import download_errors
 
 LEVELS: tuple[str, ...] = ("passages", "documents")
 #: Our split names -> the ``datasets`` split each is stored as (as in :func:`lfrqa.load`).
@@ -130,7 +131,7 @@ def load_corpus(
 def _download(dl_manager, source: RawSource) -> str:
     try:
         path = dl_manager.download(source.url)
-    except Exception as error:  # offline, DNS, HTTP errors: all end the same way
+    except download_errors() as error:  # offline, DNS, HTTP errors: all end the same way
         raise FileNotFoundError(
             f"Could not download the raw {source.domain} corpus from {source.url} ({type(error).__name__}: {error}). "
             f"Download it yourself and put it in a data folder as {source.url.rsplit('/', 1)[-1]} or extracted "

@@ -17,7 +17,7 @@ import datasets
 from lfrqa import _bioasq, _sources
 from lfrqa._domains import DOMAINS, PUBLISHED_DOMAINS, annotation_relpath, dev_relpath
 from lfrqa._records import InvalidRecord, normalize_record
-from lfrqa.files import iter_jsonl
+from lfrqa.files import download_errors, iter_jsonl
 
 FEATURES = datasets.Features(
     {
@@ -150,7 +150,7 @@ def _domain_source(domain: str, split: str, data_dir: Path | None, download) -> 
         # Inside the builder: its download manager; otherwise the shared download cache.
         try:
             location = download(location) if download is not None else str(_sources.pinned_file(relpath))
-        except Exception:  # noqa: BLE001 - offline or unreachable: a verified earlier download, else the hint
+        except download_errors():  # offline or unreachable: a verified earlier download, else the hint
             location = str(_sources.pinned_file(relpath))
     _sources.verify(relpath, location)
     return domain, "jsonl", [location]

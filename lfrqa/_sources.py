@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
+from lfrqa.files import download_errors
 
 PINNED_REPO = "awslabs/rag-qa-arena"
 PINNED_COMMIT = "9dd32dc344237a78108771b8e862ee9151647f61"
@@ -97,7 +98,7 @@ def pinned_file(relpath: str, data_dir: str | os.PathLike | None = None) -> Path
 
         try:
             location = cached_path(location)
-        except Exception as error:  # offline, DNS, HTTP errors: an earlier download, else say what to do
+        except download_errors() as error:  # offline, DNS, HTTP errors: an earlier download, else say what to do
             cached = cached_copy(relpath)
             if cached is not None:
                 return cached

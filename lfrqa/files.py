@@ -27,6 +27,7 @@ __all__ = [
     "JsonlAppender",
     "RunLocked",
     "atomic_write",
+    "download_errors",
     "dumps_json",
     "exclusive_lock",
     "iter_jsonl",
@@ -257,36 +258,60 @@ class JsonlAppender:
                 self._handle.close()
 
 
+def download_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions a failed download raises (offline, DNS, refused or dropped connections,
+    timeouts, HTTP status errors), to catch where a download may fail, and nothing else: a
+    programming error (``TypeError``, ``KeyError``...) keeps its traceback.
+
+    ``OSError`` covers ``ConnectionError``, ``TimeoutError``, a missing file or a 404 from
+    ``datasets``/``fsspec`` (``FileNotFoundError``), ``requests``' errors and ``huggingface_hub``'s
+    (``HfHubHTTPError``, ``OfflineModeIsEnabled``); ``httpx``'s errors (``huggingface_hub`` 1.x, and
+    its ``httpx2`` in 2.x) and ``aiohttp``'s (``fsspec``'s HTTP file system) are added when loaded
+    (a library never imported cannot have raised).
+
+    >>> ConnectionError in download_errors() or issubclass(ConnectionError, download_errors())
+    True
+    >>> issubclass(TypeError, download_errors())
+    False
+    """
+    import sys
+
+    errors: list[type[BaseException]] = [OSError]
+    for module, name in (("httpx", "HTTPError"), ("httpx2", "HTTPError"), ("aiohttp", "ClientError"),
+                         ("requests", "RequestException")):
+        loaded = sys.modules.get(module)
+        error = getattr(loaded, name, None) if loaded is not None else None
+        if isinstance(error, type) and issubclass(error, BaseException) and error not in errors:
+            errors.append(error)
+    return tuple(errors)
+
+
 class RunLocked(RagQaArenaError):
     """Another process holds the lock of an output (a run folder, an answer file)."""
 
 
 @contextlib.contextmanager
 def exclusive_lock(lock_path: str | os.PathLike, *, busy: str):
-    """Hold an advisory lock (``fcntl.flock``) on ``lock_path`` for the ``with`` block, so two
-    processes never write one output; a second one gets :class:`RunLocked` with ``busy`` as its
-    message. The lock file stays (removing it would let a third process lock a new file while a
-    second still holds the old one); the kernel releases the lock when the process ends, even on
-    ``kill -9``. Where ``fcntl`` is missing (Windows) nothing is locked.
+    """Hold an exclusive lock on ``lock_path`` for the ``with`` block (``filelock``: ``flock`` on
+    Unix, ``msvcrt`` on Windows), so two processes never write one output; a second one gets
+    :class:`RunLocked` with ``busy`` as its message, at once (no waiting). The lock file stays
+    (removing it would let a third process lock a new file while a second still holds the old
+    one); the operating system releases the lock when the process ends, even on ``kill -9``.
     """
+    from filelock import FileLock, Timeout
+
     lock_path = Path(lock_path)
+    lock = FileLock(lock_path, timeout=0, thread_local=False)
     try:
-        handle = open(lock_path, "a+")
+        lock.acquire()
+    except Timeout:
+        raise RunLocked(busy) from None
     except OSError as error:
         raise write_error(error, lock_path) from None
     try:
-        try:
-            import fcntl
-        except ImportError:  # Windows: no advisory locks
-            fcntl = None
-        if fcntl is not None:
-            try:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                raise RunLocked(busy) from None
         yield
     finally:
-        handle.close()
+        lock.release()
 
 
 def package_version() -> str:

@@ -226,7 +226,8 @@ def test_templates_without_a_system_role_fold_it_into_a_first_turn():
         "[{{ m['role'] }}]{{ m['content'] }}{% endfor %}"
     )
     messages = [{"role": "system", "content": "S"}, {"role": "user", "content": "U"}]
-    assert _chat_prompt(tokenizer, messages) == "[user]S[assistant]I understand.[user]U"
+    assert _chat_prompt(tokenizer, messages) == ("[user]S[assistant]I understand.[user]U", True)
+    assert _chat_prompt(tokenizer, messages[1:]) == ("[user]U", False)
     with pytest.raises(Exception, match="no system role"):
         _chat_prompt(tokenizer, [{"role": "user", "content": "U"}, {"role": "system", "content": "S"}])
 

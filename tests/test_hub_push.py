@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from huggingface_hub import DatasetCard
 
 from builders import SecretFoundError, find_secrets, upload_operations
 from metric_arena.report import build_push_files, push_run
@@ -71,7 +72,11 @@ def test_operations_paths_and_contents(tmp_path):
 
     card = by_path["README.md"].decode()
     assert card.startswith("---\n") and "path: data/verdicts.parquet" in card and "split: test" in card
-    assert 'pretty_name: "RAG-QA Arena verdicts: my<sys> vs LFRQA"' in card
+    data = DatasetCard(card).data  # the card is huggingface_hub's own: its metadata reads back
+    assert data.pretty_name == "RAG-QA Arena verdicts: my<sys> vs LFRQA"
+    assert data.configs == [{"config_name": "default", "data_files": [{"split": "test", "path": "data/verdicts.parquet"}]}]
+    assert (data.language, data.task_categories, data.size_categories) == (["en"], ["question-answering"], ["n<1K"])
+    assert data.tags == ["rag", "rag-qa-arena", "lfrqa", "llm-as-a-judge"]
     assert "my\\<sys\\>" in card  # escaped in the Markdown body
     assert 'load_dataset("org/arena-run", split="test")' in card
     assert "| all queries |" in card and "| fiqa |" in card

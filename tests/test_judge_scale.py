@@ -381,7 +381,7 @@ def test_vllm_generator_gets_the_tensor_parallel_size(tmp_path, monkeypatch, cap
 # Dry run: exact token counts, offline tokenizer, prices
 # --------------------------------------------------------------------------------------------
 def test_judge_dry_run_counts_with_the_model_tokenizer_offline(tmp_path, monkeypatch, capsys):
-    import tiktoken
+    import bpe_openai
 
     from metric_arena.judge import judge_request
 
@@ -398,7 +398,7 @@ def test_judge_dry_run_counts_with_the_model_tokenizer_offline(tmp_path, monkeyp
         batch_printed = capsys.readouterr().out
         assert server.requests == [] and not (tmp_path / "never").exists()
 
-    encoding = tiktoken.get_encoding("o200k_base")
+    encoding = bpe_openai.get_encoding("o200k_base")  # tiktoken's ids (tests/test_tokens_offline.py)
     rows_a = [json.loads(line) for line in a.read_text().splitlines()]
     rows_b = [json.loads(line) for line in b.read_text().splitlines()]
     expected = 0
@@ -442,7 +442,7 @@ def test_generate_rpm_flag_paces_the_requests(tmp_path, monkeypatch):
 
 
 def test_generate_dry_run_counts_with_the_model_tokenizer_offline(tmp_path, monkeypatch, capsys):
-    import tiktoken
+    import bpe_openai
 
     from metric_arena.generate import generation_request
 
@@ -455,7 +455,7 @@ def test_generate_dry_run_counts_with_the_model_tokenizer_offline(tmp_path, monk
                      "--base-url", server.base_url, "--cache-dir", str(tmp_path / "c"), "--dry-run"]) == 0
         assert server.requests == []
     printed = capsys.readouterr().out
-    encoding = tiktoken.get_encoding("o200k_base")
+    encoding = bpe_openai.get_encoding("o200k_base")  # tiktoken's ids (tests/test_tokens_offline.py)
     expected = 0
     for row in rows:
         messages = generation_request(row, prompt="v2", n_passages=5).messages

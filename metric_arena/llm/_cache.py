@@ -17,7 +17,16 @@ the claim waits for that answer in the cache instead of paying for it again. A c
 its owner's process ends (even by ``kill -9``) or after its time-to-live.
 
 SQLite runs in WAL mode; each write is one transaction (an autocommitted statement), readers
-never block the writer, and a busy timeout lets two processes share one cache file. A damaged
+never block the writer, and a busy timeout lets two processes share one cache file. Async code
+(the runner) calls the cache through :meth:`CompletionCache.off_loop`: every call runs on the
+cache's own worker thread, so a write waiting for another process's lock (up to the 60 s busy
+timeout) never blocks the event loop.
+
+The file carries a schema version (``PRAGMA user_version``, :data:`SCHEMA_VERSION`). Version 1
+gives a cut reply's full length (``original_chars``) and the chat-template fallback
+(``system_folded``, see :class:`~metric_arena.llm.Completion`) columns of their own; a file of
+version 0 (before them: the full length was kept inside the ``usage`` JSON) is migrated in place
+when opened, in one transaction, and keeps every entry and every cache key. A damaged
 file (SQLite's "database disk image is malformed", at opening or at any later read or write)
 raises :class:`CacheCorrupt`, one line naming the file and the fix; a full disk or a read-only
 folder an ``OSError`` naming the cache.
@@ -33,7 +42,10 @@ folder an ``OSError`` naming the cache.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import errno
+import functools
 import hashlib
 import json
 import os
@@ -42,19 +54,24 @@ import sqlite3
 import threading
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
 from metric_arena.llm._types import ChatRequest, Completion
 
-__all__ = ["CACHE_ENV", "CacheCorrupt", "CachedCompletion", "CompletionCache", "cache_key", "default_cache_dir"]
+__all__ = ["CACHE_ENV", "SCHEMA_VERSION", "CacheCorrupt", "CachedCompletion", "CompletionCache", "cache_key",
+           "default_cache_dir"]
 
 CACHE_ENV = "RAG_QA_ARENA_CACHE"
 CACHE_FILE = "completions.sqlite"
 _KEY_VERSION = 1
 _SQLITE_MAX_VARS = 900
-_ORIGINAL_CHARS = "original_chars"  # kept in the usage column: a cut reply's full length
+_ORIGINAL_CHARS = "original_chars"  # version 0 kept a cut reply's full length in the usage column
+#: The layout of the cache file (``PRAGMA user_version``): 0 before it was versioned, 1 with the
+#: ``original_chars`` and ``system_folded`` columns.
+SCHEMA_VERSION = 1
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS completions (
@@ -64,9 +81,12 @@ CREATE TABLE IF NOT EXISTS completions (
     usage TEXT,
     valid INTEGER NOT NULL,
     backend TEXT,
-    created_at REAL NOT NULL
+    created_at REAL NOT NULL,
+    original_chars INTEGER,
+    system_folded INTEGER NOT NULL DEFAULT 0
 )
 """
+_COLUMNS = "text, finish_reason, usage, valid, original_chars, system_folded"
 
 
 # Requests being sent right now, by key: another process that needs the same answer waits for it
@@ -133,10 +153,11 @@ class CachedCompletion:
     usage: dict | None
     valid: bool
     original_chars: int | None = None
+    system_folded: bool = False
 
     def completion(self) -> Completion:
         return Completion(text=self.text, finish_reason=self.finish_reason, usage=self.usage,
-                          original_chars=self.original_chars)
+                          original_chars=self.original_chars, system_folded=self.system_folded)
 
 
 class CompletionCache:
@@ -160,19 +181,37 @@ class CompletionCache:
             ) from None
         self.path = path
         self._lock = threading.Lock()
+        self._executor: ThreadPoolExecutor | None = None
         with _sqlite_errors(path):
             self._conn = sqlite3.connect(str(path), timeout=60.0, isolation_level=None, check_same_thread=False)
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.execute(_SCHEMA)
-            self._conn.execute(_CLAIMS_SCHEMA)
+            try:
+                self._conn.execute("PRAGMA journal_mode=WAL")
+                self._conn.execute("PRAGMA synchronous=NORMAL")
+                _migrate(self._conn, path)
+            except BaseException:
+                self._conn.close()
+                raise
+
+    # -- off the event loop --------------------------------------------------------------------
+    async def off_loop(self, fn, /, *args, **kwargs):
+        """``fn(*args, **kwargs)`` (e.g. ``cache.get``) run on this cache's worker thread, awaited:
+        async code calls the cache this way, so a write waiting for another process's lock never
+        blocks the event loop. Calls run one at a time in the order made; a call already made
+        still runs when the awaiting task is cancelled (a decided write is stored, a claim released)."""
+        with self._lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rag-qa-arena-cache")
+            future = self._executor.submit(functools.partial(fn, *args, **kwargs))
+        result = asyncio.wrap_future(future)
+        # When the awaiting task was cancelled (another request's fatal error), nobody reads an
+        # error of the call: mark it read, so asyncio logs no "exception was never retrieved".
+        result.add_done_callback(_read_outcome)
+        return await asyncio.shield(result)
 
     # -- reading -----------------------------------------------------------------------------
     def get(self, key: str) -> CachedCompletion | None:
         with self._lock, _sqlite_errors(self.path):
-            row = self._conn.execute(
-                "SELECT text, finish_reason, usage, valid FROM completions WHERE key = ?", (key,)
-            ).fetchone()
+            row = self._conn.execute(f"SELECT {_COLUMNS} FROM completions WHERE key = ?", (key,)).fetchone()
         return None if row is None else _row_to_entry(row)
 
     def get_many(self, keys: list[str]) -> dict[str, CachedCompletion]:
@@ -183,7 +222,7 @@ class CompletionCache:
                 chunk = unique[start : start + _SQLITE_MAX_VARS]
                 marks = ",".join("?" * len(chunk))
                 rows = self._conn.execute(
-                    f"SELECT key, text, finish_reason, usage, valid FROM completions WHERE key IN ({marks})", chunk
+                    f"SELECT key, {_COLUMNS} FROM completions WHERE key IN ({marks})", chunk
                 ).fetchall()
                 for row in rows:
                     found[row[0]] = _row_to_entry(row[1:])
@@ -206,18 +245,18 @@ class CompletionCache:
     # -- writing -----------------------------------------------------------------------------
     def put(self, key: str, completion: Completion, *, valid: bool, backend: str | None = None) -> None:
         """Store a completion (one transaction). A valid entry is never replaced by an invalid one."""
-        usage = completion.usage
-        if completion.original_chars is not None:  # the reply was cut: remember its full length
-            usage = {**(usage or {}), _ORIGINAL_CHARS: completion.original_chars}
-        usage = None if usage is None else canonical_json(usage)
+        usage = None if completion.usage is None else canonical_json(completion.usage)
+        original = None if completion.original_chars is None else int(completion.original_chars)
         with self._lock, _sqlite_errors(self.path):
             self._conn.execute(
-                "INSERT INTO completions (key, text, finish_reason, usage, valid, backend, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?) "
+                "INSERT INTO completions (key, text, finish_reason, usage, valid, backend, created_at, original_chars, "
+                "system_folded) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT(key) DO UPDATE SET text = excluded.text, finish_reason = excluded.finish_reason, "
                 "usage = excluded.usage, valid = excluded.valid, backend = excluded.backend, "
-                "created_at = excluded.created_at WHERE completions.valid = 0 OR excluded.valid = 1",
-                (key, completion.text, completion.finish_reason, usage, int(bool(valid)), backend, time.time()),
+                "created_at = excluded.created_at, original_chars = excluded.original_chars, "
+                "system_folded = excluded.system_folded WHERE completions.valid = 0 OR excluded.valid = 1",
+                (key, completion.text, completion.finish_reason, usage, int(bool(valid)), backend, time.time(),
+                 original, int(bool(completion.system_folded))),
             )
 
     # -- sharing work in flight ----------------------------------------------------------------
@@ -257,6 +296,11 @@ class CompletionCache:
             self._conn.execute("UPDATE completions SET valid = 0 WHERE key = ?", (key,))
 
     def close(self) -> None:
+        """Wait for the calls made through :meth:`off_loop`, then close the connection."""
+        with self._lock:
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=True)
         with self._lock:
             self._conn.close()
 
@@ -268,6 +312,11 @@ class CompletionCache:
 
     def __repr__(self) -> str:
         return f"CompletionCache({str(self.path)!r})"
+
+
+def _read_outcome(future: asyncio.Future) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 _SQLITE_ERRNO = {
@@ -326,9 +375,57 @@ class _sqlite_errors:
         return False
 
 
+def _migrate(conn: sqlite3.Connection, path: Path) -> None:
+    """Create the tables, or bring a file of an older layout to :data:`SCHEMA_VERSION` (one
+    transaction: another process opening the file at the same time waits, then finds it done)."""
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version == SCHEMA_VERSION:
+        return
+    if version > SCHEMA_VERSION:
+        raise CacheCorrupt(f"The cache file {path} has layout version {version}, written by a newer rag-qa-arena "
+                           f"(this one reads up to {SCHEMA_VERSION}): upgrade rag-qa-arena, or choose another cache "
+                           f"folder with --cache-dir / cache_dir= or ${CACHE_ENV}")
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version < SCHEMA_VERSION:
+            conn.execute(_SCHEMA)
+            conn.execute(_CLAIMS_SCHEMA)
+            columns = {row[1] for row in conn.execute("PRAGMA table_info(completions)")}
+            if "original_chars" not in columns:
+                conn.execute("ALTER TABLE completions ADD COLUMN original_chars INTEGER")
+            if "system_folded" not in columns:
+                conn.execute("ALTER TABLE completions ADD COLUMN system_folded INTEGER NOT NULL DEFAULT 0")
+            _move_original_chars(conn)
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        conn.execute("COMMIT")
+    except BaseException:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+        raise
+
+
+def _move_original_chars(conn: sqlite3.Connection) -> None:
+    """Version 0 kept a cut reply's full length in the ``usage`` JSON: move it to its column."""
+    rows = conn.execute("SELECT key, usage FROM completions WHERE usage LIKE ?", (f'%"{_ORIGINAL_CHARS}"%',)).fetchall()
+    for key, usage in rows:
+        usage, original = _split_usage(usage)
+        if original is not None:
+            conn.execute("UPDATE completions SET usage = ?, original_chars = ? WHERE key = ?",
+                         (None if usage is None else canonical_json(usage), original, key))
+
+
+def _split_usage(text: str | None) -> tuple[dict | None, int | None]:
+    """``(usage, original_chars)`` of a ``usage`` JSON text that may hold ``original_chars``."""
+    usage = None if text is None else json.loads(text)
+    if not isinstance(usage, dict) or _ORIGINAL_CHARS not in usage:
+        return usage, None
+    original = usage.pop(_ORIGINAL_CHARS)
+    return usage or None, original if isinstance(original, int) and not isinstance(original, bool) else None
+
+
 def _row_to_entry(row) -> CachedCompletion:
-    text, finish_reason, usage, valid = row
-    usage = None if usage is None else json.loads(usage)
-    original = usage.pop(_ORIGINAL_CHARS, None) if isinstance(usage, dict) else None
-    return CachedCompletion(text=text, finish_reason=finish_reason, usage=(usage or None) if original else usage,
-                            valid=bool(valid), original_chars=original)
+    text, finish_reason, usage, valid, original, folded = row
+    usage, in_usage = _split_usage(usage)  # a row an older rag-qa-arena wrote into a migrated file
+    return CachedCompletion(text=text, finish_reason=finish_reason, usage=usage, valid=bool(valid),
+                            original_chars=original if original is not None else in_usage, system_folded=bool(folded))

@@ -10,6 +10,7 @@ Greedy decoding when ``temperature == 0`` (the paper's setting), sampling otherw
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 
 from lfrqa.errors import MissingDependency, RagQaArenaError
 from metric_arena.llm._types import BackendError, ChatRequest, Completion, LocalBackend, ModelNotFound
@@ -144,7 +145,11 @@ class HFBackend(LocalBackend):
         groups: dict[tuple, list[int]] = {}
         for i, request in enumerate(requests):
             groups.setdefault((request.max_tokens, request.temperature, request.top_p), []).append(i)
-        prompts = {i: _chat_prompt(tokenizer, r.messages) for i, r in enumerate(requests)}
+        prompts, folded = {}, set()
+        for i, request in enumerate(requests):
+            prompts[i], was_folded = _chat_prompt(tokenizer, request.messages)
+            if was_folded:
+                folded.add(i)
         for i, prompt in prompts.items():
             refusal = self._refusal(tokenizer, prompt)
             if refusal is not None:
@@ -155,7 +160,7 @@ class HFBackend(LocalBackend):
                 chunk = indices[start : start + self.batch_size]
                 batch = [prompts[i] for i in chunk]
                 for i, completion in zip(chunk, self._generate_batch(batch, max_tokens, temperature, top_p)):
-                    results[i] = completion
+                    results[i] = replace(completion, system_folded=True) if i in folded else completion
         return results  # type: ignore[return-value]
 
     def _refusal(self, tokenizer, prompt: str) -> BackendError | None:
@@ -218,16 +223,24 @@ def _check_chat_template(tokenizer, model: str) -> None:
         )
 
 
-def _chat_prompt(tokenizer, messages: list[dict]) -> str:
-    """The chat template's prompt. Templates without a system role (Mistral, Gemma) get the system
-    text as a first user turn answered "I understand.", as the reference implementation does."""
+def _chat_prompt(tokenizer, messages: list[dict]) -> tuple[str, bool]:
+    """``(prompt, folded)``: the chat template's prompt, and whether the system prompt was folded.
+
+    A template that refuses the system role (Mistral, Gemma: ``raise_exception("System role not
+    supported")``, which transformers raises as ``jinja2.exceptions.TemplateError``) gets the system
+    text as a first user turn answered "I understand.", as the reference implementation does;
+    ``folded`` is then True, and the completion says so (``Completion.system_folded``). Only the
+    template's own error is caught: any other error (a bug, a bad message) propagates.
+    """
+    from jinja2.exceptions import TemplateError
+
     try:
-        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    except Exception:  # noqa: BLE001 - jinja2 TemplateError raised by the template itself
+        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True), False
+    except TemplateError:
         if not messages or messages[0].get("role") != "system":
             raise
     folded = [{"role": "user", "content": messages[0]["content"]}, {"role": "assistant", "content": "I understand."}]
-    return tokenizer.apply_chat_template(folded + list(messages[1:]), tokenize=False, add_generation_prompt=True)
+    return tokenizer.apply_chat_template(folded + list(messages[1:]), tokenize=False, add_generation_prompt=True), True
 
 
 def _eos_ids(model, tokenizer) -> set[int]:

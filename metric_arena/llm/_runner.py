@@ -21,6 +21,9 @@ A reply longer than :func:`max_reply_chars` (32 characters per requested token, 
 is cut there before it is checked or stored, and flagged (``Completion.original_chars``, counted
 as ``"oversized"``): one broken server cannot bloat a run folder or the cache.
 
+The cache is called through :meth:`CompletionCache.off_loop` (its own worker thread): a cache
+busy with another process's write never blocks the event loop.
+
 Backends that batch on a device (``backend.batched``: hf, vllm) receive the concurrent requests
 grouped into :meth:`~metric_arena.llm._specs.Backend.complete_many` calls of up to
 ``backend.batch_size`` requests, one call at a time; ``max_concurrency`` limits network backends.
@@ -207,7 +210,7 @@ class Runner:
         for attempt in range(int(reask) + 1):
             attempts = attempt + 1
             key = cache_key(identity, request, attempt)
-            entry = self._cached(key, validate)
+            entry = await self._cached(key, validate)
             if entry is not None and (entry.valid or reask == 0):
                 # With no re-ask wanted (reask=0), the cached first reply is the answer, valid or not.
                 self.n_cached += 1
@@ -220,7 +223,7 @@ class Runner:
                 continue
             if entry is None and attempt < reask:
                 # A previous run may have had an unusable body here (not cached) and a valid re-ask.
-                found = self._cached_later(identity, request, attempt, int(reask), validate)
+                found = await self._cached_later(identity, request, attempt, int(reask), validate)
                 if found is not None:
                     return found
             try:
@@ -245,6 +248,7 @@ class Runner:
         """``(completion, valid, cached)`` for one attempt: the backend's reply, checked and stored, or
         the answer another process stored under ``key`` while it was sending the same request."""
         claimed = self.cache is not None
+        released = False
         try:
             while True:
                 try:
@@ -260,40 +264,49 @@ class Runner:
                 self.errors["truncated"] += 1  # cut at max_tokens: the caller decides what it means
             valid = True if validate is None else bool(validate(completion))
             if self.cache is not None:
-                self.cache.put(key, completion, valid=valid, backend=backend.spec)
+                cache, owner = self.cache, self._owner
+
+                def store() -> None:  # one trip to the cache's thread: store the answer, drop the claim
+                    try:
+                        cache.put(key, completion, valid=valid, backend=backend.spec)
+                    finally:
+                        cache.release(key, owner)
+
+                released = True
+                await cache.off_loop(store)
             return completion, valid, False
         finally:
-            if claimed:
-                self.cache.release(key, self._owner)
+            if claimed and not released:
+                await self.cache.off_loop(self.cache.release, key, self._owner)
 
     async def _wait_for_other(self, key: str, validate):
         """While another live process holds the claim on ``key``: its stored entry (a valid one at
         once; an invalid one it stored once its claim is gone), or None when the claim is gone
         without a new answer (then this run sends the request itself)."""
-        before = self.cache.get(key)
+        before = await self.cache.off_loop(self.cache.get, key)
         while True:
-            entry = self._cached(key, validate)
+            entry = await self._cached(key, validate)
             if entry is not None and entry.valid:
                 return entry
-            if not self.cache.claimed(key, self._owner):
+            if not await self.cache.off_loop(self.cache.claimed, key, self._owner):
                 return entry if entry is not None and entry != before else None
             await asyncio.sleep(CLAIM_POLL * (0.5 + random.random()))
             if self._fatal is not None:
                 raise self._fatal
 
-    def _cached(self, key: str, validate: Callable[[Completion], bool] | None):
+    async def _cached(self, key: str, validate: Callable[[Completion], bool] | None):
         """The cache entry under ``key``, its validity checked again: a row stored as valid whose
         reply fails ``validate`` now is marked invalid, so it is asked again instead of failing forever."""
-        entry = self.cache.get(key) if self.cache is not None else None
+        entry = await self.cache.off_loop(self.cache.get, key) if self.cache is not None else None
         if entry is not None and entry.valid and validate is not None and not validate(entry.completion()):
-            self.cache.mark_invalid(key)
+            await self.cache.off_loop(self.cache.mark_invalid, key)
             self.errors["invalid_cached"] += 1
             entry = replace(entry, valid=False)
         return entry
 
-    def _cached_later(self, identity: dict, request: ChatRequest, attempt: int, reask: int, validate):
+    async def _cached_later(self, identity: dict, request: ChatRequest, attempt: int, reask: int, validate):
         for later in range(attempt + 1, reask + 1):
-            found = self._cached(cache_key(identity, request, later), validate)
+            found = await self._cached(cache_key(identity, request, later), validate)
             if found is not None and found.valid:
                 self.n_cached += 1
                 return RequestResult(found.completion(), True, later + 1, True)
@@ -322,7 +335,7 @@ class Runner:
             async with (contextlib.nullcontext() if backend.batched else self._sem()):
                 if self._fatal is not None:
                     raise self._fatal
-                if key is not None and not self._claim(key, backend):
+                if key is not None and not await self._claim(key, backend):
                     raise _Busy
                 if self.limiter is not None:
                     await self.limiter.acquire(estimate_tokens(request.messages, request.max_tokens))
@@ -365,15 +378,20 @@ class Runner:
             retry += 1
             await asyncio.sleep(wait)  # outside the semaphore: others keep going
 
-    def _claim(self, key: str, backend: Backend) -> bool:
+    async def _claim(self, key: str, backend: Backend) -> bool:
         """Claim ``key`` before sending it: False when another process is sending it, or has just
-        stored a valid answer under it (then there is nothing to send)."""
+        stored a valid answer under it (then there is nothing to send). One call on the cache's thread."""
         # A claim lasts one attempt (the backend's timeout), the longest backoff and a margin.
         ttl = float(getattr(backend, "timeout", None) or 120.0) + self.retry.max_wait + 30.0
-        if not self.cache.claim(key, self._owner, ttl):
-            return False
-        found = self.cache.get(key)
-        return found is None or not found.valid
+        cache, owner = self.cache, self._owner
+
+        def claim() -> bool:
+            if not cache.claim(key, owner, ttl):
+                return False
+            found = cache.get(key)
+            return found is None or not found.valid
+
+        return await cache.off_loop(claim)
 
     def _batcher(self, backend: Backend) -> Batcher:
         batcher = self._batchers.get(id(backend))

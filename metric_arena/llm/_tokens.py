@@ -1,10 +1,10 @@
 """Dry runs: how many requests, tokens and dollars a judge run will take, before anything is sent.
 
-Input tokens are counted with ``tiktoken`` for the judge model, offline: tiktoken downloads its
-BPE files on first use, so when they are not in its cache yet this module seeds tiktoken's own
-cache folder (``$TIKTOKEN_CACHE_DIR``, else ``<tmp>/data-gym-cache``) from the copies shipped in
-the ``bpe-openai`` wheel, after checking that their sha256 is the one tiktoken expects. Chat
-formatting adds 3 tokens per message and 3 for the reply's priming (OpenAI's counting rule).
+Input tokens are counted offline for the judge model: ``tiktoken``'s model-to-encoding map names
+the encoding (``o200k_base`` for models it does not know), and ``bpe_openai.get_encoding`` gives
+that encoding from the BPE files shipped in the ``bpe-openai`` wheel (the same token ids as
+tiktoken's, with no download and nothing written to tiktoken's cache). Chat formatting adds 3
+tokens per message and 3 for the reply's priming (OpenAI's counting rule).
 
 Output tokens are estimated from the expected reply: the mean length of the paper's own example
 replies (a short ``<thinking>`` and the rating); the ``max_tokens`` bound is shown apart.
@@ -21,14 +21,9 @@ minutes, and requests sent at once before the first finishes miss it).
 
 from __future__ import annotations
 
-import gzip
-import hashlib
-import os
-import tempfile
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 from lfrqa.errors import MissingDependency, RagQaArenaError
 from metric_arena.llm._specs import parse_spec
@@ -42,6 +37,7 @@ __all__ = [
     "InputBudget",
     "TokenCounter",
     "cacheable_tokens",
+    "encoding_name",
     "estimate_cost",
     "get_encoding",
     "make_budgets",
@@ -70,63 +66,43 @@ CACHED_INPUT_PRICES_2024: dict[str, tuple[float, float | None]] = {
 PROMPT_CACHE_MIN_TOKENS = 1024
 PROMPT_CACHE_STEP = 128
 
-_BPE_URL = "https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken"
-_BPE_SHA256 = {
-    "cl100k_base": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
-    "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
-}
 _DEFAULT_ENCODING = "o200k_base"
 _lock = threading.Lock()
 _encodings: dict = {}
 
 
-def _seed_tiktoken_cache(name: str) -> None:
-    """Put the BPE file of ``name`` into tiktoken's cache from the bpe-openai wheel, if missing."""
-    expected = _BPE_SHA256.get(name)
-    if expected is None:
-        return
-    cache_dir = os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR")
-    if cache_dir == "":
-        return
-    cache_dir = cache_dir or os.path.join(tempfile.gettempdir(), "data-gym-cache")
-    target = Path(cache_dir) / hashlib.sha1(_BPE_URL.format(name=name).encode()).hexdigest()
-    if target.is_file() and hashlib.sha256(target.read_bytes()).hexdigest() == expected:
-        return
-    try:
-        from importlib.resources import files
+def encoding_name(model: str) -> tuple[str, bool]:
+    """``(encoding name, exact)`` of an OpenAI model from tiktoken's model-to-encoding map;
+    ``("o200k_base", False)`` for a model tiktoken does not know (the count is an approximation).
 
-        data = gzip.decompress((files("bpe_openai.data") / f"{name}.tiktoken.gz").read_bytes())
-    except (ImportError, FileNotFoundError, ModuleNotFoundError):
-        return  # tiktoken will try to download it
-    if hashlib.sha256(data).hexdigest() != expected:
-        return
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, target)
-    except OSError:
-        pass
-
-
-def get_encoding(model: str):
-    """The tiktoken encoding of an OpenAI model (``o200k_base`` for unknown models), offline.
-
-    Returns ``(encoding, exact)`` where ``exact`` is False when the model is not an OpenAI model
-    tiktoken knows (the count is then an approximation).
+    >>> encoding_name("gpt-4-0125-preview"), encoding_name("my-local-model")
+    (('cl100k_base', True), ('o200k_base', False))
     """
     try:
         import tiktoken
     except ImportError as error:
-        raise MissingDependency(f'counting tokens needs tiktoken: pip install tiktoken bpe-openai ({error})') from error
+        raise MissingDependency(f"counting tokens needs tiktoken's model map: pip install tiktoken ({error})") from error
     try:
-        name, exact = tiktoken.encoding_name_for_model(model), True
+        return tiktoken.encoding_name_for_model(model), True
     except KeyError:
-        name, exact = _DEFAULT_ENCODING, False
+        return _DEFAULT_ENCODING, False
+
+
+def get_encoding(model: str):
+    """The BPE encoding of an OpenAI model (``o200k_base`` for unknown models), offline.
+
+    Returns ``(encoding, exact)`` where ``exact`` is False when the model is not an OpenAI model
+    tiktoken knows (the count is then an approximation). The encoding is ``bpe_openai``'s, whose
+    ``encode`` gives tiktoken's token ids.
+    """
+    name, exact = encoding_name(model)
     with _lock:
         if name not in _encodings:
-            _seed_tiktoken_cache(name)
-            _encodings[name] = tiktoken.get_encoding(name)
+            try:
+                import bpe_openai
+            except ImportError as error:
+                raise MissingDependency(f"counting tokens needs bpe-openai: pip install bpe-openai ({error})") from error
+            _encodings[name] = bpe_openai.get_encoding(name)
         return _encodings[name], exact
 
 
@@ -273,8 +249,8 @@ def _prompt_caching(model: str | None, cost: float | None, prefix: int, to_send:
 class InputBudget:
     """Refuses requests whose prompt exceeds ``max_input_tokens`` tokens (refuse, never truncate).
 
-    Tokens are counted with tiktoken for ``model`` (OpenAI's chat counting rule; ``o200k_base``,
-    an approximation, for models tiktoken does not know).
+    Tokens are counted with the encoding of ``model`` (:func:`get_encoding`: OpenAI's chat counting
+    rule; ``o200k_base``, an approximation, for models tiktoken's map does not know).
 
     >>> budget = InputBudget(10, "gpt-4o")
     >>> budget.refusal(ChatRequest([{"role": "user", "content": "word " * 50}]))[:38]

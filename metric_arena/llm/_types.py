@@ -38,12 +38,16 @@ class Completion:
 
     ``original_chars`` is set when the reply was longer than what is kept (see
     :func:`~metric_arena.llm.max_reply_chars`): its full length in characters; ``text`` is then cut.
+    ``system_folded`` is True when a local model's chat template refused the system role and the
+    system prompt was sent at the start of the first user turn instead (the prompt the model saw
+    differs from the one asked for).
     """
 
     text: str
     finish_reason: str | None = None
     usage: dict | None = None
     original_chars: int | None = None
+    system_folded: bool = False
 
 
 class BackendError(Exception):

@@ -24,7 +24,7 @@ from lfrqa.errors import RagQaArenaError
 from lfrqa.files import package_version
 from metric_arena.report._runs import Run, load_run, run_rates
 
-__all__ = ["build_push_files", "dataset_card", "push_run", "verdicts_parquet"]
+__all__ = ["build_push_files", "card_data", "dataset_card", "push_run", "verdicts_parquet"]
 
 
 def build_push_files(run_dir: str | Path, *, repo_id: str, extra_secrets: Iterable[str] = ()) -> dict[str, bytes]:
@@ -124,68 +124,62 @@ def verdicts_parquet(verdicts: list[dict]) -> bytes:
     return buffer.getvalue()
 
 
-def _card_yaml(run: Run) -> list[str]:
+#: The Markdown body of the run card (a Jinja template filled by ``DatasetCard.from_template``).
+CARD_TEMPLATE = Path(__file__).parent / "templates" / "run_card.md.j2"
+
+
+def card_data(run: Run):
+    """The card's metadata (``huggingface_hub.DatasetCardData``): names, tags, size, and the
+    ``configs`` entry that lets ``datasets.load_dataset(repo, split="test")`` read the verdicts."""
+    from huggingface_hub import DatasetCardData
+
     n = len(run.verdicts)
     size = "n<1K" if n < 1000 else "1K<n<10K" if n < 10_000 else "10K<n<100K" if n < 100_000 else "100K<n<1M"
-    q = json.dumps  # JSON strings are valid YAML scalars: names can hold any character safely
-    return [
-        "---",
-        f"pretty_name: {q(f'RAG-QA Arena verdicts: {run.system} vs {run.opponent}')}",
-        "language:",
-        "- en",
-        "task_categories:",
-        "- question-answering",
-        "tags:",
-        "- rag",
-        "- rag-qa-arena",
-        "- lfrqa",
-        "- llm-as-a-judge",
-        "size_categories:",
-        f"- {size}",
-        "configs:",
-        "- config_name: default",
-        "  data_files:",
-        "  - split: test",
-        "    path: data/verdicts.parquet",
-        "---",
-    ]
+    return DatasetCardData(
+        pretty_name=f"RAG-QA Arena verdicts: {run.system} vs {run.opponent}",
+        language=["en"],
+        task_categories=["question-answering"],
+        tags=["rag", "rag-qa-arena", "lfrqa", "llm-as-a-judge"],
+        size_categories=[size],
+        configs=[{"config_name": "default", "data_files": [{"split": "test", "path": "data/verdicts.parquet"}]}],
+    )
 
 
 def dataset_card(run: Run, *, repo_id: str) -> str:
-    """The README.md of the dataset repo: YAML metadata, results and how to load them."""
+    """The README.md of the dataset repo: YAML metadata, results and how to load them, built with
+    ``huggingface_hub.DatasetCard.from_template`` (metadata from :func:`card_data`, body from
+    :data:`CARD_TEMPLATE`); ``DatasetCard(text).data`` reads the metadata back."""
+    from huggingface_hub import DatasetCard
+
     summary = run.summary
     rates = run_rates(run, n_boot=int(summary.get("n_boot", 1000) or 1000), seed=int(summary.get("seed", 0) or 0), confidence=0.95)
-    n = len(run.verdicts)
     judges = ", ".join(run.judges) or "unknown"
-    lines = [
-        f"# RAG-QA Arena verdicts: {_md(run.system)} vs {_md(run.opponent)}",
-        "",
-        f"Pairwise judgments of **{_md(run.system)}**'s long-form answers against **{_md(run.opponent)}**"
-        + (" (the human-written LFRQA reference answers)" if run.opponent == "LFRQA" else "")
-        + f", by {_md(judges)}, made with the `rag-qa-arena` package "
-        f"(version {_md(summary.get('package_version') or package_version())}), which packages the RAG-QA Arena "
-        "benchmark's pairwise judge.",
-        "",
-        "## Results",
-        "",
-        f"Judged pairs: {n:,} ({rates['n_failed']:,} failed, left out of every rate). "
-        "Intervals: 95% percentile bootstrap.",
-        "",
-        "| | win | tie | loss | win+tie |",
-        "|---|---|---|---|---|",
-        f"| all queries | {_cell(rates, 'win_rate')} | {_pct(rates['tie_rate'])} | {_pct(rates['loss_rate'])} | {_cell(rates, 'win_tie_rate')} |",
-    ]
-    for domain, stats in sorted((rates.get("per_domain") or {}).items()):
-        lines.append(
-            f"| {_md(domain)} | {_cell(stats, 'win_rate')} | {_pct(stats['tie_rate'])} | "
-            f"{_pct(stats['loss_rate'])} | {_cell(stats, 'win_tie_rate')} |"
-        )
+    results = [_result_row("all queries", rates)]
+    results += [_result_row(_md(domain), stats) for domain, stats in sorted((rates.get("per_domain") or {}).items())]
     settings = [f"judge(s): {judges}"]
     for key in ("order", "seed", "created_at"):
         if summary.get(key) is not None:
             settings.append(f"{key}: {summary[key]}")
-    lines += ["", "Settings: " + "; ".join(_md(s) for s in settings) + ".", ""]
-    return "\n".join(_card_yaml(run)) + "\n\n" + "\n".join(lines) + _card_columns(repo_id)
+    card = DatasetCard.from_template(
+        card_data(run),
+        template_path=str(CARD_TEMPLATE),
+        system=_md(run.system),
+        opponent=_md(run.opponent),
+        reference=run.opponent == "LFRQA",
+        judges=_md(judges),
+        version=_md(summary.get("package_version") or package_version()),
+        n=f"{len(run.verdicts):,}",
+        n_failed=f"{rates['n_failed']:,}",
+        results=results,
+        settings="; ".join(_md(s) for s in settings),
+        repo_literal=json.dumps(repo_id),
+    )
+    return str(card)
+
+
+def _result_row(name: str, stats: dict) -> dict:
+    return {"name": name, "win": _cell(stats, "win_rate"), "tie": _pct(stats["tie_rate"]),
+            "loss": _pct(stats["loss_rate"]), "win_tie": _cell(stats, "win_tie_rate")}
 
 
 def _struct_fields(struct_type) -> list[tuple[str, object]]:
@@ -208,33 +202,3 @@ def _md(text) -> str:
     """Markdown-safe text: no HTML, no table breaks, no link/emphasis syntax from names."""
     text = str(text).replace("\n", " ")
     return re.sub(r"([\\`*_\[\]<>|])", r"\\\1", text)
-
-
-def _card_columns(repo_id: str) -> str:
-    """How to load the verdicts, what each column means, and the citation."""
-    return "\n" + "\n".join([
-        "## Load",
-        "",
-        "```python",
-        "import datasets",
-        f"verdicts = datasets.load_dataset({json.dumps(repo_id)}, split=\"test\")",
-        "```",
-        "",
-        "## Columns",
-        "",
-        "- `qid`, `domain`: the LFRQA query and its domain.",
-        "- `system_a`, `system_b`: the evaluated system and its opponent.",
-        "- `outcome`: `win`, `tie` or `loss` from `system_a`'s side; null when the judge failed (`failed`).",
-        "- `flipped`: whether the verdict changed when the answers were swapped (when both orders were judged).",
-        "- `no_answer_a`: whether `system_a` gave no answer.",
-        "- `judgments`: every judge call: `judge`, `a_position` (1 when `system_a`'s answer was shown first), "
-        "`rating` (the judge's raw 0/1/2), `outcome`, `raw` (the judge's reply), `attempts`, `cached`, "
-        "`oversized` (the reply's full length in characters when `raw` holds only its first part).",
-        "- `summary.json`: the run's summary as written by `rag-qa-arena judge`.",
-        "",
-        "## Citation",
-        "",
-        "The benchmark: Han et al., *RAG-QA Arena: Evaluating Domain Robustness for Long-form Retrieval "
-        "Augmented Question Answering*, EMNLP 2024, arXiv:2407.13998 (data and prompts under Apache-2.0).",
-        "",
-    ])
