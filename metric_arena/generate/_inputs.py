@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from lfrqa.checks import check_int
 from lfrqa.errors import InvalidInputType, RagQaArenaError
 from lfrqa.files import iter_records, lone_surrogate, saved_dataset
 from metric_arena.llm import Backend, ChatRequest, parse_spec
@@ -110,8 +111,7 @@ def check_settings(model, prompt, n_passages, max_tokens, max_concurrency=1) -> 
     if prompt not in GENERATION_TEMPLATES:
         raise RagQaArenaError(f"Unknown prompt version {prompt!r}. Available: {', '.join(GENERATION_TEMPLATES)}")
     for name, value in (("n_passages", n_passages), ("max_tokens", max_tokens), ("max_concurrency", max_concurrency)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise RagQaArenaError(f"{name} must be a positive integer, got {value!r}")
+        check_int(name, value, minimum=1)
 
 
 def generation_request(
