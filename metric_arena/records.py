@@ -27,10 +27,9 @@ Traceback (most recent call last):
 lfrqa.errors.RagQaArenaError: verdicts.jsonl:1: unknown outcome 'won'. Allowed: win, tie, loss, or null for a failed pair
 """
 
-from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Literal, NotRequired, TypedDict
+from typing import Literal, TypedDict
 
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import json_line, lone_surrogate
@@ -38,6 +37,7 @@ from lfrqa.files import json_line, lone_surrogate
 __all__ = [
     "OUTCOMES",
     "Judgment",
+    "Outcome",
     "Prediction",
     "Retrieved",
     "RetrievedPassage",
@@ -59,9 +59,10 @@ Outcome = Literal["win", "tie", "loss"]
 OUTCOMES = ("win", "tie", "loss")
 
 
-class Judgment(TypedDict):
-    """One judge call on one order of a pair (an element of :attr:`Verdict.judgments`)."""
-
+# Each record with fields written only when they apply is two classes: the fields every row has (a
+# private base) and the public record adding the others with ``total=False`` (NotRequired, without
+# needing typing_extensions on Python 3.10).
+class _JudgmentFields(TypedDict):
     judge: str  # the judge's spec, e.g. "openai:gpt-4o"
     a_position: int  # 1 when system_a's answer was shown first, else 2
     rating: int | None  # the judge's 0/1/2; None when no rating could be read
@@ -69,14 +70,17 @@ class Judgment(TypedDict):
     raw: str  # the judge's reply ("" when there was none)
     attempts: int
     cached: bool
-    error: NotRequired[str]  # why there is no rating
-    oversized: NotRequired[int]  # the reply's full length in characters when raw holds its first part
-    system_folded: NotRequired[bool]  # True: the chat template took no system turn, so it was folded into the user's
 
 
-class Verdict(TypedDict):
-    """One judged pair: a line of ``verdicts.jsonl``."""
+class Judgment(_JudgmentFields, total=False):
+    """One judge call on one order of a pair (an element of :attr:`Verdict.judgments`)."""
 
+    error: str  # why there is no rating
+    oversized: int  # the reply's full length in characters when raw holds its first part
+    system_folded: bool  # True: the chat template took no system turn, so it was folded into the user's
+
+
+class _VerdictFields(TypedDict):
     qid: str
     domain: str | None
     system_a: str
@@ -86,14 +90,17 @@ class Verdict(TypedDict):
     flipped: bool | None  # order "both": whether swapping the answers changed the outcome
     no_answer_a: bool  # system_a's answer says it has no answer
     judgments: list[Judgment]
-    error: NotRequired[str]  # why the pair was not judged (e.g. its answer failed to generate)
-    neutralized: NotRequired[bool]  # the question or an answer held the prompt's own tags (defused)
-    outcome_strict: NotRequired[Outcome | None]  # parse "reference": the outcome read the strict way
 
 
-class Prediction(TypedDict):
-    """One answer: a line of a ``generate`` answer file (what the judge reads as predictions)."""
+class Verdict(_VerdictFields, total=False):
+    """One judged pair: a line of ``verdicts.jsonl``."""
 
+    error: str  # why the pair was not judged (e.g. its answer failed to generate)
+    neutralized: bool  # the question or an answer held the prompt's own tags (defused)
+    outcome_strict: Outcome | None  # parse "reference": the outcome read the strict way
+
+
+class _PredictionFields(TypedDict):
     qid: str
     domain: str | None
     question: str
@@ -104,19 +111,27 @@ class Prediction(TypedDict):
     passages: list[str]  # pids of the passages in the prompt, in rank order
     finish_reason: str | None
     failed: bool
-    error: NotRequired[str]  # why there is no answer
-    oversized: NotRequired[int]  # the reply's full length in characters when raw holds its first part
-    neutralized: NotRequired[bool]  # the question or a passage held the prompt's own tags (defused)
 
 
-class RetrievedPassage(TypedDict):
-    """One passage of a :class:`Retrieved` row."""
+class Prediction(_PredictionFields, total=False):
+    """One answer: a line of a ``generate`` answer file (what the judge reads as predictions)."""
 
+    error: str  # why there is no answer
+    oversized: int  # the reply's full length in characters when raw holds its first part
+    neutralized: bool  # the question or a passage held the prompt's own tags (defused)
+
+
+class _RetrievedPassageFields(TypedDict):
     pid: str  # "<doc_id>-<k>"
     text: str
     rank: int | None  # from 1; None when the source gives no rank (file order then)
-    doc_id: NotRequired[str]  # retrieve writes doc_id and score; other sources may leave them out
-    score: NotRequired[float]
+
+
+class RetrievedPassage(_RetrievedPassageFields, total=False):
+    """One passage of a :class:`Retrieved` row."""
+
+    doc_id: str  # retrieve writes doc_id and score; other sources may leave them out
+    score: float
 
 
 class Retrieved(TypedDict):
