@@ -44,7 +44,6 @@ __all__ = [
     "Verdict",
     "check_judgment",
     "check_prediction",
-    "check_qid",
     "check_retrieved",
     "check_verdict",
     "judgment_type",
@@ -143,7 +142,7 @@ class Retrieved(TypedDict):
     passages: list[RetrievedPassage]  # in rank order
 
 
-def check_qid(qid, where: str) -> str:
+def _qid(qid, where: str) -> str:
     """A row's ``qid`` as a non-empty string (a JSON integer is taken as its digits)."""
     if isinstance(qid, bool) or not isinstance(qid, (str, int)) or str(qid).strip() == "":
         raise RagQaArenaError(f"{where}: qid {qid!r} must be a non-empty string")
@@ -207,7 +206,7 @@ def check_prediction(row, where: str, *, generated: bool = False) -> Prediction:
     string, ``failed`` true or false (a missing one, or null, is false)."""
     needed = ("qid", "answer", "model", "prompt") if generated else ("qid", "answer")
     _require(row, needed, where, "each row needs " + ", ".join(needed))
-    qid = check_qid(row["qid"], where)
+    qid = _qid(row["qid"], where)
     failed = row.get("failed")
     if failed is None:  # no key, or null in a Parquet/Dataset column where other rows have one
         failed = False
@@ -230,7 +229,7 @@ def check_retrieved(row, where: str) -> Retrieved:
     row: ``qid`` and each ``pid`` as strings, ``domain`` (None when absent), and the passages
     ``{"pid", "text", "rank"}`` in rank order when every passage has a rank (else in the row's order)."""
     _require(row, ("qid", "question", "passages"), where, "each row needs qid, question and passages")
-    qid = check_qid(row["qid"], where)
+    qid = _qid(row["qid"], where)
     place = f"{where} (qid {qid})"
     question = row["question"]
     if not isinstance(question, str):

@@ -204,6 +204,16 @@ def test_check_prediction_keeps_what_it_reads():
     assert check_prediction({"qid": " q ", "answer": "a", "failed": None}, "p:1")["failed"] is False
 
 
+def test_a_resumed_answer_file_is_read_through_the_prediction_check(tmp_path):
+    out = tmp_path / "preds.jsonl"
+    out.write_text(json.dumps({"qid": "q0", "answer": "a", "model": "openai:gen-model"}) + "\n", encoding="utf-8")
+    with OpenAIServer() as server, pytest.raises(RagQaArenaError, match=(
+            r"preds.jsonl line 1: missing field 'prompt' \(each row needs qid, answer, model, prompt\)\. It is not an "
+            r"answer record of this tool")):
+        generate_answers(retrieved_rows(1), "openai:gen-model", base_url=server.base_url, api_key=KEY, out=out,
+                         cache_dir=tmp_path / "cache", retry=FAST_RETRY)
+
+
 @pytest.mark.parametrize("row, message", [
     ({"qid": "q1", "question": "x"}, r"r\[0\]: missing field 'passages'"),
     ({"qid": "q1", "question": 5, "passages": []}, r"r\[0\] \(qid q1\): question must be a string"),

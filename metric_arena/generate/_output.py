@@ -41,9 +41,9 @@ def previous_lines(out: Path, spec: str, prompt: str) -> tuple[dict[str, str], i
             if number == len(lines) and not line.endswith("\n"):  # cut short by a crash
                 dropped += 1
                 continue
-            why = error.msg if isinstance(error, json.JSONDecodeError) else str(error).removeprefix(f"{out} line {number}: ")
-            raise RagQaArenaError(f"{out} line {number} is not an answer record of this tool ({why}): fix or delete "
-                                  "the file, or pass --overwrite to replace it") from None
+            what = f"{out} line {number}: not JSON ({error.msg})" if isinstance(error, json.JSONDecodeError) else error
+            raise RagQaArenaError(f"{what}. It is not an answer record of this tool: fix or delete the file, or pass "
+                                  "--overwrite to replace it") from None
         qid, model, version = record["qid"], record["model"], record["prompt"]
         if model != spec or version != prompt:
             raise RagQaArenaError(
