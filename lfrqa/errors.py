@@ -12,7 +12,7 @@ Unknown domain 'fiqa2'. Available: fiqa, lifestyle
 
 from __future__ import annotations
 
-__all__ = ["InvalidInputType", "MissingDependency", "RagQaArenaError", "check_int"]
+__all__ = ["InvalidInputType", "MissingDependency", "RagQaArenaError"]
 
 
 class RagQaArenaError(ValueError):
@@ -26,16 +26,3 @@ class InvalidInputType(RagQaArenaError, TypeError):
 class MissingDependency(RagQaArenaError, ImportError):
     """An optional package is not installed; the message gives the ``pip install`` line."""
 
-
-def check_int(name: str, value, *, minimum: int | None = None) -> int:
-    """``value`` if it is an integer (not a bool) of at least ``minimum``, else an error naming ``name``.
-
-    >>> check_int("max_concurrency", 0, minimum=1)
-    Traceback (most recent call last):
-    ...
-    lfrqa.errors.InvalidInputType: max_concurrency must be an integer >= 1, got 0
-    """
-    if isinstance(value, bool) or not isinstance(value, int) or (minimum is not None and value < minimum):
-        bound = f" >= {minimum}" if minimum is not None else ""
-        raise InvalidInputType(f"{name} must be an integer{bound}, got {value!r}")
-    return value

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
+from lfrqa.checks import check_int
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import atomic_write, dumps_json, package_version
 
@@ -139,8 +140,7 @@ def _rows(passages: Iterable[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
 def check_queries(queries: Mapping[str, str], k: int) -> None:
     if not isinstance(queries, Mapping):
         raise RagQaArenaError(f"queries must be a mapping {{qid: text}}, got {type(queries).__name__}")
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise RagQaArenaError(f"k must be a positive integer, got {k!r}")
+    check_int("k", k, minimum=1)
     for qid, text in queries.items():
         if not isinstance(text, str):
             raise RagQaArenaError(f"Query {qid!r}: text must be a string, got {type(text).__name__}")

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from builders import doc_id_of
+from lfrqa.checks import check_int
 from lfrqa.errors import RagQaArenaError
 
 DEFAULT_KS: tuple[int, ...] = (1, 5, 10, 20)
@@ -81,8 +82,10 @@ def _pid(item: Any, qid: str) -> str:
 
 def _check_ks(ks: Sequence[int]) -> tuple[int, ...]:
     ks = tuple(ks)
-    if not ks or any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in ks):
+    if not ks:
         raise RagQaArenaError(f"ks must be positive integers, got {ks!r}")
+    for k in ks:
+        check_int("each of ks", k, minimum=1)
     return tuple(sorted(set(ks)))
 
 

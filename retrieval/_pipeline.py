@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from builders import check_domain_split, doc_id_of
+from lfrqa.checks import check_int
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import atomic_write, dumps_json, json_line, loads_json
 from retrieval._base import META_FILE, Retriever
@@ -59,10 +60,8 @@ def retrieve(
     >>> metrics["hit@5"], metrics["recall@5"], metrics["per_domain"]["fiqa"]["n"]  # doctest: +SKIP
     """
     check_domain_split(domain, split)
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise RagQaArenaError(f"k must be a positive integer, got {k!r}")
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        raise RagQaArenaError(f"limit must be a positive integer, got {limit!r}")
+    check_int("k", k, minimum=1)
+    check_int("limit", limit, minimum=1, optional=True)
     if batch_size < 1:
         raise RagQaArenaError(f"batch_size must be at least 1, got {batch_size!r}")
     out = Path(out)

@@ -80,13 +80,13 @@ def test_configs_validate_once_with_one_line_errors():
         JudgeConfig("openai:m", parse="loose")
     with pytest.raises(TypeError, match=r"JudgeConfig\(seed\) must be an integer, got '1'"):
         JudgeConfig("openai:m", seed="1")
-    with pytest.raises(ValueError, match=r"JudgeConfig\(max_input_tokens\) must be an integer >= 1, got 0"):
+    with pytest.raises(ValueError, match=r"JudgeConfig\(max_input_tokens\) must be a positive integer, got 0"):
         JudgeConfig("openai:m", max_input_tokens=0)
     with pytest.raises(ValueError, match="Unknown backend 'gpt'"):
         JudgeConfig("gpt:4")
     with pytest.raises(ValueError, match="given twice"):
         JudgeConfig(["openai:m", "openai:m"])
-    with pytest.raises(ValueError, match=r"RunConfig\(max_concurrency\) must be an integer >= 1, got 0"):
+    with pytest.raises(ValueError, match=r"RunConfig\(max_concurrency\) must be a positive integer, got 0"):
         RunConfig(max_concurrency=0)
     with pytest.raises(TypeError, match=r"RunConfig\(timeout=-1\)"):
         RunConfig(timeout=-1)

@@ -139,7 +139,7 @@ def test_evaluate_counts_a_gold_document_once_however_many_of_its_passages_come(
 
 
 def test_evaluate_bad_input():
-    with pytest.raises(ValueError, match="ks must be positive integers"):
+    with pytest.raises(ValueError, match="each of ks must be a positive integer, got 0"):
         evaluate({}, {}, ks=(0,))
     with pytest.raises(ValueError, match="'<doc_id>-<k>'"):
         evaluate({"q": ["nodash"]}, {"q": ["1"]})

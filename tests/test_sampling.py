@@ -92,11 +92,11 @@ def test_empty_and_zero():
     [
         ((["q1", "q2"], ["d"], 1, 0), "domains has 1"),
         ((["q1", "q1"], ["d", "d"], 1, 0), "'q1' appears twice"),
-        ((["q1"], ["d"], -1, 0), "n=-1"),
-        ((["q1"], ["d"], 1.5, 0), "n=1.5"),
+        ((["q1"], ["d"], -1, 0), "n must be a non-negative integer .*got -1"),
+        ((["q1"], ["d"], 1.5, 0), "n must be a non-negative integer .*got 1.5"),
         ((["q1"], [None], 1, 0), "domain None"),
         (([1], ["d"], 1, 0), "id 1"),
-        ((["q1"], ["d"], 1, "0"), "seed='0'"),
+        ((["q1"], ["d"], 1, "0"), "seed must be an integer, got '0'"),
     ],
 )
 def test_bad_input_is_named(args, message):
@@ -164,7 +164,7 @@ def test_stopper_metric_choice():
     [
         ({"target_width": 0}, "target_width=0"),
         ({"target_width": 1.5}, "target_width=1.5"),
-        ({"target_width": 0.1, "min_n": 0}, "min_n=0"),
+        ({"target_width": 0.1, "min_n": 0}, "min_n must be a positive integer, got 0"),
         ({"target_width": 0.1, "confidence": 95}, "confidence=95"),
         ({"target_width": 0.1, "metric": "elo"}, "Unknown metric 'elo'"),
     ],

@@ -148,9 +148,9 @@ def test_load_and_chat_errors_are_sorted(monkeypatch):
     "args, kwargs, message",
     [
         (("",), {}, "model name is empty"),
-        (("org/m",), {"tensor_parallel_size": 0}, "tensor_parallel_size=0"),
-        (("org/m",), {"tensor_parallel_size": "2"}, "tensor_parallel_size='2'"),
-        (("org/m",), {"batch_size": 0}, "batch_size=0"),
+        (("org/m",), {"tensor_parallel_size": 0}, "tensor_parallel_size must be a positive integer .*got 0"),
+        (("org/m",), {"tensor_parallel_size": "2"}, "tensor_parallel_size must be a positive integer .*got '2'"),
+        (("org/m",), {"batch_size": 0}, "batch_size must be a positive integer, got 0"),
     ],
 )
 def test_bad_settings_are_named(fake_vllm, args, kwargs, message):

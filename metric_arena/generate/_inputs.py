@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lfrqa.errors import InvalidInputType, RagQaArenaError, check_int
-from lfrqa.files import iter_records, lone_surrogate, saved_dataset
+from lfrqa.checks import check_int
+from lfrqa.errors import InvalidInputType, RagQaArenaError
+from lfrqa.files import iter_records, saved_dataset
 from metric_arena.llm import Backend, ChatRequest, parse_spec
 from metric_arena.prompts import (
     GENERATION_TAGS,
@@ -18,6 +19,7 @@ from metric_arena.prompts import (
     generation_messages,
     neutralize_delimiters,
 )
+from metric_arena.records import Retrieved, check_retrieved
 
 __all__ = ["GENERATION_MAX_TOKENS", "GenerationConfig", "check_model", "generation_request", "read_retrieved",
            "retrieved_rows"]
@@ -28,7 +30,7 @@ GENERATION_TEMPERATURE = 0.0
 GENERATION_TOP_P = 1.0
 
 
-def read_retrieved(path: str | os.PathLike) -> list[dict]:
+def read_retrieved(path: str | os.PathLike) -> list[Retrieved]:
     """The rows of a ``retrieve`` output file, checked (line or row numbers in every error): JSON
     Lines as ``retrieve`` writes it, Parquet, or a folder saved by ``datasets.Dataset.save_to_disk``."""
     path = Path(path)
@@ -46,57 +48,20 @@ def read_retrieved(path: str | os.PathLike) -> list[dict]:
     return _check_rows(rows, where)
 
 
-def _check_rows(rows: Sequence[Any], where: Sequence[str]) -> list[dict]:
-    checked: list[dict] = []
+def _check_rows(rows: Sequence[Any], where: Sequence[str]) -> list[Retrieved]:
+    checked: list[Retrieved] = []
     seen: dict[str, str] = {}
     for row, place in zip(rows, where):
-        if not isinstance(row, Mapping):
-            raise RagQaArenaError(f"{place}: expected a JSON object with qid, question and passages, "
-                             f"got {type(row).__name__}")
-        for field in ("qid", "question", "passages"):
-            if field not in row:
-                raise RagQaArenaError(f"{place}: missing field {field!r} (each row needs qid, question and passages)")
-        qid = row["qid"]
-        if isinstance(qid, bool) or not isinstance(qid, (str, int)) or str(qid).strip() == "":
-            raise RagQaArenaError(f"{place}: qid {qid!r} must be a non-empty string")
-        qid = str(qid).strip()
+        clean = check_retrieved(row, place)
+        qid = clean["qid"]
         if qid in seen:
             raise RagQaArenaError(f"{place}: qid {qid!r} appears twice (also at {seen[qid]}); keep one row per qid")
         seen[qid] = place
-        question = row["question"]
-        if not isinstance(question, str):
-            raise RagQaArenaError(f"{place} (qid {qid}): question must be a string, "
-                             f"got {type(question).__name__} ({question!r})")
-        domain = row.get("domain")
-        if domain is not None and not isinstance(domain, str):
-            raise RagQaArenaError(f"{place} (qid {qid}): domain must be a string, got {domain!r}")
-        passages = row["passages"]
-        if not isinstance(passages, list):
-            raise RagQaArenaError(f"{place} (qid {qid}): passages must be a list of {{'pid', 'text', 'rank'}} objects, "
-                             f"got {type(passages).__name__}")
-        clean = []
-        for k, passage in enumerate(passages):
-            if not isinstance(passage, Mapping) or not isinstance(passage.get("text"), str):
-                raise RagQaArenaError(f"{place} (qid {qid}): passages[{k}] must be an object with a string 'text', "
-                                 f"got {passage!r:.80}")
-            pid = passage.get("pid")
-            if pid is None or isinstance(pid, bool) or not isinstance(pid, (str, int)):
-                raise RagQaArenaError(f"{place} (qid {qid}): passages[{k}] has pid {pid!r}; give each passage its id")
-            rank = passage.get("rank")
-            if rank is not None and (isinstance(rank, bool) or not isinstance(rank, int)):
-                raise RagQaArenaError(f"{place} (qid {qid}): passages[{k}] has rank {rank!r}; ranks are integers from 1")
-            clean.append({"pid": str(pid), "text": passage["text"], "rank": rank})
-        if all(p["rank"] is not None for p in clean):
-            clean.sort(key=lambda p: p["rank"])  # stable: ties keep file order
-        field = lone_surrogate({"question": question, "passages": clean})
-        if field is not None:
-            raise RagQaArenaError(f"{place} (qid {qid}): {field} holds a lone surrogate (such as '\\ud800'), which is "
-                                  "not text and cannot be sent: fix or remove it")
-        checked.append({"qid": qid, "domain": domain, "question": question, "passages": clean})
+        checked.append(clean)
     return checked
 
 
-def retrieved_rows(retrieved) -> list[dict]:
+def retrieved_rows(retrieved) -> list[Retrieved]:
     if isinstance(retrieved, (str, os.PathLike)):
         return read_retrieved(retrieved)
     if isinstance(retrieved, Mapping):

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import exclusive_lock, loads_json
+from metric_arena.records import check_prediction
 
 __all__ = ["exclusive", "previous_lines", "summary_path"]
 
@@ -35,15 +36,15 @@ def previous_lines(out: Path, spec: str, prompt: str) -> tuple[dict[str, str], i
         if not line.strip():
             continue
         try:
-            record = loads_json(line)
-            qid = record["qid"]
-            model, version = record["model"], record["prompt"]
-        except (json.JSONDecodeError, KeyError, TypeError):
+            record = check_prediction(loads_json(line), f"{out} line {number}", generated=True)
+        except (json.JSONDecodeError, RagQaArenaError) as error:
             if number == len(lines) and not line.endswith("\n"):  # cut short by a crash
                 dropped += 1
                 continue
-            raise RagQaArenaError(f"{out} line {number} is not an answer record of this tool: fix or delete the file, "
-                             "or pass --overwrite to replace it") from None
+            what = f"{out} line {number}: not JSON ({error.msg})" if isinstance(error, json.JSONDecodeError) else error
+            raise RagQaArenaError(f"{what}. It is not an answer record of this tool: fix or delete the file, or pass "
+                                  "--overwrite to replace it") from None
+        qid, model, version = record["qid"], record["model"], record["prompt"]
         if model != spec or version != prompt:
             raise RagQaArenaError(
                 f"{out} holds answers of model {model!r} with prompt {version!r}, not {spec!r} with {prompt!r}: "
@@ -52,7 +53,7 @@ def previous_lines(out: Path, spec: str, prompt: str) -> tuple[dict[str, str], i
         if record.get("failed") or qid in kept:
             dropped += 1  # failed lines are asked again
             continue
-        kept[str(qid)] = line if line.endswith("\n") else line + "\n"
+        kept[qid] = line if line.endswith("\n") else line + "\n"
     return kept, dropped
 
 

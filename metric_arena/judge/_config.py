@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
 
-from lfrqa.errors import InvalidInputType, RagQaArenaError, check_int
+from lfrqa.checks import check_int
+from lfrqa.errors import InvalidInputType, RagQaArenaError
 from metric_arena.judge._parse import check_parse
 from metric_arena.judge._plan import DEFAULT_JUDGE, check_order
 from metric_arena.llm import Backend, parse_spec

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import iter_records, saved_dataset
+from metric_arena.records import check_prediction
 
 __all__ = ["JudgeInputs", "lfrqa_rows", "prepare_judge_inputs", "read_predictions"]
 
@@ -23,27 +24,14 @@ def read_predictions(path: str | os.PathLike) -> dict[str, dict]:
                                 "a Parquet file or a folder saved by datasets' save_to_disk with those columns")
     rows: dict[str, dict] = {}
     for where, row in iter_records(path, hint='Each line must be one {"qid": ..., "answer": ...} object'):
-        for field in ("qid", "answer"):
-            if field not in row:
-                raise RagQaArenaError(f"{where}: missing field {field!r} (each row needs qid and answer)")
-        qid = row["qid"]
-        if isinstance(qid, bool) or not isinstance(qid, (str, int)) or str(qid).strip() == "":
-            raise RagQaArenaError(f"{where}: qid {qid!r} must be a non-empty string")
-        qid = str(qid).strip()
-        failed = row.get("failed")
-        if failed is None:  # no key, or null in a Parquet/Dataset column where other rows have one
-            failed = False
-        if not isinstance(failed, bool):
-            raise RagQaArenaError(f"{where} (qid {qid}): failed must be true or false, got {failed!r}")
-        if not failed and not isinstance(row["answer"], str):
-            raise RagQaArenaError(f"{where} (qid {qid}): answer must be a string, got "
-                             f"{type(row['answer']).__name__} ({row['answer']!r}); write \"\" for an empty answer")
+        checked = check_prediction(row, where)
+        qid, failed = checked["qid"], checked["failed"]
         if qid in rows:
             raise RagQaArenaError(f"{where}: qid {qid!r} appears twice; keep one answer per qid")
-        entry = {"answer": "", "failed": True} if failed else {"answer": row["answer"]}
+        entry = {"answer": "", "failed": True} if failed else {"answer": checked["answer"]}
         for field in ("question", "domain"):
-            if isinstance(row.get(field), str):
-                entry[field] = row[field]
+            if field in checked:
+                entry[field] = checked[field]
         rows[qid] = entry
     if not rows:
         raise RagQaArenaError(f"Prediction file {path} holds no predictions")

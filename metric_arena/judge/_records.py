@@ -9,6 +9,7 @@ from pathlib import Path
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import JsonlAppender, atomic_write, dumps_json, exclusive_lock, json_line, loads_json
 from metric_arena.judge._parse import judge_outcome
+from metric_arena.records import Verdict, check_verdict
 from metric_arena.stats import summarize
 
 __all__ = ["RunWriter", "folder_settings", "summarize_verdicts"]
@@ -62,10 +63,10 @@ class RunWriter:
             self._stack.close()
             raise
 
-    def write(self, verdict: dict) -> None:
+    def write(self, verdict: Verdict) -> None:
         self._appender.write(verdict)
 
-    def finish(self, verdicts: list[dict], summary: dict) -> None:
+    def finish(self, verdicts: list[Verdict], summary: dict) -> None:
         self._appender.close()
         atomic_write(self.dir / VERDICTS_FILE, "".join(json_line(v) for v in verdicts))
         atomic_write(self.dir / SUMMARY_FILE, dumps_json(summary))
@@ -92,9 +93,9 @@ def folder_settings(folder: Path) -> dict:
     if not verdicts.is_file():
         return settings
     with open(verdicts, "rb") as handle:
-        for line in handle:
-            with contextlib.suppress(ValueError, TypeError, KeyError, AttributeError):
-                row = loads_json(line)
+        for number, line in enumerate(handle, 1):
+            with contextlib.suppress(ValueError):  # a torn or foreign line tells nothing: the next one may
+                row = check_verdict(loads_json(line), f"{verdicts}:{number}")
                 settings.setdefault("system", row["system_a"])
                 settings.setdefault("opponent", row["system_b"])
                 if row.get("judgments"):
@@ -144,7 +145,7 @@ def _drop_torn_tail(path: Path) -> None:
         handle.truncate(0)
 
 
-def summarize_verdicts(verdicts: list[dict], judge_names: list[str], *, order: str, seed: int, n_boot: int) -> dict:
+def summarize_verdicts(verdicts: list[Verdict], judge_names: list[str], *, order: str, seed: int, n_boot: int) -> dict:
     """Rates with intervals (overall, per domain), the position flip rate ("both") and per-judge summaries."""
     outcomes = [v["outcome"] for v in verdicts]
     domains = [v["domain"] for v in verdicts]
@@ -163,6 +164,6 @@ def summarize_verdicts(verdicts: list[dict], judge_names: list[str], *, order: s
     return summary
 
 
-def _flip_rate(verdicts: list[dict]) -> float:
+def _flip_rate(verdicts: list[Verdict]) -> float:
     judged = [v for v in verdicts if v["outcome"] is not None]
     return sum(bool(v["flipped"]) for v in judged) / len(judged) if judged else float("nan")

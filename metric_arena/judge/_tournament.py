@@ -28,7 +28,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from lfrqa.errors import RagQaArenaError, check_int
+from lfrqa.checks import check_int
+from lfrqa.errors import RagQaArenaError
 from lfrqa.files import atomic_write, dumps_json, iter_jsonl
 from metric_arena.judge._config import JudgeConfig, JudgeSpec, judge_config
 from metric_arena.judge._cost import judge_dry_run

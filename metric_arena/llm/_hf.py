@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 from dataclasses import replace
 
+from lfrqa.checks import check_int
 from lfrqa.errors import MissingDependency, RagQaArenaError
 from metric_arena.llm._types import BackendError, ChatRequest, Completion, LocalBackend, ModelNotFound
 
@@ -49,9 +50,7 @@ class HFBackend(LocalBackend):
         self.batch_size = int(batch_size)
         self.trust_remote_code = bool(trust_remote_code)
         self.revision = revision
-        if max_input_tokens is not None and (isinstance(max_input_tokens, bool) or not isinstance(max_input_tokens, int)
-                                             or max_input_tokens < 1):
-            raise RagQaArenaError(f"max_input_tokens must be a positive integer, got {max_input_tokens!r}")
+        check_int("max_input_tokens", max_input_tokens, minimum=1, optional=True)
         self.max_input_tokens = max_input_tokens  # longer prompts are refused, never truncated
         self._tokenizer = None
         self._model = None

@@ -40,6 +40,7 @@ import threading
 import time
 from collections.abc import Iterable, Mapping
 
+from lfrqa.checks import check_int
 from lfrqa.errors import RagQaArenaError
 
 __all__ = ["RateLimiter", "estimate_tokens"]
@@ -110,8 +111,7 @@ class RateLimiter:
 
     def _reserve(self, n_tokens: int) -> tuple[float, float]:
         """Book one request of ``n_tokens``; return (monotonic time it may go, pause offset then)."""
-        if isinstance(n_tokens, bool) or not isinstance(n_tokens, int) or n_tokens < 0:
-            raise RagQaArenaError(f"n_tokens={n_tokens!r} must be a non-negative int (prompt tokens + max_tokens)")
+        check_int("n_tokens", n_tokens, minimum=0, hint="prompt tokens + max_tokens")
         with self._lock:
             now = time.monotonic()
             go = max(now, self._paused_until)

@@ -25,7 +25,8 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from lfrqa.errors import InvalidInputType, check_int
+from lfrqa.checks import check_int
+from lfrqa.errors import InvalidInputType
 from metric_arena.llm._cache import CompletionCache
 from metric_arena.llm._ratelimit import RateLimiter
 from metric_arena.llm._runner import RequestResult, RetryPolicy, Runner

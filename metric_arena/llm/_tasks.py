@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from lfrqa.errors import RagQaArenaError
+from lfrqa.checks import check_int
 from metric_arena.llm._types import Backend, ChatRequest, Completion
 
 __all__ = ["Batcher", "Progress", "gather_or_cancel", "run_sync", "run_until_stopped", "synchronous"]
@@ -99,8 +99,7 @@ async def run_until_stopped(
     No new item starts once ``should_stop()`` is true (checked before each start); items already
     running finish. The first exception cancels the rest and is raised. Returns how many started.
     """
-    if isinstance(max_in_flight, bool) or not isinstance(max_in_flight, int) or max_in_flight < 1:
-        raise RagQaArenaError(f"max_in_flight={max_in_flight!r} must be a positive int")
+    check_int("max_in_flight", max_in_flight, minimum=1)
     items = iter(schedule)
     started = 0
 

@@ -25,7 +25,8 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 
-from lfrqa.errors import MissingDependency, RagQaArenaError
+from lfrqa.checks import check_int
+from lfrqa.errors import MissingDependency
 from metric_arena.llm._specs import parse_spec
 from metric_arena.llm._types import Backend, ChatRequest
 
@@ -258,8 +259,7 @@ class InputBudget:
     """
 
     def __init__(self, max_input_tokens: int, model: str):
-        if isinstance(max_input_tokens, bool) or not isinstance(max_input_tokens, int) or max_input_tokens < 1:
-            raise RagQaArenaError(f"max_input_tokens must be a positive integer, got {max_input_tokens!r}")
+        check_int("max_input_tokens", max_input_tokens, minimum=1)
         self.limit = max_input_tokens
         self.model = model
         encoding, self.exact = get_encoding(model)

@@ -17,6 +17,7 @@ import importlib.util
 import threading
 from collections.abc import Mapping
 
+from lfrqa.checks import check_int
 from lfrqa.errors import MissingDependency, RagQaArenaError
 from metric_arena.llm._types import BackendError, ChatRequest, Completion, LocalBackend, ModelNotFound
 
@@ -59,13 +60,9 @@ class VLLMBackend(LocalBackend):
     ):
         if not isinstance(model, str) or not model.strip():
             raise RagQaArenaError("The model name is empty: give a Hub id or a local folder, e.g. vllm:Qwen/Qwen2.5-7B-Instruct")
-        if isinstance(tensor_parallel_size, bool) or not isinstance(tensor_parallel_size, int) or tensor_parallel_size < 1:
-            raise RagQaArenaError(
-                f"tensor_parallel_size={tensor_parallel_size!r} must be a positive int (the number of GPUs to split "
-                "the model across, usually the GPUs of this machine)"
-            )
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise RagQaArenaError(f"batch_size={batch_size!r} must be a positive int")
+        check_int("tensor_parallel_size", tensor_parallel_size, minimum=1,
+                  hint="the number of GPUs to split the model across, usually the GPUs of this machine")
+        check_int("batch_size", batch_size, minimum=1)
         engine_kwargs = dict(engine_options or {})
         if "model" in engine_kwargs:
             raise RagQaArenaError("give the model once, as the first argument (or in the spec 'vllm:<model>')")

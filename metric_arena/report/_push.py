@@ -22,6 +22,7 @@ from pathlib import Path
 from builders import check_repo_id, check_secrets, resolve_token, upload_files
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import package_version
+from metric_arena.records import Verdict, verdicts_table
 from metric_arena.report._runs import Run, load_run, run_rates
 
 __all__ = ["build_push_files", "card_data", "dataset_card", "push_run", "verdicts_parquet"]
@@ -75,50 +76,12 @@ def push_run(
                         commit_message=commit_message or f"Upload RAG-QA Arena verdicts of {run_name}")
 
 
-def verdicts_parquet(verdicts: list[dict]) -> bytes:
-    """Verdict rows as Parquet bytes, judgments kept as a list of structs per row."""
-    import pyarrow as pa
+def verdicts_parquet(verdicts: list[Verdict]) -> bytes:
+    """Verdict rows as Parquet bytes (:func:`metric_arena.records.verdicts_table`: the verdict record's
+    schema, judgments a list of structs per row, other fields as JSON text)."""
     import pyarrow.parquet as pq
 
-    judgment = pa.struct(
-        [
-            ("judge", pa.string()),
-            ("a_position", pa.int64()),
-            ("rating", pa.int64()),
-            ("outcome", pa.string()),
-            ("raw", pa.string()),
-            ("attempts", pa.int64()),
-            ("cached", pa.bool_()),
-            ("oversized", pa.int64()),
-        ]
-    )
-    fields = [
-        ("qid", pa.string()),
-        ("domain", pa.string()),
-        ("system_a", pa.string()),
-        ("system_b", pa.string()),
-        ("outcome", pa.string()),
-        ("failed", pa.bool_()),
-        ("flipped", pa.bool_()),
-        ("no_answer_a", pa.bool_()),
-        ("judgments", pa.list_(judgment)),
-    ]
-    known = {name for name, _ in fields}
-    columns = {}
-    for name, kind in fields:
-        values = [row.get(name) for row in verdicts]
-        if name == "judgments":
-            values = [[{k: j.get(k) for k, _ in _struct_fields(judgment)} for j in (v or [])] for v in values]
-        if name == "failed":
-            values = [bool(row.get("failed", row.get("outcome") is None)) for row in verdicts]
-        columns[name] = pa.array(values, type=kind)
-    # Fields beyond the contract travel as JSON text, so nothing is lost.
-    extra = sorted({k for row in verdicts for k in row} - known)
-    for name in extra:
-        columns[name] = pa.array(
-            [None if name not in row else json.dumps(row[name], ensure_ascii=False) for row in verdicts], type=pa.string()
-        )
-    table = pa.table(columns)
+    table = verdicts_table(verdicts)
     buffer = io.BytesIO()
     pq.write_table(table, buffer)
     return buffer.getvalue()
@@ -180,10 +143,6 @@ def dataset_card(run: Run, *, repo_id: str) -> str:
 def _result_row(name: str, stats: dict) -> dict:
     return {"name": name, "win": _cell(stats, "win_rate"), "tie": _pct(stats["tie_rate"]),
             "loss": _pct(stats["loss_rate"]), "win_tie": _cell(stats, "win_tie_rate")}
-
-
-def _struct_fields(struct_type) -> list[tuple[str, object]]:
-    return [(struct_type.field(i).name, struct_type.field(i).type) for i in range(struct_type.num_fields)]
 
 
 def _pct(value) -> str:

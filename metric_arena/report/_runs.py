@@ -10,6 +10,7 @@ from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import loads_json
+from metric_arena.records import Verdict, check_verdict
 from metric_arena.stats import summarize
 
 __all__ = ["REFERENCE", "Run", "empty_rates", "load_run", "load_runs", "run_rates"]
@@ -29,7 +30,7 @@ class Run:
     opponent: str
     judges: list[str]
     summary: dict
-    verdicts: list[dict]
+    verdicts: list[Verdict]
     warnings: list[str] = field(default_factory=list)
 
     def outcomes(self) -> dict[str, str | None]:
@@ -66,7 +67,7 @@ def load_run(path: str | Path) -> Run:
     system, opponent = next(iter(pairs)) if pairs else (path.resolve().name, REFERENCE)
 
     # A resumed run may append the same qid again: keep its last successful verdict.
-    by_qid: dict[str, dict] = {}
+    by_qid: dict[str, Verdict] = {}
     for row in rows:
         old = by_qid.get(row["qid"])
         if old is None or row.get("outcome") is not None or old.get("outcome") is None:
@@ -130,13 +131,13 @@ def _read_summary(summary_path: Path) -> dict | None:
     return summary
 
 
-def _read_verdicts(verdicts_path: Path, warnings: list[str]) -> list[dict]:
+def _read_verdicts(verdicts_path: Path, warnings: list[str]) -> list[Verdict]:
     try:
         lines = verdicts_path.read_bytes().decode("utf-8").splitlines()
     except UnicodeDecodeError as error:
         line = verdicts_path.read_bytes()[: error.start].count(b"\n") + 1
         raise RagQaArenaError(f"{verdicts_path}:{line}: not UTF-8 text ({error.reason}); re-run the judge") from None
-    rows: list[dict] = []
+    rows: list[Verdict] = []
     for line_no, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -147,8 +148,7 @@ def _read_verdicts(verdicts_path: Path, warnings: list[str]) -> list[dict]:
                 warnings.append(f"{verdicts_path}:{line_no}: torn last line skipped (the judge stopped while writing it)")
                 continue
             raise RagQaArenaError(f"{verdicts_path}:{line_no}: not valid JSON ({error.msg})") from None
-        _check_verdict(row, f"{verdicts_path}:{line_no}")
-        rows.append(row)
+        rows.append(check_verdict(row, f"{verdicts_path}:{line_no}"))
     return rows
 
 
@@ -202,13 +202,3 @@ def empty_rates() -> dict:
         "run": None,
     }
 
-
-def _check_verdict(row: object, where: str) -> None:
-    if not isinstance(row, dict):
-        raise RagQaArenaError(f"{where}: expected a JSON object, got {type(row).__name__}")
-    missing = [k for k in ("qid", "system_a", "system_b", "outcome") if k not in row]
-    if missing:
-        raise RagQaArenaError(f"{where}: missing field(s) {', '.join(missing)}; is this a verdicts.jsonl written by `rag-qa-arena judge`?")
-    if row["outcome"] not in ("win", "tie", "loss", None):
-        raise RagQaArenaError(f"{where}: unknown outcome {row['outcome']!r}. Allowed: win, tie, loss, or null for a failed pair")
-    row["qid"] = str(row["qid"])

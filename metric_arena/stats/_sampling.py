@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from fractions import Fraction
 from statistics import NormalDist
 
+from lfrqa.checks import check_int
 from lfrqa.errors import RagQaArenaError
 
 __all__ = ["IntervalStopper", "pair_schedule", "stratified_sample", "wilson_interval"]
@@ -89,10 +90,8 @@ def stratified_sample(ids: Sequence[str], domains: Sequence[str], n: int, seed: 
     domains = list(domains)
     if len(ids) != len(domains):
         raise RagQaArenaError(f"ids has {len(ids)} entries but domains has {len(domains)}: give one domain per id")
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise RagQaArenaError(f"n={n!r} must be a non-negative int (the number of questions to keep)")
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise RagQaArenaError(f"seed={seed!r} must be an int")
+    check_int("n", n, minimum=0, hint="the number of questions to keep")
+    check_int("seed", seed)
     groups: dict[str, list[str]] = {}
     seen: set[str] = set()
     for qid, domain in zip(ids, domains):
@@ -163,8 +162,7 @@ class IntervalStopper:
     def __init__(self, target_width: float, min_n: int = 50, confidence: float = 0.95, *, metric: str = "win_tie") -> None:
         if isinstance(target_width, bool) or not isinstance(target_width, (int, float)) or not 0 < target_width <= 1:
             raise RagQaArenaError(f"target_width={target_width!r} must be in (0, 1], e.g. 0.05 for a 5-point interval")
-        if isinstance(min_n, bool) or not isinstance(min_n, int) or min_n < 1:
-            raise RagQaArenaError(f"min_n={min_n!r} must be a positive int")
+        check_int("min_n", min_n, minimum=1)
         if not 0 < confidence < 1:
             raise RagQaArenaError(f"confidence={confidence!r} must be between 0 and 1 (e.g. 0.95)")
         if metric not in self.METRICS:
@@ -247,8 +245,7 @@ def pair_schedule(
     [0, 3]
     """
     ids = list(ids)
-    if sample is not None and (isinstance(sample, bool) or not isinstance(sample, int) or sample < 1):
-        raise RagQaArenaError(f"sample={sample!r} must be a positive int (the number of pairs to judge), or None for all")
+    check_int("sample", sample, minimum=1, optional=True, hint="the number of pairs to judge; None for all")
     if domains is None or any(d is None for d in domains):
         strata = ["all"] * len(ids)
     else:

@@ -23,7 +23,8 @@ from collections.abc import Sequence
 
 from transformers import TrainerCallback
 
-from lfrqa.errors import RagQaArenaError, check_int
+from lfrqa.checks import check_int
+from lfrqa.errors import RagQaArenaError
 from metric_arena.generate import GenerationConfig, generate_answers
 from metric_arena.judge import DEFAULT_JUDGE, JudgeSpec
 from metric_arena.llm import RunConfig, model_backend

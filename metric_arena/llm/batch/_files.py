@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
+from lfrqa.checks import check_int
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import atomic_write, dumps_json
 
@@ -124,8 +125,7 @@ def write_batch_files(
     if not isinstance(endpoint, str) or not endpoint.startswith("/v1/"):
         raise RagQaArenaError(f"endpoint={endpoint!r} must be an API path such as '/v1/chat/completions'")
     for name, value in (("max_requests", max_requests), ("max_bytes", max_bytes)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise RagQaArenaError(f"{name}={value!r} must be a positive int")
+        check_int(name, value, minimum=1)
     out = Path(out_dir)
     old = read_manifest(out) if (out / MANIFEST).is_file() else None
     if old is not None and any(f.get("input_file_id") or f.get("batch_id") for f in old["files"]):

@@ -1,0 +1,330 @@
+"""The rows the package writes and reads, in one place: each record's fields, its check and its Arrow schema.
+
+==================  ===========================================  ===========================
+record              one line of                                  check
+==================  ===========================================  ===========================
+:class:`Verdict`    a run folder's ``verdicts.jsonl`` (judge)    :func:`check_verdict`
+:class:`Judgment`   a verdict's ``judgments`` (one judge call)   :func:`check_judgment`
+:class:`Prediction` a ``generate`` answer file                   :func:`check_prediction`
+:class:`Retrieved`  a ``retrieve`` output file                   :func:`check_retrieved`
+==================  ===========================================  ===========================
+
+A check takes one row and ``where`` (``"runs/x/verdicts.jsonl:12"``, ``"retrieved[3]"``) and
+raises a one-line :class:`~lfrqa.errors.RagQaArenaError` naming the place, the field and the fix;
+it returns the row in its checked form (``qid`` as a string). Rows written by other tools are
+read too: a check asks only for the fields its readers need (a prediction file needs ``qid``
+and ``answer``), the other fields are checked when they are there.
+
+The Arrow schemas (:func:`verdict_schema`, :func:`prediction_schema`, :func:`retrieved_schema`,
+:func:`judgment_type`) import ``pyarrow`` when called; :func:`verdicts_table` is the table the run
+push writes to Parquet.
+
+>>> check_verdict({"qid": 7, "system_a": "A", "system_b": "LFRQA", "outcome": "win"}, "verdicts.jsonl:1")["qid"]
+'7'
+>>> check_verdict({"qid": "7", "system_a": "A", "system_b": "LFRQA", "outcome": "won"}, "verdicts.jsonl:1")
+Traceback (most recent call last):
+...
+lfrqa.errors.RagQaArenaError: verdicts.jsonl:1: unknown outcome 'won'. Allowed: win, tie, loss, or null for a failed pair
+"""
+
+
+from collections.abc import Mapping, Sequence
+from typing import Literal, TypedDict
+
+from lfrqa.errors import RagQaArenaError
+from lfrqa.files import json_line, lone_surrogate
+
+__all__ = [
+    "OUTCOMES",
+    "Judgment",
+    "Outcome",
+    "Prediction",
+    "Retrieved",
+    "RetrievedPassage",
+    "Verdict",
+    "check_judgment",
+    "check_prediction",
+    "check_retrieved",
+    "check_verdict",
+    "judgment_type",
+    "prediction_schema",
+    "retrieved_schema",
+    "verdict_schema",
+    "verdicts_table",
+]
+
+Outcome = Literal["win", "tie", "loss"]
+#: A pair's outcome from ``system_a``'s side; a failed pair has none (null).
+OUTCOMES = ("win", "tie", "loss")
+
+
+# Each record with fields written only when they apply is two classes: the fields every row has (a
+# private base) and the public record adding the others with ``total=False`` (NotRequired, without
+# needing typing_extensions on Python 3.10).
+class _JudgmentFields(TypedDict):
+    judge: str  # the judge's spec, e.g. "openai:gpt-4o"
+    a_position: int  # 1 when system_a's answer was shown first, else 2
+    rating: int | None  # the judge's 0/1/2; None when no rating could be read
+    outcome: Outcome | None  # from system_a's side
+    raw: str  # the judge's reply ("" when there was none)
+    attempts: int
+    cached: bool
+
+
+class Judgment(_JudgmentFields, total=False):
+    """One judge call on one order of a pair (an element of :attr:`Verdict.judgments`)."""
+
+    error: str  # why there is no rating
+    oversized: int  # the reply's full length in characters when raw holds its first part
+    system_folded: bool  # True: the chat template took no system turn, so it was folded into the user's
+
+
+class _VerdictFields(TypedDict):
+    qid: str
+    domain: str | None
+    system_a: str
+    system_b: str
+    outcome: Outcome | None  # the vote of the judges; None for a failed pair
+    failed: bool
+    flipped: bool | None  # order "both": whether swapping the answers changed the outcome
+    no_answer_a: bool  # system_a's answer says it has no answer
+    judgments: list[Judgment]
+
+
+class Verdict(_VerdictFields, total=False):
+    """One judged pair: a line of ``verdicts.jsonl``."""
+
+    error: str  # why the pair was not judged (e.g. its answer failed to generate)
+    neutralized: bool  # the question or an answer held the prompt's own tags (defused)
+    outcome_strict: Outcome | None  # parse "reference": the outcome read the strict way
+
+
+class _PredictionFields(TypedDict):
+    qid: str
+    domain: str | None
+    question: str
+    answer: str | None  # raw cleaned the reference's way; None when failed
+    raw: str | None
+    model: str  # the generating model's spec
+    prompt: str  # the generation prompt version ("v1", "v2")
+    passages: list[str]  # pids of the passages in the prompt, in rank order
+    finish_reason: str | None
+    failed: bool
+
+
+class Prediction(_PredictionFields, total=False):
+    """One answer: a line of a ``generate`` answer file (what the judge reads as predictions)."""
+
+    error: str  # why there is no answer
+    oversized: int  # the reply's full length in characters when raw holds its first part
+    neutralized: bool  # the question or a passage held the prompt's own tags (defused)
+
+
+class _RetrievedPassageFields(TypedDict):
+    pid: str  # "<doc_id>-<k>"
+    text: str
+    rank: int | None  # from 1; None when the source gives no rank (file order then)
+
+
+class RetrievedPassage(_RetrievedPassageFields, total=False):
+    """One passage of a :class:`Retrieved` row."""
+
+    doc_id: str  # retrieve writes doc_id and score; other sources may leave them out
+    score: float
+
+
+class Retrieved(TypedDict):
+    """One question's top passages: a line of a ``retrieve`` output file (what generation reads)."""
+
+    qid: str
+    domain: str | None
+    question: str
+    passages: list[RetrievedPassage]  # in rank order
+
+
+def _qid(qid, where: str) -> str:
+    """A row's ``qid`` as a non-empty string (a JSON integer is taken as its digits)."""
+    if isinstance(qid, bool) or not isinstance(qid, (str, int)) or str(qid).strip() == "":
+        raise RagQaArenaError(f"{where}: qid {qid!r} must be a non-empty string")
+    return str(qid).strip()
+
+
+def _require(row, fields: Sequence[str], where: str, hint: str) -> None:
+    if not isinstance(row, Mapping):
+        raise RagQaArenaError(f"{where}: expected a JSON object with {', '.join(fields)}, got {type(row).__name__}")
+    missing = [k for k in fields if k not in row]
+    if missing:
+        raise RagQaArenaError(f"{where}: missing field{'s' if len(missing) > 1 else ''} "
+                              f"{', '.join(map(repr, missing))} ({hint})")
+
+
+def _optional(row: Mapping, field: str, kinds: tuple[type, ...], what: str, where: str) -> None:
+    value = row.get(field)
+    if value is not None and (not isinstance(value, kinds) or (bool not in kinds and isinstance(value, bool))):
+        raise RagQaArenaError(f"{where}: {field} must be {what}, got {value!r:.80}")
+
+
+def check_judgment(row, where: str) -> Judgment:
+    """One element of a verdict's ``judgments``: an object with its ``judge`` (a spec string), whose
+    ``outcome``, when there, is win, tie, loss or null (``rating`` and ``a_position`` integers)."""
+    _require(row, ("judge",), where, "each judgment names its judge, as `rag-qa-arena judge` writes it")
+    if row.get("outcome") not in (*OUTCOMES, None):
+        raise RagQaArenaError(f"{where}: unknown outcome {row['outcome']!r}. Allowed: win, tie, loss, or null")
+    if not isinstance(row["judge"], str):
+        raise RagQaArenaError(f"{where}: judge must be the judge's spec (a string), got {row['judge']!r:.80}")
+    _optional(row, "rating", (int,), "the judge's rating 0, 1 or 2", where)
+    _optional(row, "a_position", (int,), "1 or 2", where)
+    return row  # type: ignore[return-value]
+
+
+def check_verdict(row, where: str) -> Verdict:
+    """One line of ``verdicts.jsonl``: ``qid``, ``system_a``, ``system_b`` and ``outcome`` (win, tie,
+    loss, or null for a failed pair) are needed; ``judgments``, when there, is a list of
+    :func:`check_judgment` objects. ``qid`` becomes a string (in ``row`` itself)."""
+    _require(row, ("qid", "system_a", "system_b", "outcome"), where,
+             "is this a verdicts.jsonl written by `rag-qa-arena judge`?")
+    if row["outcome"] not in (*OUTCOMES, None):
+        raise RagQaArenaError(f"{where}: unknown outcome {row['outcome']!r}. Allowed: win, tie, loss, or null for a "
+                              "failed pair")
+    for side in ("system_a", "system_b"):
+        if not isinstance(row[side], str):
+            raise RagQaArenaError(f"{where}: {side} must be a system's name (a string), got {row[side]!r:.80}")
+    judgments = row.get("judgments")
+    if judgments is not None:
+        if not isinstance(judgments, list):
+            raise RagQaArenaError(f"{where}: judgments must be a list of objects, got {type(judgments).__name__}")
+        for k, judgment in enumerate(judgments):
+            check_judgment(judgment, f"{where} judgments[{k}]")
+    row["qid"] = str(row["qid"])
+    return row  # type: ignore[return-value]
+
+
+def check_prediction(row, where: str, *, generated: bool = False) -> Prediction:
+    """One prediction row: ``qid`` and ``answer`` (a string; null only when ``failed`` is true); a
+    ``question`` or ``domain`` that is not a string is left out. ``generated``: the row must be a
+    ``generate`` answer line (``model`` and ``prompt`` too). Returns a checked copy: ``qid`` a
+    string, ``failed`` true or false (a missing one, or null, is false)."""
+    needed = ("qid", "answer", "model", "prompt") if generated else ("qid", "answer")
+    _require(row, needed, where, "each row needs " + ", ".join(needed))
+    qid = _qid(row["qid"], where)
+    failed = row.get("failed")
+    if failed is None:  # no key, or null in a Parquet/Dataset column where other rows have one
+        failed = False
+    if not isinstance(failed, bool):
+        raise RagQaArenaError(f"{where} (qid {qid}): failed must be true or false, got {failed!r}")
+    if not failed and not isinstance(row["answer"], str):
+        raise RagQaArenaError(f"{where} (qid {qid}): answer must be a string, got "
+                              f"{type(row['answer']).__name__} ({row['answer']!r}); write \"\" for an empty answer")
+    if generated:
+        for field in ("model", "prompt"):
+            if not isinstance(row[field], str):
+                raise RagQaArenaError(f"{where} (qid {qid}): {field} must be a string, got {row[field]!r:.80}")
+    checked = {k: v for k, v in row.items() if k not in ("question", "domain") or isinstance(v, str)}
+    return {**checked, "qid": qid, "failed": failed}  # type: ignore[typeddict-item]
+
+
+def check_retrieved(row, where: str) -> Retrieved:
+    """One row of retrieved passages: ``qid``, ``question`` (a string) and ``passages``, a list of
+    objects with ``pid`` and a string ``text`` (``rank``, when there, an integer). Returns the checked
+    row: ``qid`` and each ``pid`` as strings, ``domain`` (None when absent), and the passages
+    ``{"pid", "text", "rank"}`` in rank order when every passage has a rank (else in the row's order)."""
+    _require(row, ("qid", "question", "passages"), where, "each row needs qid, question and passages")
+    qid = _qid(row["qid"], where)
+    place = f"{where} (qid {qid})"
+    question = row["question"]
+    if not isinstance(question, str):
+        raise RagQaArenaError(f"{place}: question must be a string, got {type(question).__name__} ({question!r})")
+    domain = row.get("domain")
+    if domain is not None and not isinstance(domain, str):
+        raise RagQaArenaError(f"{place}: domain must be a string, got {domain!r}")
+    passages = row["passages"]
+    if not isinstance(passages, list):
+        raise RagQaArenaError(f"{place}: passages must be a list of {{'pid', 'text', 'rank'}} objects, "
+                              f"got {type(passages).__name__}")
+    clean: list[RetrievedPassage] = [_passage(passage, f"{place}: passages[{k}]") for k, passage in enumerate(passages)]
+    if all(p["rank"] is not None for p in clean):
+        clean.sort(key=lambda p: p["rank"])  # stable: ties keep file order
+    field = lone_surrogate({"question": question, "passages": clean})
+    if field is not None:
+        raise RagQaArenaError(f"{place}: {field} holds a lone surrogate (such as '\\ud800'), which is not text and "
+                              "cannot be sent: fix or remove it")
+    return {"qid": qid, "domain": domain, "question": question, "passages": clean}
+
+
+def _passage(passage, where: str) -> RetrievedPassage:
+    if not isinstance(passage, Mapping) or not isinstance(passage.get("text"), str):
+        raise RagQaArenaError(f"{where} must be an object with a string 'text', got {passage!r:.80}")
+    pid = passage.get("pid")
+    if pid is None or isinstance(pid, bool) or not isinstance(pid, (str, int)):
+        raise RagQaArenaError(f"{where} has pid {pid!r}; give each passage its id")
+    rank = passage.get("rank")
+    if rank is not None and (isinstance(rank, bool) or not isinstance(rank, int)):
+        raise RagQaArenaError(f"{where} has rank {rank!r}; ranks are integers from 1")
+    return {"pid": str(pid), "text": passage["text"], "rank": rank}
+
+
+def judgment_type():
+    """The Arrow struct of a :class:`Judgment` (every field; absent ones are null)."""
+    import pyarrow as pa
+
+    return pa.struct([
+        ("judge", pa.string()), ("a_position", pa.int64()), ("rating", pa.int64()), ("outcome", pa.string()),
+        ("raw", pa.string()), ("attempts", pa.int64()), ("cached", pa.bool_()), ("error", pa.string()),
+        ("oversized", pa.int64()), ("system_folded", pa.bool_()),
+    ])
+
+
+def verdict_schema():
+    """The Arrow schema of a :class:`Verdict` (every field; absent ones are null)."""
+    import pyarrow as pa
+
+    return pa.schema([
+        ("qid", pa.string()), ("domain", pa.string()), ("system_a", pa.string()), ("system_b", pa.string()),
+        ("outcome", pa.string()), ("failed", pa.bool_()), ("flipped", pa.bool_()), ("no_answer_a", pa.bool_()),
+        ("judgments", pa.list_(judgment_type())), ("error", pa.string()), ("neutralized", pa.bool_()),
+        ("outcome_strict", pa.string()),
+    ])
+
+
+def prediction_schema():
+    """The Arrow schema of a :class:`Prediction` (every field; absent ones are null)."""
+    import pyarrow as pa
+
+    return pa.schema([
+        ("qid", pa.string()), ("domain", pa.string()), ("question", pa.string()), ("answer", pa.string()),
+        ("raw", pa.string()), ("model", pa.string()), ("prompt", pa.string()), ("passages", pa.list_(pa.string())),
+        ("finish_reason", pa.string()), ("failed", pa.bool_()), ("error", pa.string()), ("oversized", pa.int64()),
+        ("neutralized", pa.bool_()),
+    ])
+
+
+def retrieved_schema():
+    """The Arrow schema of a :class:`Retrieved` row."""
+    import pyarrow as pa
+
+    passage = pa.struct([("pid", pa.string()), ("doc_id", pa.string()), ("text", pa.string()),
+                         ("score", pa.float64()), ("rank", pa.int64())])
+    return pa.schema([("qid", pa.string()), ("domain", pa.string()), ("question", pa.string()),
+                      ("passages", pa.list_(passage))])
+
+
+def verdicts_table(verdicts: Sequence[Mapping]):
+    """Verdict rows as an Arrow table of :func:`verdict_schema` (judgments a list of structs); a row
+    without ``failed`` gets it from its outcome, and fields beyond the record travel as extra columns
+    of strict JSON text, so nothing is lost."""
+    import pyarrow as pa
+
+    schema = verdict_schema()
+    judgment_fields = [field.name for field in judgment_type()]
+    columns = {}
+    for field in schema:
+        values = [row.get(field.name) for row in verdicts]
+        if field.name == "judgments":
+            values = [[{k: j.get(k) for k in judgment_fields} for j in (v or [])] for v in values]
+        elif field.name == "failed":
+            values = [bool(row.get("failed", row.get("outcome") is None)) for row in verdicts]
+        columns[field.name] = pa.array(values, type=field.type)
+    for name in sorted({k for row in verdicts for k in row} - set(schema.names)):
+        columns[name] = pa.array([None if name not in row else json_line(row[name]).rstrip("\n") for row in verdicts],
+                                 type=pa.string())
+    return pa.table(columns)
