@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+from lfrqa.checks import check_int
 from lfrqa.errors import RagQaArenaError
 from metric_arena.generate import read_retrieved
 from metric_arena.stats import stratified_sample
@@ -86,8 +87,7 @@ def arena_sample(
     passages; without it, each question gets its gold passages (:func:`gold_passages`, from the raw
     corpora in ``corpus_dir``, default ``data_dir`` / ``$LFRQA_DATA_DIR``). ``data_dir``: LFRQA's files.
     """
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise RagQaArenaError(f"n must be a positive integer (the number of questions), got {n!r}")
+    check_int("n", n, minimum=1, hint="the number of questions")
     rows = _lfrqa_rows(domains, data_dir)
     retrieved_rows = None
     if retrieved is not None:
