@@ -128,3 +128,50 @@ def test_strict_parsing_keeps_failed_pairs_out(tmp_path):
     assert "n_failed_as_tie" not in result and result["n_failed"] == 2  # every judge fails (1), no rating tag (3)
     assert result["verdicts"][0]["outcome"] == "tie"  # strict: 1,1,2,2 is a tie of top counts
     assert "counting" not in result
+
+
+def test_the_battles_file_fits_as_fastchat_fits_it(tmp_path):
+    """The battles file read as FastChat's 2024 ``compute_elo_mle_with_tie`` reads it (pivot tables of
+    model_a wins, model_b wins and ties, indexed by model_a/model_b) has no missing cell, and an MLE on
+    that design gives the package's Bradley–Terry ratings."""
+    pd = pytest.importorskip("pandas")
+    optimize = pytest.importorskip("scipy.optimize")
+    import numpy as np
+
+    from metric_arena.stats import BattleCounts, fit_bradley_terry
+
+    questions = [f"question number {i}" + " more" * (i % 2) for i in range(40)]
+
+    def lopsided(body, attempt):  # ties, first-shown wins and second-shown wins, each in both orders
+        i = _pair_index(body)
+        return f"<rating>{i % 3}</rating>" if i % 4 else "<rating>1</rating>"
+
+    with OpenAIServer(lopsided) as server:
+        judge_pairs([f"a{i}" for i in range(40)], [f"r{i}" for i in range(40)], questions,
+                    ids=[f"q{i}" for i in range(40)], judge=JudgeConfig("openai:j", order="both"),
+                    run=RunConfig(base_url=server.base_url, api_key="k", cache_dir=tmp_path / "c", retry=NO_RETRY),
+                    out=tmp_path / "run", system="sys")
+    rows = battle_rows([load_run(tmp_path / "run")])
+    assert len(rows) == 80  # one row per order
+    df = pd.DataFrame(rows)
+    a_win = pd.pivot_table(df[df.winner == "model_a"], index="model_a", columns="model_b", aggfunc="size", fill_value=0)
+    b_win = pd.pivot_table(df[df.winner == "model_b"], index="model_a", columns="model_b", aggfunc="size", fill_value=0)
+    tie = pd.pivot_table(df[df.winner == "tie"], index="model_a", columns="model_b", aggfunc="size", fill_value=0)
+    tie = tie + tie.T
+    table = a_win * 2 + b_win.T * 2 + tie  # FastChat's weighting: a win counts twice, a tie once each way
+    assert not table.isna().any().any()  # both players appear as model_a: no cell silently dropped
+
+    players = sorted(table.index)
+    weights = table.reindex(index=players, columns=players).fillna(0).to_numpy()
+
+    def loss(theta):
+        diff = theta[:, None] - theta[None, :]
+        return float(np.sum(weights * np.logaddexp(0.0, -diff)))
+
+    theta = optimize.minimize(loss, np.zeros(len(players)), method="BFGS", options={"gtol": 1e-10}).x
+    elo = 400.0 * theta / np.log(10.0)
+    elo = dict(zip(players, elo - elo[players.index("LFRQA")] + 1000.0))
+    ours = fit_bradley_terry(BattleCounts.from_battles(
+        [(r["model_a"], r["model_b"], {"model_a": "win", "model_b": "loss", "tie": "tie"}[r["winner"]]) for r in rows]),
+        anchor="LFRQA")
+    assert ours["sys"] == pytest.approx(elo["sys"], abs=1.0)
