@@ -175,3 +175,22 @@ def test_the_battles_file_fits_as_fastchat_fits_it(tmp_path):
         [(r["model_a"], r["model_b"], {"model_a": "win", "model_b": "loss", "tie": "tie"}[r["winner"]]) for r in rows]),
         anchor="LFRQA")
     assert ours["sys"] == pytest.approx(elo["sys"], abs=1.0)
+
+
+def test_the_no_answer_view_states_its_rule_and_offers_the_reference_scripts_rule(tmp_path):
+    from metric_arena.report import build_leaderboard
+
+    long_refusal = "I couldn't find an answer in the passages. " + "Still, here is what they say about it. " * 6
+    answers = ["I couldn't find an answer.", long_refusal, "I couldn’t find an answer.", "Paris."]
+    with OpenAIServer() as server:
+        result = judge_pairs(answers, ["r"] * 4, [f"question {i}" for i in range(4)], ids=[f"q{i}" for i in range(4)],
+                             judge="openai:j", run=RunConfig(base_url=server.base_url, api_key="k",
+                                                             cache_dir=tmp_path / "c"),
+                             out=tmp_path / "run", system="sys")
+    flags = [(v["no_answer_a"], bool(v.get("no_answer_a_reference"))) for v in result["verdicts"]]
+    assert flags == [(True, True), (False, True), (True, False), (False, False)]
+    view = build_leaderboard([tmp_path / "run"], n_boot=20).no_answer
+    assert "at most 30 words" in view["rule"] and "failed pairs included" in view["denominator"]
+    [system] = view["systems"]
+    assert system["no_answer_rate"] == 0.5 and system["no_answer_rate_reference"] == 0.5
+    assert system["n_no_answer_reference"] == 2

@@ -24,7 +24,7 @@ from metric_arena.judge._parse import (
 from metric_arena.judge._plan import DEFAULT_JUDGE, PairInputs, check_pair_inputs, pair_requests
 from metric_arena.judge._records import RunWriter, summarize_verdicts
 from metric_arena.llm import Backend, RunConfig, Session, synchronous
-from metric_arena.prompts import is_no_answer
+from metric_arena.prompts import is_no_answer, is_no_answer_reference
 from metric_arena.stats import IntervalStopper, first_plurality_vote, majority_vote
 
 __all__ = ["ajudge_pairs", "judge_pairs"]
@@ -62,6 +62,8 @@ class _PairJudge:
         fields: dict = {"no_answer_a": is_no_answer(planned.a_text), "judgments": judgments}
         if planned.neutralized:
             fields["neutralized"] = True
+        if is_no_answer_reference(planned.a_text):
+            fields["no_answer_a_reference"] = True  # the reference scripts' substring rule, for comparison
         if config.parse == "reference":
             # The reference's counting: a failed judge votes 0 (a tie), the first value seen wins a tie of
             # counts, and a pair no judge answered scores 0 too: a tie, still counted in n_failed.
