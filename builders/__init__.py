@@ -2,7 +2,14 @@
 as ``datasets``, Hub-ready export, and the package's one Hub upload."""
 
 from lfrqa.exports import export_names
-from builders._documents import CORPUS_DOMAINS, check_domain_split, iter_documents, locate_source
+from builders._documents import (
+    CORPUS_DOCUMENTS,
+    CORPUS_DOMAINS,
+    check_domain_split,
+    corpus_sizes,
+    iter_documents,
+    locate_source,
+)
 from builders._export import export_dataset, render_card
 from builders._hub import (
     SecretFoundError,
@@ -19,9 +26,11 @@ from builders._hub import (
 from builders._passages import doc_id_of, iter_passages, split_passages
 
 __all__ = [
+    "CORPUS_DOCUMENTS",
     "CORPUS_DOMAINS",
     "SecretFoundError",
     "check_domain_split",
+    "corpus_sizes",
     "check_repo_id",
     "check_secrets",
     "doc_id_of",

@@ -40,16 +40,21 @@ from builders._fiqa import (
 from builders._lotte import (
     LOTTE_DOMAINS,
     LOTTE_SPLITS,
+    LOTTE_TEST_SIZES,
     LOTTE_URL,
     iter_lotte_documents,
     lotte_relpath,
 )
+from builders._passages import iter_passages
 from lfrqa.errors import RagQaArenaError
 
 CORPUS_DOMAINS: tuple[str, ...] = ("bioasq", "fiqa") + LOTTE_DOMAINS
 DATA_DIR_ENV = "LFRQA_DATA_DIR"
+#: Documents in each distributed test corpus, as the paper's Table 2 counts them (FiQA 2018: 57,638;
+#: BioASQ is brought by the user, so its size is not known here).
+CORPUS_DOCUMENTS: dict[str, int] = {"fiqa": 57_638, **LOTTE_TEST_SIZES}
 
-__all__ = ["CORPUS_DOMAINS", "RawSource", "iter_documents", "locate_source"]
+__all__ = ["CORPUS_DOCUMENTS", "CORPUS_DOMAINS", "RawSource", "corpus_sizes", "iter_documents", "locate_source"]
 
 
 @dataclass(frozen=True)
@@ -157,3 +162,29 @@ def _iter_zip_member(source: RawSource, path: str) -> Iterator[dict[str, str]]:
 def _matches(name: str, member: str) -> bool:
     """``lotte/x/test/collection.tsv`` matches itself, ``./lotte/...`` and ``<folder>/lotte/...``."""
     return name == member or name.endswith("/" + member)
+
+
+def corpus_sizes(domains: list[str], *, corpus_dir: str | os.PathLike | None = None) -> dict[str, dict]:
+    """``{domain: {"corpus_documents", "corpus_passages"}}`` for the paper's Table 2: the known size of each
+    test corpus (:data:`CORPUS_DOCUMENTS`; None for BioASQ), and, with ``corpus_dir`` holding the raw
+    corpora, documents and 100-word passages counted from the files (None for a corpus not there).
+
+    >>> corpus_sizes(["fiqa", "science"])["science"]
+    {'corpus_documents': 1694164, 'corpus_passages': None}
+    """
+    sizes = {}
+    for domain in domains:
+        row = {"corpus_documents": CORPUS_DOCUMENTS.get(domain), "corpus_passages": None}
+        if corpus_dir is not None:
+            try:
+                source = locate_source(domain, "test", corpus_dir)
+            except RagQaArenaError:  # not in the folder: its known size stands
+                source = None
+            if source is not None and source.path is not None:
+                n_documents = n_passages = 0
+                for document in iter_documents(source):
+                    n_documents += 1
+                    n_passages += sum(1 for _ in iter_passages([document]))
+                row = {"corpus_documents": n_documents, "corpus_passages": n_passages}
+        sizes[domain] = row
+    return sizes

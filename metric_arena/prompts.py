@@ -47,6 +47,7 @@ __all__ = [
     "generation_messages",
     "generation_prompt",
     "is_no_answer",
+    "is_no_answer_reference",
     "judge_examples",
     "judge_messages",
     "load_template",
@@ -249,6 +250,24 @@ def is_no_answer(text: str) -> bool:
     normalized = " ".join(text.replace("\u2019", "'").replace("\u2018", "'").lower().split())
     normalized = normalized.lstrip("\"'*` ")
     return normalized.startswith(_NO_ANSWER_PHRASES) and len(normalized.split()) <= _NO_ANSWER_MAX_WORDS
+
+
+#: The reference scripts' no-answer test: this phrase anywhere in the answer, as written (case and
+#: apostrophe exact), whatever the answer's length (code/compute_correlation.py at the pinned commit).
+NO_ANSWER_REFERENCE_PHRASE = "I couldn't find an answer"
+
+
+def is_no_answer_reference(text: str) -> bool:
+    """The reference scripts' rule, for comparison with :func:`is_no_answer`: the exact phrase
+    "I couldn't find an answer" anywhere in the answer (a long answer that mentions it counts; "I
+    couldn’t…" with a typographic apostrophe or "i couldn't…" does not).
+
+    >>> is_no_answer_reference("Sorry. I couldn't find an answer in the passages, but here are 200 words...")
+    True
+    >>> is_no_answer_reference("I couldn’t find an answer.")
+    False
+    """
+    return NO_ANSWER_REFERENCE_PHRASE in text
 
 
 # --------------------------------------------------------------------------------------------

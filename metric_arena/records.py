@@ -97,6 +97,8 @@ class Verdict(_VerdictFields, total=False):
     error: str  # why the pair was not judged (e.g. its answer failed to generate)
     neutralized: bool  # the question or an answer held the prompt's own tags (defused)
     outcome_strict: Outcome | None  # parse "reference": the outcome read the strict way
+    failed_as_tie: bool  # parse "reference": no judge answered; a tie in every rate, as the reference counts it
+    no_answer_a_reference: bool  # system_a's answer holds the reference scripts' no-answer phrase
 
 
 class _PredictionFields(TypedDict):
@@ -282,7 +284,7 @@ def verdict_schema():
         ("qid", pa.string()), ("domain", pa.string()), ("system_a", pa.string()), ("system_b", pa.string()),
         ("outcome", pa.string()), ("failed", pa.bool_()), ("flipped", pa.bool_()), ("no_answer_a", pa.bool_()),
         ("judgments", pa.list_(judgment_type())), ("error", pa.string()), ("neutralized", pa.bool_()),
-        ("outcome_strict", pa.string()),
+        ("outcome_strict", pa.string()), ("failed_as_tie", pa.bool_()), ("no_answer_a_reference", pa.bool_()),
     ])
 
 

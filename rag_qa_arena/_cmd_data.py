@@ -55,6 +55,9 @@ def register(subparsers) -> None:
     stats.add_argument("--split", default="test", help="test or dev (default: test)")
     data_dir_flag(stats)
     stats.add_argument("--quirks", action="store_true", help="also count the published data's quirks per domain")
+    stats.add_argument("--corpus-dir", metavar="DIR",
+                       help="raw RobustQA corpora (as for `retrieve --data-dir`): count their documents and 100-word "
+                            "passages instead of showing the known document counts")
     stats.add_argument("--json", action="store_true", help="print JSON instead of a table")
     stats.set_defaults(func=_stats)
     data.set_defaults(func=lambda args: (data.print_help(), 2)[1])
@@ -87,8 +90,17 @@ def _push(args: argparse.Namespace) -> int:
 def _stats(args: argparse.Namespace) -> int:
     import lfrqa
 
+    import builders
+
     dataset = lfrqa.load(args.name, split=args.split, data_dir=args.data_dir)
     table = lfrqa.dataset_stats(dataset)
+    domains = [row["domain"] for row in table if row["domain"] != "all"]
+    sizes = builders.corpus_sizes(domains, corpus_dir=args.corpus_dir)
+    for row in table:
+        parts = [sizes[d] for d in (domains if row["domain"] == "all" else [row["domain"]])]
+        for key in ("corpus_documents", "corpus_passages"):
+            values = [part[key] for part in parts]
+            row[key] = None if None in values else sum(values)
     quirks = lfrqa.audit(args.name, split=args.split, data_dir=args.data_dir) if args.quirks else None
     if args.json:
         print(json.dumps({"stats": table, **({"quirks": quirks} if quirks else {})}, indent=2))
@@ -98,7 +110,7 @@ def _stats(args: argparse.Namespace) -> int:
 
     console = Console()
     view = Table(title=f"LFRQA {args.split} ({args.name})")
-    for column in ("domain", "queries", "words / answer", "docs / query"):
+    for column in ("domain", "queries", "words / answer", "docs / query", "corpus docs", "corpus passages"):
         view.add_column(column, justify="left" if column == "domain" else "right")
     for row in table:
         view.add_row(
@@ -106,6 +118,8 @@ def _stats(args: argparse.Namespace) -> int:
             str(row["queries"]),
             f"{row['words_per_answer']:.1f}",
             f"{row['documents_per_query']:.2f}",
+            "-" if row["corpus_documents"] is None else f"{row['corpus_documents']:,}",
+            "-" if row["corpus_passages"] is None else f"{row['corpus_passages']:,}",
         )
     console.print(view)
     if quirks:

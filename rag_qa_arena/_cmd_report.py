@@ -325,8 +325,11 @@ def no_answer_table(board):
         return None
     domains = sorted({d for s in view["systems"] for d in s["per_domain"]})
     table = Table(title=f"No-answer replies (\"I couldn't find an answer\"): {view['n_pairs_excluded']:,} pair(s)",
-                  caption="Win % and win+tie % against the reference with all pairs and without the no-answer "
-                          "pairs; rank and rating from the leaderboard rebuilt without them")
+                  caption="No-answer: " + view.get("rule", "") + "; share of " + view.get("denominator", "all pairs")
+                          + ". By the reference scripts' substring rule: "
+                          + ", ".join(f"{s['system']} {_pct(s.get('no_answer_rate_reference'))}%" for s in view["systems"])
+                          + ". Win % and win+tie % against the reference with all pairs and without the no-answer "
+                            "pairs; rank and rating from the leaderboard rebuilt without them")
     table.add_column("System")
     table.add_column("No answer %", justify="right")
     for domain in domains:

@@ -69,8 +69,18 @@ def test_cli_stats_prints_the_table(lfrqa_data_dir, capsys):
     payload = json.loads(capsys.readouterr().out)
     assert payload["stats"] == [
         {"domain": "science", "queries": 1404, "words_per_answer": pytest.approx(86.836, abs=1e-3),
-         "documents_per_query": pytest.approx(3.839, abs=1e-3)}
+         "documents_per_query": pytest.approx(3.839, abs=1e-3), "corpus_documents": 1_694_164,
+         "corpus_passages": None}
     ]
+
+
+def test_cli_stats_counts_a_raw_corpus_when_given_one(lfrqa_data_dir, tmp_path, capsys):
+    collection = tmp_path / "lotte" / "science" / "test" / "collection.tsv"
+    collection.parent.mkdir(parents=True)
+    collection.write_text("0\tshort doc\n1\t" + " ".join(f"w{i}" for i in range(230)) + "\n", encoding="utf-8")
+    assert main(["data", "stats", "--name", "science", "--json", "--corpus-dir", str(tmp_path)]) == 0
+    [row] = json.loads(capsys.readouterr().out)["stats"]
+    assert row["corpus_documents"] == 2 and row["corpus_passages"] == 1 + 3  # 230 words: 3 passages of <= 100
 
 
 def test_cli_unknown_domain_is_a_clear_error(lfrqa_data_dir, capsys):

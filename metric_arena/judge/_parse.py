@@ -117,8 +117,14 @@ def parse_fields(verdicts: Sequence[dict], parse: str) -> dict:
         return {"parse": parse}
     judged = [v for v in verdicts if v.get("judgments")]
     differ = [v for v in judged if v.get("outcome_strict") != v["outcome"]]
-    return {"parse": parse, "n_differ_from_strict": len(differ),
+    return {"parse": parse, "counting": _REFERENCE_COUNTING, "n_differ_from_strict": len(differ),
             "n_failed_if_strict": sum(v.get("outcome_strict") is None for v in differ)}
+
+
+#: What a "reference" run's summary says about how it counts (the pinned scripts' conventions).
+_REFERENCE_COUNTING = ("reference: replies parsed whole before storage; a failed judge votes 0 (tie); the first "
+                       "value seen wins a tie of votes; a pair no judge answered is a tie in every rate (n_failed "
+                       "still counts it)")
 
 
 def valid_reply(completion) -> bool:

@@ -145,13 +145,18 @@ def _drop_torn_tail(path: Path) -> None:
         handle.truncate(0)
 
 
-def summarize_verdicts(verdicts: list[Verdict], judge_names: list[str], *, order: str, seed: int, n_boot: int) -> dict:
-    """Rates with intervals (overall, per domain), the position flip rate ("both") and per-judge summaries."""
+def summarize_verdicts(verdicts: list[Verdict], judge_names: list[str], *, order: str, seed: int, n_boot: int,
+                       parse: str = "strict") -> dict:
+    """Rates with intervals (overall, per domain), the position flip rate ("both") and per-judge summaries.
+    With ``parse="reference"`` a pair no judge answered counts as a tie in every rate (the reference's
+    counting) and still in ``n_failed``; each judge's own summary counts its failures as ties too."""
     outcomes = [v["outcome"] for v in verdicts]
     domains = [v["domain"] for v in verdicts]
     has_domains = bool(verdicts) and all(d is not None for d in domains)
     no_answer = [v["no_answer_a"] for v in verdicts]
-    summary = summarize(outcomes, domains if has_domains else None, no_answer, n_boot=n_boot, seed=seed)
+    as_tie = [bool(v.get("failed_as_tie")) for v in verdicts] if parse == "reference" else None
+    summary = summarize(outcomes, domains if has_domains else None, no_answer, n_boot=n_boot, seed=seed,
+                        failed_as_tie=as_tie)
     if order == "both":
         summary["position_flip_rate"] = _flip_rate(verdicts)
         for domain, part in summary.get("per_domain", {}).items():
@@ -160,10 +165,15 @@ def summarize_verdicts(verdicts: list[Verdict], judge_names: list[str], *, order
         summary["per_judge"] = {}
         for name in judge_names:
             own = [judge_outcome(v["judgments"], name)[0] for v in verdicts]
-            summary["per_judge"][name] = summarize(own, None, no_answer, n_boot=n_boot, seed=seed)
+            own_as_tie = None
+            if parse == "reference":
+                own_as_tie = [o is None and bool(v["judgments"]) for o, v in zip(own, verdicts)]
+                own = ["tie" if flag else o for o, flag in zip(own, own_as_tie)]
+            summary["per_judge"][name] = summarize(own, None, no_answer, n_boot=n_boot, seed=seed,
+                                                   failed_as_tie=own_as_tie)
     return summary
 
 
 def _flip_rate(verdicts: list[Verdict]) -> float:
-    judged = [v for v in verdicts if v["outcome"] is not None]
+    judged = [v for v in verdicts if v["flipped"] is not None]  # a failed pair (or one counted as a tie) has none
     return sum(bool(v["flipped"]) for v in judged) / len(judged) if judged else float("nan")

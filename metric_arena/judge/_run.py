@@ -24,8 +24,8 @@ from metric_arena.judge._parse import (
 from metric_arena.judge._plan import DEFAULT_JUDGE, PairInputs, check_pair_inputs, pair_requests
 from metric_arena.judge._records import RunWriter, summarize_verdicts
 from metric_arena.llm import Backend, RunConfig, Session, synchronous
-from metric_arena.prompts import is_no_answer
-from metric_arena.stats import IntervalStopper, majority_vote
+from metric_arena.prompts import is_no_answer, is_no_answer_reference
+from metric_arena.stats import IntervalStopper, first_plurality_vote, majority_vote
 
 __all__ = ["ajudge_pairs", "judge_pairs"]
 
@@ -58,13 +58,26 @@ class _PairJudge:
         judgments = [_judgment(backend, position, result, config.parse)
                      for (backend, position, _), result in zip(jobs, results)]
         per_judge = [judge_outcome(judgments, backend.spec) for backend in backends]
-        outcome = majority_vote([o for o, _ in per_judge])
         flips = [flip for o, flip in per_judge if o is not None]
-        flipped = (any(flips) if outcome is not None else None) if config.order == "both" else None
-        strict = {"outcome_strict": strict_outcome(judgments, [b.spec for b in backends])} \
-            if config.parse == "reference" else {}
-        return self._verdict(i, outcome, flipped=flipped, no_answer_a=is_no_answer(planned.a_text),
-                             judgments=judgments, **({"neutralized": True} if planned.neutralized else {}), **strict)
+        fields: dict = {"no_answer_a": is_no_answer(planned.a_text), "judgments": judgments}
+        if planned.neutralized:
+            fields["neutralized"] = True
+        if is_no_answer_reference(planned.a_text):
+            fields["no_answer_a_reference"] = True  # the reference scripts' substring rule, for comparison
+        if config.parse == "reference":
+            # The reference's counting: a failed judge votes 0 (a tie), the first value seen wins a tie of
+            # counts, and a pair no judge answered scores 0 too: a tie, still counted in n_failed.
+            outcome = first_plurality_vote([o for o, _ in per_judge], failed_as="tie")
+            fields["outcome_strict"] = strict_outcome(judgments, [b.spec for b in backends])
+            if all(o is None for o, _ in per_judge):
+                fields["failed_as_tie"] = True
+        else:
+            outcome = majority_vote([o for o, _ in per_judge])
+        flipped = (any(flips) if flips else None) if config.order == "both" else None
+        verdict = self._verdict(i, outcome, flipped=flipped, **fields)
+        if fields.get("failed_as_tie"):
+            verdict["failed"] = True
+        return verdict
 
 
 def _judgment(backend: Backend, position: int, result, parse: str = "strict") -> dict:
@@ -147,7 +160,7 @@ async def ajudge_pairs(
             verdicts = await _run_schedule(pair_judge, schedule, writer=writer, show=bool(show), stopper=stopper)
         done: list[dict] = [v for v in verdicts if v is not None]  # input order; unjudged pairs left out
         summary = {**settings, **summarize_verdicts(done, settings["judges"], order=config.order, seed=config.seed,
-                                                    n_boot=n_boot),
+                                                    n_boot=n_boot, parse=config.parse),
                    **parse_fields(done, config.parse), **_schedule_fields(len(schedule), sample, stopper, target_width),
                    **_run_fields(session, done, started)}
         if writer is not None:

@@ -9,17 +9,23 @@ from pathlib import Path
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import atomic_write, json_line
 from metric_arena.report._runs import Run, load_run
+from metric_arena.stats import first_plurality_vote, majority_vote
 
 __all__ = ["battle_rows", "write_battles"]
 
-_WINNER = {"win": "model_a", "loss": "model_b", "tie": "tie"}
 COLUMNS = ("model_a", "model_b", "winner", "qid", "domain", "judge", "first_shown")
+#: The winner of a row from the evaluated system's outcome, when it was shown first / second.
+_WINNER = {1: {"win": "model_a", "loss": "model_b", "tie": "tie"},
+           2: {"win": "model_b", "loss": "model_a", "tie": "tie"}}
 
 
 def battle_rows(runs: Sequence[Run | str | Path]) -> list[dict]:
-    """``model_a``, ``model_b``, ``winner`` (``model_a``/``model_b``/``tie``), ``qid``, ``domain``,
-    ``judge`` and ``first_shown`` (whose answer was Answer 1: ``model_a``, ``model_b``, or ``both``
-    when both orders were judged); failed pairs are left out."""
+    """One row per judged battle, as the reference's ``all_battles.json`` and Chatbot-Arena notebooks read
+    them: ``model_a`` is the answer shown first (Answer 1), ``model_b`` the other, ``winner``
+    (``model_a``/``model_b``/``tie``), ``qid``, ``domain``, ``judge`` and ``first_shown`` (always
+    ``model_a``; kept for older readers). A pair judged in both orders gives one row per order (that
+    order's verdict across its judges). A failed pair is left out, except under reference counting,
+    where it is a tie (``failed_as_tie``), as the reference scores it."""
     rows = []
     for run in runs:
         run = run if isinstance(run, Run) else load_run(run)
@@ -27,12 +33,28 @@ def battle_rows(runs: Sequence[Run | str | Path]) -> list[dict]:
             if verdict.get("outcome") is None:
                 continue
             judgments = verdict.get("judgments") or []
-            positions = {j.get("a_position") for j in judgments}
-            first = "both" if len(positions) > 1 else {1: "model_a", 2: "model_b"}.get(next(iter(positions), None))
             judges = sorted({j["judge"] for j in judgments if j.get("judge")}) or run.judges
-            rows.append({"model_a": verdict["system_a"], "model_b": verdict["system_b"],
-                         "winner": _WINNER[verdict["outcome"]], "qid": verdict["qid"], "domain": verdict.get("domain"),
-                         "judge": ",".join(judges), "first_shown": first})
+            for position, outcome in _per_order(verdict, judgments):
+                first, second = ((verdict["system_a"], verdict["system_b"]) if position == 1
+                                 else (verdict["system_b"], verdict["system_a"]))
+                rows.append({"model_a": first, "model_b": second, "winner": _WINNER[position][outcome],
+                             "qid": verdict["qid"], "domain": verdict.get("domain"), "judge": ",".join(judges),
+                             "first_shown": "model_a"})
+    return rows
+
+
+def _per_order(verdict: dict, judgments: list[dict]) -> list[tuple[int, str]]:
+    """``(where the evaluated answer was shown, outcome)`` per order judged: the verdict's outcome for a
+    single order; for both orders, each order's own vote (a failed order is left out)."""
+    positions = sorted({j.get("a_position") for j in judgments if j.get("a_position") in (1, 2)})
+    if len(positions) <= 1:
+        return [(positions[0] if positions else 1, verdict["outcome"])]
+    vote = first_plurality_vote if "outcome_strict" in verdict else majority_vote  # reference counting, or strict
+    rows = []
+    for position in positions:
+        outcome = vote([j.get("outcome") for j in judgments if j.get("a_position") == position])
+        if outcome is not None:
+            rows.append((position, outcome))
     return rows
 
 

@@ -37,7 +37,14 @@ from pathlib import Path
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import package_version
 from metric_arena.report._elo_study import elo_study
-from metric_arena.report._no_answer import VIEW_KEYS, no_answer_analysis, no_answer_qids, without_no_answers
+from metric_arena.report._no_answer import (
+    DENOMINATOR,
+    RULE,
+    VIEW_KEYS,
+    no_answer_analysis,
+    no_answer_qids,
+    without_no_answers,
+)
 from metric_arena.report._retrieval import RetrievedFiles, retrieval_analysis
 from metric_arena.report._runs import REFERENCE, Run, empty_rates, load_run, run_rates
 from metric_arena.stats import (
@@ -343,4 +350,5 @@ def _no_answer_view(board: Leaderboard, loaded: list[Run], reference_runs: dict[
                                   "without": block["without"], "rank_without": excluded.get("rank"),
                                   "rating_without": excluded.get("rating"),
                                   "rating_without_ci": excluded.get("rating_ci")}
-    return {"n_pairs_excluded": n_excluded, "systems": systems, "leaderboard": view}
+    return {"rule": RULE, "denominator": DENOMINATOR, "n_pairs_excluded": n_excluded, "systems": systems,
+            "leaderboard": view}

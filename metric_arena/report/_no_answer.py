@@ -10,6 +10,12 @@ For each system judged against the reference, overall and per domain: the share 
 that are no-answers, and its rates with those pairs (all pairs: the leaderboard's), without them,
 and on them alone. The leaderboard view without them is the whole leaderboard (rates, ratings,
 ranks) rebuilt from every run with the no-answer pairs removed.
+
+The rule and the denominator (:data:`RULE`, :data:`DENOMINATOR`): a no-answer is a short refusal
+(:func:`~metric_arena.prompts.is_no_answer`), counted over all the system's pairs against the
+reference, failed pairs included. For comparison, ``n_no_answer_reference`` and
+``no_answer_rate_reference`` count the reference scripts' rule (the exact phrase anywhere in the
+answer, :func:`~metric_arena.prompts.is_no_answer_reference`; runs judged before 0.2 lack it: 0).
 """
 
 from __future__ import annotations
@@ -20,7 +26,11 @@ from collections.abc import Iterable, Mapping
 from metric_arena.report._retrieval import rate_block
 from metric_arena.report._runs import Run
 
-__all__ = ["VIEW_KEYS", "no_answer_analysis", "no_answer_qids", "without_no_answers"]
+__all__ = ["DENOMINATOR", "RULE", "VIEW_KEYS", "no_answer_analysis", "no_answer_qids", "without_no_answers"]
+
+RULE = ("the answer, lower-cased with typographic apostrophes made plain, starts with \"I couldn't find an answer\" "
+        "(or \"I could not find an answer\") and has at most 30 words")
+DENOMINATOR = "all the system's pairs against the reference, failed pairs included"
 
 #: The fields of each entry of the leaderboard view without no-answer pairs.
 VIEW_KEYS = ("system", "reference", "rank", "rating", "rating_ci", "n_battles", "n", "win_rate", "win_rate_ci",
@@ -51,6 +61,9 @@ def no_answer_analysis(reference_runs: Mapping[str, Run], *, n_boot: int = 1000,
     for name, run in sorted(reference_runs.items()):
         pairs = [(v.get("domain") or "unknown", v.get("outcome"), bool(v.get("no_answer_a"))) for v in run.verdicts]
         block = {"system": name, **_block(pairs, stats)}
+        substring = sum(bool(v.get("no_answer_a_reference")) for v in run.verdicts)
+        block["n_no_answer_reference"] = substring
+        block["no_answer_rate_reference"] = substring / len(pairs) if pairs else None
         block["no_answer_only"] = rate_block([o for _, o, na in pairs if na], stats)
         block["per_domain"] = {d: _block([p for p in pairs if p[0] == d], stats) for d in sorted({p[0] for p in pairs})}
         systems.append(block)

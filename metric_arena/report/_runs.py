@@ -173,8 +173,10 @@ def run_rates(run: Run, n_boot: int, seed: int, confidence: float) -> dict:
     domains = [v.get("domain") or _UNKNOWN_DOMAIN for v in run.verdicts]
     has_domains = any(v.get("domain") for v in run.verdicts)
     no_answer = [bool(v.get("no_answer_a")) for v in run.verdicts]
+    as_tie = [bool(v.get("failed_as_tie")) for v in run.verdicts]
     rates = summarize(
-        outcomes, domains if has_domains else None, no_answer, n_boot=n_boot, seed=seed, confidence=confidence
+        outcomes, domains if has_domains else None, no_answer, n_boot=n_boot, seed=seed, confidence=confidence,
+        failed_as_tie=as_tie if any(as_tie) else None,
     )
     rates.setdefault("per_domain", {})
     flips = [v.get("flipped") for v in run.verdicts if v.get("flipped") is not None]

@@ -11,6 +11,7 @@ from lfrqa.exports import export_names
 from metric_arena.stats._agreement import (
     agreement,
     cohen_kappa,
+    first_plurality_vote,
     judge_outcomes,
     load_human_labels,
     majority_labels,
@@ -49,6 +50,7 @@ __all__ = [
     "judge_outcomes",
     "load_human_labels",
     "majority_labels",
+    "first_plurality_vote",
     "majority_vote",
     "paired_comparison",
     "pair_schedule",

@@ -77,6 +77,21 @@ def majority_vote(outcomes: Sequence[str | None]) -> str | None:
     return ranked[0][0]
 
 
+def first_plurality_vote(outcomes: Sequence[str | None], *, failed_as: str | None = "tie") -> str | None:
+    """The reference implementation's vote (``Counter(votes).most_common()[0]``): the most frequent
+    outcome, the one seen first winning a tie of counts; a failed judge (None) votes ``failed_as``
+    (the reference scores a failed request 0, a tie).
+
+    >>> first_plurality_vote(["win", "win", "loss", "loss"]), first_plurality_vote(["loss", "win"])
+    ('win', 'loss')
+    >>> first_plurality_vote([None, None, "win"]), first_plurality_vote([])
+    ('tie', None)
+    """
+    votes = [failed_as if o is None else o for o in outcomes]
+    votes = [v for v in votes if v is not None]
+    return Counter(votes).most_common(1)[0][0] if votes else None
+
+
 def judge_outcomes(verdicts: Iterable[Mapping], judge: str | None = None) -> dict[tuple[str, str, str], str]:
     """``{(qid, system_a, system_b): outcome}`` from verdict rows.
 

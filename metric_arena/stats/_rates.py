@@ -24,12 +24,20 @@ def summarize(
     n_boot: int = 1000,
     seed: int = 0,
     confidence: float = 0.95,
+    failed_as_tie: Sequence[bool] | None = None,
 ) -> dict:
     """Rates and 95% bootstrap intervals overall and, when ``domains`` is given, per domain.
+
+    ``failed_as_tie``: one flag per pair whose judgment failed but which counts as a tie (the
+    reference implementation's counting: its outcome is ``"tie"`` and it stays in every rate);
+    such pairs are counted in ``n_failed`` and ``n_failed_as_tie`` too.
 
     >>> s = summarize(["win", "tie", "loss", None])
     >>> (s["n"], s["n_failed"], round(s["win_rate"], 3), round(s["win_tie_rate"], 3))
     (4, 1, 0.333, 0.667)
+    >>> s = summarize(["win", "tie", "loss", "tie"], failed_as_tie=[False, False, False, True])
+    >>> (s["n"], s["n_failed"], s["n_failed_as_tie"], s["win_rate"], s["win_tie_rate"])
+    (4, 1, 1, 0.25, 0.75)
     """
     outcomes = list(outcomes)
     for i, outcome in enumerate(outcomes):
@@ -39,7 +47,10 @@ def summarize(
         raise RagQaArenaError(f"domains has {len(domains)} entries but outcomes has {len(outcomes)}: give one domain per pair")
     if no_answer is not None and len(no_answer) != len(outcomes):
         raise RagQaArenaError(f"no_answer has {len(no_answer)} entries but outcomes has {len(outcomes)}: give one flag per pair")
-    summary = _summarize_one(outcomes, no_answer, n_boot=n_boot, seed=seed, confidence=confidence)
+    if failed_as_tie is not None and len(failed_as_tie) != len(outcomes):
+        raise RagQaArenaError(f"failed_as_tie has {len(failed_as_tie)} entries but outcomes has {len(outcomes)}: give "
+                              "one flag per pair")
+    summary = _summarize_one(outcomes, no_answer, failed_as_tie, n_boot=n_boot, seed=seed, confidence=confidence)
     if domains is not None:
         summary["per_domain"] = {}
         for domain in sorted(set(domains)):
@@ -47,6 +58,7 @@ def summarize(
             summary["per_domain"][domain] = _summarize_one(
                 [outcomes[i] for i in idx],
                 None if no_answer is None else [no_answer[i] for i in idx],
+                None if failed_as_tie is None else [failed_as_tie[i] for i in idx],
                 n_boot=n_boot,
                 seed=seed,
                 confidence=confidence,
@@ -70,7 +82,7 @@ def bootstrap_interval(
     return [float(low), float(high)]
 
 
-def _summarize_one(outcomes, no_answer, *, n_boot, seed, confidence) -> dict:
+def _summarize_one(outcomes, no_answer, failed_as_tie, *, n_boot, seed, confidence) -> dict:
     judged = np.array([o for o in outcomes if o is not None], dtype=object)
     n_judged = int(judged.size)
     wins = (judged == "win").astype(float)
@@ -80,9 +92,11 @@ def _summarize_one(outcomes, no_answer, *, n_boot, seed, confidence) -> dict:
     def rate(values: np.ndarray) -> float:
         return float(values.mean()) if n_judged else float("nan")
 
+    as_tie = sum(bool(flag) and o is not None for flag, o in zip(failed_as_tie or (), outcomes))
     return {
         "n": len(outcomes),
-        "n_failed": len(outcomes) - n_judged,
+        "n_failed": len(outcomes) - n_judged + as_tie,
+        **({"n_failed_as_tie": as_tie} if failed_as_tie is not None else {}),
         "n_judged": n_judged,
         "win_rate": rate(wins),
         "tie_rate": rate(ties),
