@@ -8,6 +8,7 @@ import json
 import pytest
 
 import lfrqa
+from metric_arena import JudgeConfig, RunConfig
 from metric_arena.judge import tournament
 from metric_arena.report import battle_rows, write_report
 from rag_qa_arena.cli import main
@@ -33,9 +34,10 @@ def predictions(lfrqa_data_dir, tmp_path):
     return files
 
 
-def _run(files, tmp_path, server, **options):
-    return tournament([files[s] for s in SYSTEMS], out=tmp_path / "runs", judge="openai:judge", base_url=server.base_url,
-                      api_key="sk-local", cache_dir=tmp_path / "cache", n_boot=200, **options)
+def _run(files, tmp_path, server, *, out: str = "runs", **options):
+    run = RunConfig(base_url=server.base_url, api_key="sk-local", cache_dir=tmp_path / "cache")
+    return tournament([files[s] for s in SYSTEMS], out=tmp_path / out, judge=JudgeConfig("openai:judge", seed=0), run=run,
+                      n_boot=200, **options)
 
 
 def test_complete_pairs_rank_the_systems_on_shared_questions(predictions, tmp_path):
@@ -94,16 +96,31 @@ def test_battles_file_has_one_row_per_judged_pair(predictions, tmp_path, capsys)
     assert pq.read_table(tmp_path / "battles.parquet").to_pylist() == rows
 
 
-def test_adaptive_rounds_stop_with_a_recorded_reason(predictions, tmp_path):
+def _cli(files, tmp_path, server, *flags: str) -> int:
+    return main(["tournament", *map(str, files), "--judge", "openai:judge", "--base-url", server.base_url, "--api-key",
+                 "sk-local", "--cache-dir", str(tmp_path / "cache"), "--no-progress", *flags])
+
+
+def test_adaptive_rounds_keep_a_hard_budget_and_record_alpha(predictions, tmp_path, capsys):
+    files = [predictions[s] for s in SYSTEMS]
     with OpenAIServer(arena_server_reply) as server:
-        budget = _run(predictions, tmp_path, server, adaptive=True, max_judgments=10, round_size=5)
-        assert budget["stopped"] in ("budget", "separated")
-        assert budget["rounds"] >= 1 or budget["stopped"] == "separated"
-        spent = sum(budget["questions_per_pair"].values())
-        assert spent == budget["judgments"] - 60 and spent <= 10 + 5
-        full = _run(predictions, tmp_path, server, adaptive=True, round_size=20)
-    assert full["stopped"] in ("separated", "questions exhausted")
-    recorded = json.loads((tmp_path / "runs" / "tournament.json").read_text())
+        assert _cli(files, tmp_path, server, "--out", str(tmp_path / "runs"), "--adaptive", "--max-judgments", "37",
+                    "--round-size", "5") == 0
+        recorded = json.loads((tmp_path / "runs" / "tournament.json").read_text())
+        # 19 shared questions: the confidence sequences cannot separate 3 pairs within 37 judgments
+        assert recorded["stopped"] == "budget" and recorded["pair_judgments"] == 37
+        assert sum(recorded["questions_per_pair"].values()) == 37 and recorded["judgments"] == 60 + 37
+        assert recorded["alpha"] == 0.05 and recorded["rounds"] == 8 and recorded["design"]["max_judgments"] == 37
+        assert all(set(n) >= {"upper", "lower", "interval", "separated"} for n in recorded["neighbours"])
+        assert "37 of them system against system) in 8 adaptive rounds, alpha 0.05, budget 37" in capsys.readouterr().out
+        for budget in (1, 7):  # every round stays inside the budget, even one smaller than the pairs
+            result = _run(predictions, tmp_path, server, out=f"b{budget}", adaptive=True, max_judgments=budget,
+                          round_size=5)
+            assert result["pair_judgments"] == sum(result["questions_per_pair"].values()) == budget
+        full = _run(predictions, tmp_path, server, out="full", adaptive=True, round_size=20, alpha=0.2)
+    assert full["stopped"] in ("separated", "questions exhausted") and full["alpha"] == 0.2
+    assert full["pair_judgments"] <= 3 * 19
+    recorded = json.loads((tmp_path / "full" / "tournament.json").read_text())
     assert recorded["stopped"] == full["stopped"] and recorded["rounds"] == full["rounds"]
 
 
@@ -112,7 +129,7 @@ def test_cli_tournament_dry_run_and_names(predictions, tmp_path, capsys):
     assert main(["tournament", *files, "--judge", "openai:gpt-4o", "--sample", "10", "--dry-run",
                  "--cache-dir", str(tmp_path / "cache"), "--name", f"{files[0]}=gpt-4o"]) == 0
     out = capsys.readouterr().out
-    assert "3 systems against LFRQA, 3 pairs on 10 shared questions" in out
+    assert "3 systems against LFRQA, 3 pairs on 10 of the 19 shared questions" in out
     # against LFRQA: 20 + 20 + 19 (the weak system's failed line is not sent); pairs: 3 x 10 shared questions
     assert "requests:              89 (0 already cached, 89 to send)" in out, out
     assert out.strip().splitlines()[-1].startswith("estimated_cost_usd:")
@@ -120,6 +137,26 @@ def test_cli_tournament_dry_run_and_names(predictions, tmp_path, capsys):
     assert "at least two prediction files" in capsys.readouterr().err
     assert main(["tournament", *files, "--max-judgments", "5", "--out", str(tmp_path / "r")]) == 2
     assert "--adaptive" in capsys.readouterr().err
+
+
+def test_the_dry_run_prices_the_real_questions_the_adaptive_bound_and_prompt_caching(predictions, tmp_path, capsys):
+    files = [str(predictions[s]) for s in SYSTEMS]
+    common = ["--judge", "openai:gpt-4o", "--dry-run", "--cache-dir", str(tmp_path / "cache")]
+    assert main(["tournament", *files, *common, "--sample", "700", "--sample", "12"]) == 0
+    captured = capsys.readouterr()
+    assert "3 pairs on 12 and 19 of the 19 shared questions" in captured.out
+    assert "--sample 700 exceeds the 19 questions every system answered" in captured.err
+    assert "requests:              116 (0 already cached, 116 to send)" in captured.out  # 59 + 3 x 19
+    # the prompt-caching price, as `judge --dry-run` shows it for the same model
+    assert "  with prompt caching:   $" in captured.out and "estimated_cost_usd_prompt_caching: " in captured.out
+    assert main(["tournament", *files, *common, "--adaptive", "--max-judgments", "7"]) == 0
+    out = capsys.readouterr().out
+    assert "at most 7 pair judgments (--max-judgments)" in out
+    assert "requests:              66 (0 already cached, 66 to send)" in out  # 59 + the budget of 7
+    assert main(["tournament", *files, *common, "--adaptive"]) == 0
+    out = capsys.readouterr().out
+    assert "at most 57 pair judgments (every one of the 19 shared questions of every pair)" in out
+    assert "requests:              116 (0 already cached, 116 to send)" in out
 
 
 def test_a_tournament_in_which_every_pair_failed_exits_3(predictions, tmp_path, capsys):
