@@ -166,3 +166,86 @@ def test_a_tournament_in_which_every_pair_failed_exits_3(predictions, tmp_path, 
                      "sk-local", "--out", str(tmp_path / "runs"), "--sample", "4", "--cache-dir", str(tmp_path / "c"),
                      "--no-progress"])
     assert code == 3 and "every pair of every match failed" in capsys.readouterr().err
+
+
+@pytest.fixture
+def thirty(lfrqa_data_dir, tmp_path):
+    """The three systems on 30 shared questions (fiqa and writing), none failed."""
+    rows = lfrqa.load("all", data_dir=str(lfrqa_data_dir))
+    picked = [i for i, d in enumerate(rows["domain"]) if d == "fiqa"][:15] + \
+             [i for i, d in enumerate(rows["domain"]) if d == "writing"][:15]
+    files = {}
+    for system in SYSTEMS:
+        files[system] = tmp_path / f"{system}.jsonl"
+        files[system].write_text("".join(json.dumps({"qid": rows[i]["qid"], "answer": f"ANSWER[{system}] an answer"})
+                                         + "\n" for i in picked))
+    return files
+
+
+def test_nested_samples_give_one_table_5_column_per_size(thirty, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "250")  # the terminal table's headers on one line
+    runs = tmp_path / "runs"
+    with OpenAIServer(arena_server_reply) as server:
+        assert _cli([thirty[s] for s in SYSTEMS], tmp_path, server, "--out", str(runs), "--sample", "12",
+                    "--sample", "24") == 0
+    record = json.loads((runs / "tournament.json").read_text())
+    assert record["samples"] == [12, 24] and record["pair_judgments"] == 3 * 24 and record["design"]["samples"] == [12, 24]
+    order = record["sample_qids"]
+    for pair in ("strong__vs__medium", "strong__vs__weak", "medium__vs__weak"):  # judged once, on the largest
+        judged = [json.loads(line)["qid"] for line in (runs / pair / "verdicts.jsonl").read_text().splitlines()]
+        assert sorted(judged) == sorted(order[:24])
+    assert len(set(order)) == 24
+    capsys.readouterr()
+    assert main(["report", *map(str, sorted(runs.glob("*/"))), "--out", str(tmp_path / "lb"), "--n-boot", "50",
+                 "--no-plots"]) == 0
+    out = capsys.readouterr().out
+    assert "with pairs, 12 questions" in out and "with pairs, 24 questions" in out
+    study = json.loads((tmp_path / "lb" / "report.json").read_text())["elo_study"]
+    assert study["samples"] == [12, 24]
+    only = study["against_reference_only"]["n_battles"]
+    assert study["with_complete_pairs_12"]["n_battles"] == only + 3 * 12
+    assert study["with_complete_pairs_24"]["n_battles"] == only + 3 * 24 == study["with_complete_pairs"]["n_battles"]
+    html = (tmp_path / "lb" / "leaderboard.html").read_text()
+    assert "With pairs, 12 questions" in html and "With pairs, 24 questions" in html
+
+
+def test_a_folder_holds_one_design_and_overwrite_replaces_it_once_complete(thirty, tmp_path, capsys):
+    files, runs = [thirty[s] for s in SYSTEMS], tmp_path / "runs"
+    with OpenAIServer(arena_server_reply) as server:
+        assert _cli(files, tmp_path, server, "--out", str(runs), "--sample", "20") == 0
+        before = (runs / "strong__vs__weak" / "verdicts.jsonl").read_text()
+        capsys.readouterr()
+        for flags in (["--sample", "10"], ["--adaptive"], ["--parse", "reference", "--sample", "20"],
+                      ["--seed", "1", "--sample", "20"]):
+            assert _cli(files, tmp_path, server, "--out", str(runs), *flags) == 2, flags
+            err = capsys.readouterr().err
+            assert "holds another tournament" in err and "--overwrite" in err and len(err.strip().splitlines()) == 1
+        assert _cli(files[:2], tmp_path, server, "--out", str(runs), "--sample", "20") == 2  # other systems
+        assert "systems ['strong', 'medium', 'weak'] -> ['strong', 'medium']" in capsys.readouterr().err
+        assert (runs / "strong__vs__weak" / "verdicts.jsonl").read_text() == before  # nothing touched
+        assert _cli(files[:2], tmp_path, server, "--out", str(runs), "--sample", "10", "--overwrite") == 0
+    assert sorted(p.name for p in runs.iterdir()) == ["medium", "strong", "strong__vs__medium", "tournament.json"]
+    assert len((runs / "strong__vs__medium" / "verdicts.jsonl").read_text().splitlines()) == 10
+    record = json.loads((runs / "tournament.json").read_text())
+    assert record["design"]["systems"] == ["strong", "medium"] and record["samples"] == [10]
+
+
+def test_a_rerun_asks_again_the_pairs_that_failed(thirty, tmp_path):
+    broken = {"on": True}
+
+    def reply(body, attempt):
+        user = body["messages"][-1]["content"]
+        if broken["on"] and "ANSWER[strong]" in user and "ANSWER[weak]" in user:
+            return "I cannot decide."  # no rating: failed after the re-ask
+        return arena_server_reply(body, attempt)
+
+    with OpenAIServer(reply) as server:
+        first = _run(thirty, tmp_path, server, sample=8)
+        failed = {(m["system"], m["opponent"]): m["n_failed"] for m in first["pairs"]}
+        assert failed == {("strong", "medium"): 0, ("strong", "weak"): 8, ("medium", "weak"): 0}
+        broken["on"] = False
+        again = _run(thirty, tmp_path, server, sample=8)
+    rows = {(m["system"], m["opponent"]): m for m in again["pairs"]}
+    assert rows[("strong", "weak")]["n_failed"] == 0 and not rows[("strong", "weak")]["reused"]
+    assert rows[("strong", "weak")]["n_sent"] >= 8
+    assert rows[("strong", "medium")]["reused"] and rows[("medium", "weak")]["reused"]
