@@ -46,7 +46,7 @@ from metric_arena.judge._plan import DEFAULT_JUDGE
 from metric_arena.judge._run import ajudge_pairs
 from metric_arena.judge._tournament_folder import TOURNAMENT_FILE, TournamentFolder
 from metric_arena.llm import CostEstimate, Progress, RunConfig, synchronous
-from metric_arena.stats import BattleCounts, SequentialRanking, fit_bradley_terry, stratified_sample
+from metric_arena.stats import BattleCounts, SequentialRanking, stratified_sample
 
 __all__ = ["Tournament", "atournament", "load_tournament", "tournament", "tournament_dry_run"]
 
@@ -181,17 +181,6 @@ def _battles(root: Path, matches: list[dict]) -> list[tuple[str, str, str]]:
     return battles
 
 
-def _look(battles, plan: Tournament) -> tuple[list[str], dict[tuple[str, str], tuple[float, float, float]]]:
-    """The systems ranked by Bradley–Terry rating on every battle, and each pair's (wins, ties, losses)."""
-    counts = BattleCounts.from_battles(battles, [REFERENCE, *plan.systems])
-    ratings = fit_bradley_terry(counts, anchor=REFERENCE)
-    ranking = sorted(plan.systems, key=lambda s: (-ratings[s], s))
-    index = {p: i for i, p in enumerate(counts.players)}
-    records = {(a, b): (float(counts.wins[index[a], index[b]]), float(counts.ties[index[a], index[b]]),
-                        float(counts.wins[index[b], index[a]])) for a, b in plan.pairs()}
-    return ranking, records
-
-
 async def _adaptive(plan: Tournament, matches: list[dict], *, folder: TournamentFolder, judge: JudgeConfig,
                     settings: dict, alpha: float, round_size: int, max_judgments: int | None, bar: Progress) -> dict:
     rule = SequentialRanking(list(plan.systems), alpha=alpha, tuned_n=min(200, plan.n_common))
@@ -199,7 +188,8 @@ async def _adaptive(plan: Tournament, matches: list[dict], *, folder: Tournament
     spent, rounds, pair_results = 0, 0, {}
     against_reference = _battles(folder.root, matches)  # read once: only the pairs' folders change between rounds
     while True:
-        ranking, records = _look(against_reference + _battles(folder.root, list(pair_results.values())), plan)
+        battles = against_reference + _battles(folder.root, list(pair_results.values()))
+        ranking, records = rule.look(BattleCounts.from_battles(battles, [REFERENCE, *plan.systems]), anchor=REFERENCE)
         left = math.inf if max_judgments is None else max_judgments - spent
         step = rule.plan(records, ranking, n_max=plan.n_common, round_size=round_size, budget_left=left, taken=taken)
         if step.stopped:

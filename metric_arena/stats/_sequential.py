@@ -33,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from lfrqa.errors import RagQaArenaError, check_int
+from metric_arena.stats._ratings import BattleCounts, fit_bradley_terry
 
 __all__ = ["RoundPlan", "SequentialRanking", "confidence_sequence"]
 
@@ -107,6 +108,21 @@ class SequentialRanking:
         self.tuned_n = tuned_n
         k = len(self.systems)
         self.level = self.alpha / (k * (k - 1) / 2)
+
+    def look(self, counts: BattleCounts, *, anchor: str | None = None
+             ) -> tuple[list[str], dict[tuple[str, str], tuple[float, float, float]]]:
+        """The systems ranked by Bradley–Terry rating on every battle in ``counts`` (``anchor``: a
+        reference player fixed at 1000, e.g. LFRQA), and each pair's ``(wins, ties, losses)`` from its
+        first system's side (pairs in the order of :attr:`systems`)."""
+        ratings = fit_bradley_terry(counts, anchor=anchor)
+        ranking = sorted(self.systems, key=lambda s: (-ratings[s], s))
+        index = {p: i for i, p in enumerate(counts.players)}
+        records = {}
+        for k, a in enumerate(self.systems):
+            for b in self.systems[k + 1:]:
+                i, j = index[a], index[b]
+                records[(a, b)] = (float(counts.wins[i, j]), float(counts.ties[i, j]), float(counts.wins[j, i]))
+        return ranking, records
 
     def interval(self, record: tuple[float, float, float]) -> tuple[float, float]:
         """``(wins, ties, losses)`` of one pair (from its first system's side) -> its interval."""
