@@ -4,15 +4,17 @@ and against each other on one shared sample, the Table 5 view, the battles expor
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
 import lfrqa
+from lfrqa.errors import RagQaArenaError
 from metric_arena import JudgeConfig, RunConfig
 from metric_arena.judge import tournament
 from metric_arena.report import battle_rows, write_report
 from rag_qa_arena.cli import main
-from tests.openai_server import OpenAIServer
+from tests.openai_server import OpenAIServer, Reply
 from tests.test_end_to_end import arena_server_reply
 
 SYSTEMS = ("strong", "medium", "weak")  # Bradley–Terry strengths 9, 1, 1/9 (LFRQA 1): see test_end_to_end
@@ -223,6 +225,12 @@ def test_a_folder_holds_one_design_and_overwrite_replaces_it_once_complete(thirt
         assert _cli(files[:2], tmp_path, server, "--out", str(runs), "--sample", "20") == 2  # other systems
         assert "systems ['strong', 'medium', 'weak'] -> ['strong', 'medium']" in capsys.readouterr().err
         assert (runs / "strong__vs__weak" / "verdicts.jsonl").read_text() == before  # nothing touched
+    with OpenAIServer(lambda body, attempt: Reply(status=401, content="bad key")) as down:  # fails midway
+        assert _cli(files, tmp_path, down, "--out", str(runs), "--sample", "20", "--seed", "1", "--overwrite") != 0
+    assert (runs / "strong__vs__weak" / "verdicts.jsonl").read_text() == before  # replaced only once complete
+    assert json.loads((runs / "tournament.json").read_text())["design"]["seed"] == 0
+    assert (runs / ".replacing" / "strong").is_dir()  # the new tournament so far, beside the old one
+    with OpenAIServer(arena_server_reply) as server:
         assert _cli(files[:2], tmp_path, server, "--out", str(runs), "--sample", "10", "--overwrite") == 0
     assert sorted(p.name for p in runs.iterdir()) == ["medium", "strong", "strong__vs__medium", "tournament.json"]
     assert len((runs / "strong__vs__medium" / "verdicts.jsonl").read_text().splitlines()) == 10
@@ -249,3 +257,24 @@ def test_a_rerun_asks_again_the_pairs_that_failed(thirty, tmp_path):
     assert rows[("strong", "weak")]["n_failed"] == 0 and not rows[("strong", "weak")]["reused"]
     assert rows[("strong", "weak")]["n_sent"] >= 8
     assert rows[("strong", "medium")]["reused"] and rows[("medium", "weak")]["reused"]
+
+
+def test_python_api_takes_a_list_of_samples_and_names_bad_settings(predictions, tmp_path):
+    from metric_arena.judge import load_tournament, tournament_dry_run
+
+    files = [predictions[s] for s in SYSTEMS]
+    plan = load_tournament(files)
+    assert plan.n_common == 19 and plan.sample(12) == plan.order[:12]
+    run = RunConfig(cache_dir=tmp_path / "cache")
+    one = tournament_dry_run(plan, judge="openai:gpt-4o", run=run, sample=[12, 5])
+    assert [e.n_requests for e in one] == [59 + 3 * 12]
+    bound = tournament_dry_run(files, judge="openai:gpt-4o", run=run, adaptive=True, max_judgments=4)
+    assert [e.n_requests for e in bound] == [59 + 4] and bound[0].cost_usd_prompt_caching is not None
+    for bad, message in (([], "sample=[]"), ("700", "sample='700'"), ([0], "sample"), ([True], "sample")):
+        with pytest.raises(RagQaArenaError, match=re.escape(message)):
+            tournament(files, out=tmp_path / "x", judge="openai:j", run=run, sample=bad)
+    with pytest.raises(RagQaArenaError, match=r"alpha=1\.5"):
+        tournament(files, out=tmp_path / "x", judge="openai:j", run=run, adaptive=True, alpha=1.5)
+    with pytest.raises(RagQaArenaError, match="max_judgments=5 is the budget of the adaptive schedule"):
+        tournament(files, out=tmp_path / "x", judge="openai:j", run=run, max_judgments=5)
+    assert not (tmp_path / "x").exists()  # refused before anything is written
