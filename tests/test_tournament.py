@@ -230,8 +230,10 @@ def test_a_folder_holds_one_design_and_overwrite_replaces_it_once_complete(thirt
     assert (runs / "strong__vs__weak" / "verdicts.jsonl").read_text() == before  # replaced only once complete
     assert json.loads((runs / "tournament.json").read_text())["design"]["seed"] == 0
     assert (runs / ".replacing" / "strong").is_dir()  # the new tournament so far, beside the old one
+    capsys.readouterr()
     with OpenAIServer(arena_server_reply) as server:
         assert _cli(files[:2], tmp_path, server, "--out", str(runs), "--sample", "10", "--overwrite") == 0
+    assert "strong vs LFRQA: 30 pairs, 0 failed (reused)" in capsys.readouterr().out  # copied: nothing asked
     assert sorted(p.name for p in runs.iterdir()) == ["medium", "strong", "strong__vs__medium", "tournament.json"]
     assert len((runs / "strong__vs__medium" / "verdicts.jsonl").read_text().splitlines()) == 10
     record = json.loads((runs / "tournament.json").read_text())

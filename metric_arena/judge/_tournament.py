@@ -76,7 +76,7 @@ class Tournament:
         return self.order[:n]
 
 
-def sample_sizes(sample: int | Sequence[int]) -> list[int]:
+def _sample_sizes(sample: int | Sequence[int]) -> list[int]:
     """``sample`` (an int or a list of ints) as sorted distinct sizes; errors name the bad value."""
     sizes = [sample] if isinstance(sample, int) and not isinstance(sample, bool) else sample
     if isinstance(sizes, (str, bytes)) or not isinstance(sizes, Sequence) or not sizes:
@@ -156,7 +156,7 @@ async def _play(plan: Tournament, a: str, b: str, qids: list[str], *, folder: To
     old = folder.reusable(_name(a, b))
     if found is None and old is not None and _finished(old, a, b, qids, judge) is not None:
         shutil.rmtree(where, ignore_errors=True)  # the folder being replaced holds this very match: copy it
-        shutil.copytree(old, where, ignore=shutil.ignore_patterns("*.lock"))
+        shutil.copytree(old, where, ignore=shutil.ignore_patterns(".lock", ".verdicts.replacing.jsonl"))
         found = _finished(where, a, b, qids, judge)
     if found is not None:
         return {**found, "reused": True, "n_sent": 0, "n_cached": 0}  # nothing asked by this call
@@ -248,7 +248,7 @@ async def atournament(
 ) -> dict:
     """Async form of :func:`tournament` (same arguments, same result)."""
     config = judge_config(judge)
-    requested = sample_sizes(sample)
+    requested = _sample_sizes(sample)
     _check_settings(alpha=alpha, round_size=round_size, max_judgments=max_judgments, adaptive=adaptive)
     plan = load_tournament(predictions, seed=config.seed, data_dir=data_dir)
     sizes = sorted({min(n, plan.n_common) for n in requested})
@@ -339,7 +339,7 @@ def tournament_dry_run(
     ``adaptive``, at the most it can spend: ``max_judgments`` pair judgments, or every shared question
     of every pair without a budget. ``predictions`` may be a :func:`load_tournament` result."""
     config = judge_config(judge)
-    sizes = sample_sizes(sample)
+    sizes = _sample_sizes(sample)
     _check_settings(alpha=0.05, round_size=1, max_judgments=max_judgments, adaptive=adaptive)
     plan = predictions if isinstance(predictions, Tournament) else load_tournament(predictions, seed=config.seed,
                                                                                      data_dir=data_dir)
