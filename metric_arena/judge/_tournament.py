@@ -44,7 +44,7 @@ from metric_arena.judge._cost import judge_dry_run
 from metric_arena.judge._inputs import lfrqa_rows, read_predictions
 from metric_arena.judge._plan import DEFAULT_JUDGE
 from metric_arena.judge._run import ajudge_pairs
-from metric_arena.judge._tournament_folder import TOURNAMENT_FILE, TournamentFolder
+from metric_arena.judge._tournament_folder import TournamentFolder
 from metric_arena.llm import CostEstimate, Progress, RunConfig, synchronous
 from metric_arena.stats import BattleCounts, SequentialRanking, stratified_sample
 
