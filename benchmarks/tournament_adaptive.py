@@ -14,6 +14,8 @@ Measured, over ``--runs`` simulated tournaments per scenario (seeded; the same f
   of runs that ever declare them separated, at any look (the rule promises at most ``alpha``).
 - **equal pair**: four systems, two of them equal: the same share for that pair, and the share of runs
   with any wrong declaration (the family-wise error).
+- **separable, --max-judgments**: the same within a budget of half the shared questions: the most
+  any run spends (never more than the budget).
 - **separable**: five close systems of distinct strength (as in the paper: their ratings against
   LFRQA alone overlap): the share of runs that separate the whole ranking, and the pair judgments
   used against the exhaustive schedule (every pair on every shared question).
@@ -100,13 +102,15 @@ def main() -> None:
     rng = np.random.default_rng(args.seed)
     print(f"{args.runs} simulated tournaments per scenario, {args.questions} shared questions per pair, rounds of "
           f"{args.round_size}, alpha {args.alpha}")
-    cases = [(name, strength, False) for name, strength in SCENARIOS.items()]
-    cases += [(f"{name}, peeking at fixed 95% intervals (for contrast)", SCENARIOS[name], True)
+    budget = args.questions // 2
+    cases = [(name, strength, False, None) for name, strength in SCENARIOS.items()]
+    cases += [(f"separable, --max-judgments {budget}", SCENARIOS["separable"], False, budget)]
+    cases += [(f"{name}, peeking at fixed 95% intervals (for contrast)", SCENARIOS[name], True, None)
               for name in ("equal", "equal pair")]
-    for name, strength, peeking in cases:
+    for name, strength, peeking, max_judgments in cases:
         start = time.perf_counter()
         runs = [simulate(strength, questions=args.questions, round_size=args.round_size, alpha=args.alpha, rng=rng,
-                         peeking=peeking) for _ in range(args.runs)]
+                         peeking=peeking, max_judgments=max_judgments) for _ in range(args.runs)]
         seconds = time.perf_counter() - start
         exhaustive = len(list(itertools.combinations(strength, 2))) * args.questions
         used = np.array([r["pair_judgments"] for r in runs])
@@ -123,6 +127,8 @@ def main() -> None:
                  f"median {np.median(used):,.0f} ({np.median(used) / exhaustive:.1%} of the exhaustive {exhaustive:,})")
         if len(sep_used):
             line += f", median when separated {np.median(sep_used):,.0f} ({np.median(sep_used) / exhaustive:.1%})"
+        if max_judgments is not None:
+            line += f"; most used {used.max():,} (budget {max_judgments:,})"
         line += f"; stopped {stops}; {seconds:.1f} s"
         print(line)
 
