@@ -142,29 +142,32 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def elo_study_table(board):
-    """The Table 5 view: ratings against the reference only and with the complete pairs, and separation."""
+    """The Table 5 view: ratings against the reference only and with the complete pairs (one column per
+    nested sample size of a tournament), and whether each system is separated from the next."""
     from rich.table import Table
 
-    only = board.elo_study["against_reference_only"]
-    full = board.elo_study["with_complete_pairs"]
+    study = board.elo_study
+    only = study["against_reference_only"]
+    full = study["with_complete_pairs"]
+    columns = [(f"with pairs, {n:,} questions", study[f"with_complete_pairs_{n}"]) for n in study.get("samples", [])]
+    columns = columns or [("with pairs", full)]
     table = Table(title=f"Ratings against {board.reference} only, and with the complete pairs", title_justify="left")
-    for column in ("System", f"{board.reference} only", "with pairs", "separated from next (only / with pairs)"):
+    marks = " / ".join(["only", *(name.removeprefix("with pairs, ") for name, _ in columns)])
+    for column in ("System", f"{board.reference} only", *(name for name, _ in columns), f"separated from next ({marks})"):
         table.add_column(column, justify="left" if column == "System" else "right")
-    separated = {n["upper"]: n["separated"] for n in full["neighbours"]}
 
     def cell(view, player):
         rating = view["ratings"].get(player)
         return "n/a" if rating is None else f"{rating['rating']:.0f} [{rating['rating_ci'][0]:.0f}, {rating['rating_ci'][1]:.0f}]"
 
+    def separated(view, upper, lower):
+        a, b = view["ratings"].get(upper), view["ratings"].get(lower)
+        return "n/a" if not (a and b) else ("yes" if a["rating_ci"][0] > b["rating_ci"][1] else "no")
+
     for k, player in enumerate(full["ranking"]):
-        if player in separated:
-            lower = full["ranking"][k + 1]
-            a, b = only["ratings"].get(player), only["ratings"].get(lower)
-            before = "n/a" if not (a and b) else ("yes" if a["rating_ci"][0] > b["rating_ci"][1] else "no")
-            mark = f"{before} / {'yes' if separated[player] else 'no'}"
-        else:
-            mark = ""
-        table.add_row(player, cell(only, player), cell(full, player), mark)
+        lower = full["ranking"][k + 1] if k + 1 < len(full["ranking"]) else None
+        mark = "" if lower is None else " / ".join(separated(view, player, lower) for view in [only] + [v for _, v in columns])
+        table.add_row(player, cell(only, player), *(cell(view, player) for _, view in columns), mark)
     return table
 
 

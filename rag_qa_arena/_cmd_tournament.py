@@ -5,18 +5,25 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lfrqa.errors import RagQaArenaError
+
+if TYPE_CHECKING:
+    from metric_arena import JudgeConfig, RunConfig
 
 _EPILOG = """\
 run folders (RUNS_DIR): one per match, as `judge --out` writes them: RUNS_DIR/<system> (against
 LFRQA) and RUNS_DIR/<a>__vs__<b> (a pair), plus RUNS_DIR/tournament.json. Re-running the same
-command reuses finished matches and resumes an interrupted one from the cache. Then:
+command reuses finished matches, resumes an interrupted one from the cache and asks again the pairs
+that failed. RUNS_DIR holds one design: other systems, samples, judges, order, seed, parse or adaptive
+settings are refused (exit 2) unless --overwrite, which replaces the folder once the new tournament is
+complete. Then:
   rag-qa-arena report RUNS_DIR/* --out leaderboard/ --battles battles.jsonl
 
 examples:
   rag-qa-arena tournament runs/a.jsonl runs/b.jsonl runs/c.jsonl --judge openai:gpt-4o --out runs/arena
-  rag-qa-arena tournament runs/*.jsonl --judge openai:gpt-4o --out runs/arena --sample 1400 --dry-run
+  rag-qa-arena tournament runs/*.jsonl --judge openai:gpt-4o --out runs/arena --sample 700 --sample 1400 --dry-run
   rag-qa-arena tournament runs/*.jsonl --judge openai:gpt-4o --out runs/arena --adaptive --max-judgments 5000
 """
 
@@ -35,8 +42,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=(
             "The paper's Elo study (Table 5): every system is judged against LFRQA on all its questions, and "
             "every unordered pair of systems on one shared, seeded, domain-stratified sample of the questions "
-            "all systems answered. With --adaptive, pairs are judged in rounds where the ratings' intervals "
-            "still overlap, until the ranking is separated or --max-judgments are spent."
+            "all systems answered (several --sample sizes: nested samples, judged once, one Table 5 column each). "
+            "With --adaptive, pairs are judged in rounds on the neighbouring systems not yet separated, until "
+            "the ranking is separated (family-wise error --alpha under repeated looks), --max-judgments pair "
+            "judgments are spent, or no question is left."
         ),
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -48,19 +57,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="name a system other than by its file name (repeatable)")
     parser.add_argument("--judge", action="append", metavar="BACKEND:MODEL",
                         help=f"judge model (repeat for several judges that vote; default: {DEFAULT_JUDGE})")
-    parser.add_argument("--sample", type=int, default=700, metavar="N",
-                        help="questions every pair of systems is judged on (default: 700, the paper's column B)")
+    parser.add_argument("--sample", type=int, action="append", metavar="N",
+                        help="questions every pair of systems is judged on (default: 700, the paper's column B); "
+                             "repeat for nested samples judged once, e.g. --sample 700 --sample 1400 (Table 5)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the sample, the order and the intervals")
     parser.add_argument("--order", choices=ORDERS, default="paper", help="answer order shown to the judge")
     parser.add_argument("--adaptive", action="store_true",
-                        help="judge pairs in rounds where neighbouring ratings still overlap, instead of all pairs")
-    parser.add_argument("--max-judgments", type=int, metavar="N", help="with --adaptive: the budget of pair judgments")
+                        help="judge pairs in rounds on the neighbouring systems not yet separated, instead of all pairs")
+    parser.add_argument("--alpha", type=float, default=0.05, metavar="P",
+                        help="with --adaptive: family-wise error level of the stopping rule, valid under repeated "
+                             "looks (default: 0.05)")
+    parser.add_argument("--max-judgments", type=int, metavar="N",
+                        help="with --adaptive: the budget of pair judgments (never exceeded)")
     parser.add_argument("--round-size", type=int, default=100, metavar="N",
                         help="with --adaptive: judgments per round (default: 100)")
     parser.add_argument("--max-input-tokens", type=int, metavar="N", help="refuse judge prompts longer than N tokens")
     parser.add_argument("--parse", choices=PARSES, default="strict",
                         help="how judge replies are read, as for `judge`: 'strict' (default) or 'reference' (as the "
                              "paper's scripts read them)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace a tournament of another design in --out (once the new one is complete)")
     add_backend_flags(parser, "judges")
     add_run_flags(parser, cache="judgment cache", cost="estimated cost of the whole tournament")
     add_rate_limit_flags(parser)
@@ -86,13 +102,40 @@ def _systems(args: argparse.Namespace) -> dict[str, str]:
     return systems
 
 
+def _dry_run(args: argparse.Namespace, systems: dict[str, str], judge: JudgeConfig, run: RunConfig) -> int:
+    from metric_arena.judge import format_estimate, load_tournament, tournament_dry_run
+
+    plan = load_tournament(systems, seed=judge.seed, data_dir=args.data_dir)
+    estimates = tournament_dry_run(plan, judge=judge, run=run, sample=args.sample, adaptive=args.adaptive,
+                                   max_judgments=args.max_judgments, data_dir=args.data_dir)
+    n, n_pairs = len(systems), len(plan.pairs())
+    if args.adaptive:
+        bound = n_pairs * plan.n_common if args.max_judgments is None else min(args.max_judgments,
+                                                                             n_pairs * plan.n_common)
+        why = "--max-judgments" if args.max_judgments is not None and bound == args.max_judgments else \
+            f"every one of the {plan.n_common:,} shared questions of every pair"
+        pairs = (f"{n_pairs} pairs adaptive (alpha {args.alpha:g}): at most {bound:,} pair judgments ({why}), "
+                 "priced below as the upper bound")
+    else:
+        sizes = sorted({min(size, plan.n_common) for size in args.sample})
+        pairs = (f"{n_pairs} pairs on {' and '.join(f'{size:,}' for size in sizes)} of the {plan.n_common:,} shared "
+                 f"questions (every system answered them){'; nested, judged once' if len(sizes) > 1 else ''}")
+    print(f"dry run: {n} systems against LFRQA, {pairs}, order {args.order!r}, nothing sent")
+    if not args.adaptive:
+        _warn_sample(sorted(set(args.sample)), plan.n_common)
+    print(format_estimate(estimates))
+    return 0
+
+
+def _warn_sample(sizes: list[int], n_common: int) -> None:
+    for size in sizes:
+        if size > n_common:
+            print(f"rag-qa-arena: warning: --sample {size:,} exceeds the {n_common:,} questions every system "
+                  f"answered: the pairs are judged on all {n_common:,}", file=sys.stderr)
+
+
 def run_tournament(args: argparse.Namespace) -> int:
-    from metric_arena.judge import (
-        DEFAULT_JUDGE,
-        format_estimate,
-        tournament,
-        tournament_dry_run,
-    )
+    from metric_arena.judge import DEFAULT_JUDGE, tournament
     from rag_qa_arena._options import (
         FATAL_EXIT,
         check_backend_args,
@@ -106,21 +149,17 @@ def run_tournament(args: argparse.Namespace) -> int:
         raise RagQaArenaError("--max-judgments is the budget of --adaptive: add --adaptive, or drop it")
     judges = args.judge or [DEFAULT_JUDGE]
     systems = _systems(args)
+    args.sample = args.sample or [700]
     if args.dry_run:
-        estimates = tournament_dry_run(systems, judge=judge_settings(judges, args, build=False), run=run_settings(args),
-                                       sample=args.sample, data_dir=args.data_dir)
-        n = len(systems)
-        print(f"dry run: {n} systems against LFRQA, {n * (n - 1) // 2} pairs on {args.sample:,} shared questions, "
-              f"order {args.order!r}, nothing sent")
-        print(format_estimate(estimates))
-        return 0
+        return _dry_run(args, systems, judge_settings(judges, args, build=False), run_settings(args))
     if not args.out:
         raise RagQaArenaError("--out RUNS_DIR is required (the folder for the run folders), or use --dry-run")
     result = run_reporting_failures(
         lambda: tournament(
             systems, out=args.out, judge=judge_settings(judges, args, build=False), run=run_settings(args),
-            sample=args.sample, adaptive=args.adaptive, max_judgments=args.max_judgments, round_size=args.round_size,
-            data_dir=args.data_dir, progress=not args.no_progress and sys.stderr.isatty(),
+            sample=args.sample, adaptive=args.adaptive, alpha=args.alpha, max_judgments=args.max_judgments,
+            round_size=args.round_size, data_dir=args.data_dir, progress=not args.no_progress and sys.stderr.isatty(),
+            overwrite=args.overwrite,
         ),
         stopped=f"Matches finished before the error are in {args.out}; judgments are cached: run it again to resume.",
         where=args.out,
@@ -128,12 +167,17 @@ def run_tournament(args: argparse.Namespace) -> int:
     )
     if isinstance(result, int):
         return result
+    if not args.adaptive:
+        _warn_sample(sorted(set(args.sample)), result["n_common"])
     for match in result["against_reference"] + result["pairs"]:
         print(f"{match['system']} vs {match['opponent']}: {match['n']:,} pairs, {match['n_failed']:,} failed"
               f"{' (reused)' if match['reused'] else ''}")
-    line = f"stopped: {result['stopped']}; {result['judgments']:,} judgments"
+    line = (f"stopped: {result['stopped']}; {result['judgments']:,} judgments "
+            f"({result['pair_judgments']:,} of them system against system)")
     if "rounds" in result:
-        line += f" in {result['rounds']} adaptive rounds"
+        line += f" in {result['rounds']} adaptive rounds, alpha {result['alpha']:g}"
+        if result["max_judgments"] is not None:
+            line += f", budget {result['max_judgments']:,}"
     print(line)
     print(f"next: rag-qa-arena report {args.out}/* --out {args.out}/leaderboard", file=sys.stderr)
     matches = result["against_reference"] + result["pairs"]

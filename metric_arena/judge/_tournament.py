@@ -2,19 +2,26 @@
 
 1. Against LFRQA: every system is judged against LFRQA on all its questions (``RUNS/<name>``).
 2. Complete pairs: every unordered pair of systems is judged on one shared, seeded, domain-stratified
-   sample of the questions all systems answered (``RUNS/<a>__vs__<b>``).
+   sample of the questions all systems answered (``RUNS/<a>__vs__<b>``). Several sample sizes are
+   nested: one seeded stratified order of the shared questions, each sample a prefix of it; every pair
+   is judged once, on the largest, and the smaller samples' verdicts are the first of those
+   (``report`` then shows one Table 5 column per size).
 
 Every match is an ordinary judge run (:func:`~metric_arena.judge.ajudge_pairs`) through one cache and
 one rate limiter, so the tournament is resumable after a kill (finished matches are reused, the
-interrupted one continues from the cache) and ``report RUNS/*`` links all battles by system name.
+interrupted one continues from the cache; a match that still holds failed pairs asks them again) and
+``report RUNS/*`` links all battles by system name. A folder holds one design: see
+:mod:`metric_arena.judge._tournament_folder`.
 
-With ``adaptive=True`` the pairs are judged in rounds instead: each round fits Bradley–Terry ratings
-on every battle so far and spends ``round_size`` judgments on the neighbouring systems whose 95%
-intervals still overlap (more where they overlap more), until every neighbouring pair is separated,
-``max_judgments`` is spent, or no question is left.
+With ``adaptive=True`` the pairs are judged in rounds instead (:class:`~metric_arena.stats.SequentialRanking`):
+each round ranks the systems by their Bradley–Terry ratings on every battle so far and spends
+``round_size`` questions on the neighbouring pairs whose anytime-valid confidence sequence of the win
+probability still holds 1/2, until every neighbouring pair is separated, ``max_judgments`` pair
+judgments are spent (never more), or no question is left. The chance of ever declaring a wrong order
+between any two systems is at most ``alpha``, however many rounds are looked at.
 
 >>> result = tournament(["runs/a.jsonl", "runs/b.jsonl", "runs/c.jsonl"], out="runs/arena",
-...                     judge="openai:gpt-4o", sample=700)  # doctest: +SKIP
+...                     judge="openai:gpt-4o", sample=[700, 1400])  # doctest: +SKIP
 >>> result["matches"][0]["system"], result["stopped"]  # doctest: +SKIP
 """
 
@@ -22,27 +29,29 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import os
 import re
+import shutil
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from lfrqa.checks import check_int
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import atomic_write, dumps_json, iter_jsonl
+from lfrqa.files import iter_jsonl
 from metric_arena.judge._config import JudgeConfig, JudgeSpec, judge_config
 from metric_arena.judge._cost import judge_dry_run
 from metric_arena.judge._inputs import lfrqa_rows, read_predictions
 from metric_arena.judge._plan import DEFAULT_JUDGE
 from metric_arena.judge._run import ajudge_pairs
+from metric_arena.judge._tournament_folder import TournamentFolder
 from metric_arena.llm import CostEstimate, Progress, RunConfig, synchronous
-from metric_arena.stats import BattleCounts, bootstrap_bradley_terry, stratified_sample
+from metric_arena.stats import BattleCounts, SequentialRanking, stratified_sample
 
 __all__ = ["Tournament", "atournament", "load_tournament", "tournament", "tournament_dry_run"]
 
 REFERENCE = "LFRQA"
-TOURNAMENT_FILE = "tournament.json"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 
 
@@ -57,10 +66,26 @@ class Tournament:
     def pairs(self) -> list[tuple[str, str]]:
         return list(itertools.combinations(list(self.systems), 2))
 
-    def sample(self, n: int, seed: int) -> list[str]:
-        """The shared sample of ``n`` questions for every pair (domain-stratified, seeded)."""
-        domains = [self.lfrqa[q]["domain"] for q in self.order]
-        return stratified_sample(self.order, domains, n, seed)
+    @property
+    def n_common(self) -> int:
+        """How many questions every system answered (the most a pair can be judged on)."""
+        return len(self.order)
+
+    def sample(self, n: int, seed: int | None = None) -> list[str]:
+        """The shared sample of ``n`` questions for every pair: the first ``n`` of the seeded stratified
+        order, so that a smaller sample is always inside a larger one (``seed`` is the order's own)."""
+        return self.order[:n]
+
+
+def _sample_sizes(sample: int | Sequence[int]) -> list[int]:
+    """``sample`` (an int or a list of ints) as sorted distinct sizes; errors name the bad value."""
+    sizes = [sample] if isinstance(sample, int) and not isinstance(sample, bool) else sample
+    if isinstance(sizes, (str, bytes)) or not isinstance(sizes, Sequence) or not sizes:
+        raise RagQaArenaError(f"sample={sample!r}: give the number of shared questions per pair, or a list of "
+                              "them (e.g. [700, 1400]) for several Table 5 columns")
+    for size in sizes:
+        check_int("sample (shared questions per pair)", size, minimum=1)
+    return sorted(set(sizes))
 
 
 def load_tournament(
@@ -104,30 +129,39 @@ def _match_inputs(plan: Tournament, a: str, b: str, qids: list[str]) -> dict:
     }
 
 
-def _folder(out: Path, a: str, b: str) -> Path:
-    return out / (a if b == REFERENCE else f"{a}__vs__{b}")
+def _name(a: str, b: str) -> str:
+    return a if b == REFERENCE else f"{a}__vs__{b}"
 
 
-def _finished(folder: Path, a: str, b: str, qids: list[str], judges: list[str], order: str, seed: int) -> dict | None:
-    """The summary of a finished run folder holding exactly this match, or None."""
+def _finished(folder: Path, a: str, b: str, qids: list[str], config: JudgeConfig) -> dict | None:
+    """The summary of a finished run folder holding exactly this match with no pair to ask again, or None."""
     try:
         summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
-        judged = [row["qid"] for _, row in iter_jsonl(folder / "verdicts.jsonl")]
+        rows = [row for _, row in iter_jsonl(folder / "verdicts.jsonl")]
+        judged = [row["qid"] for row in rows]
     except (OSError, ValueError, KeyError, TypeError):
         return None
     same = (summary.get("system"), summary.get("opponent"), summary.get("judges"), summary.get("order"),
-            summary.get("seed")) == (a, b, judges, order, seed)
-    return summary if same and sorted(judged) == sorted(qids) else None
+            summary.get("seed"), summary.get("parse", "strict")) == (a, b, config.specs, config.order,
+                                                                     config.seed, config.parse)
+    # a pair that failed at the judge is asked again (one whose answer was never generated has no judgment)
+    again = any(row.get("failed") and row.get("judgments") for row in rows)
+    return summary if same and not again and sorted(judged) == sorted(qids) else None
 
 
-async def _play(plan: Tournament, a: str, b: str, qids: list[str], *, out: Path, judge: JudgeConfig,
-                settings: dict) -> dict:
-    """One match (``a`` against ``b`` on ``qids``): reused when its folder already holds it."""
-    folder = _folder(out, a, b)
-    found = _finished(folder, a, b, qids, judge.specs, judge.order, judge.seed)
+async def _play(plan: Tournament, a: str, b: str, qids: list[str], *, folder: TournamentFolder,
+                judge: JudgeConfig, settings: dict) -> dict:
+    """One match (``a`` against ``b`` on ``qids``): reused when its folder already holds it finished."""
+    where = folder.root / _name(a, b)
+    found = _finished(where, a, b, qids, judge)
+    old = folder.reusable(_name(a, b))
+    if found is None and old is not None and _finished(old, a, b, qids, judge) is not None:
+        shutil.rmtree(where, ignore_errors=True)  # the folder being replaced holds this very match: copy it
+        shutil.copytree(old, where, ignore=shutil.ignore_patterns(".lock", ".verdicts.replacing.jsonl"))
+        found = _finished(where, a, b, qids, judge)
     if found is not None:
         return {**found, "reused": True, "n_sent": 0, "n_cached": 0}  # nothing asked by this call
-    result = await ajudge_pairs(**_match_inputs(plan, a, b, qids), judge=judge, out=folder, system=a, opponent=b,
+    result = await ajudge_pairs(**_match_inputs(plan, a, b, qids), judge=judge, out=where, system=a, opponent=b,
                                 progress=False, **settings)
     result.pop("verdicts")
     return {**result, "reused": False}
@@ -138,86 +172,63 @@ def _match_row(result: dict) -> dict:
     return {key: result.get(key) for key in keys}
 
 
-def _battles(out: Path, matches: list[dict]) -> list[tuple[str, str, str]]:
+def _battles(root: Path, matches: list[dict]) -> list[tuple[str, str, str]]:
     """Every judged battle so far, read back from the match folders."""
     battles = []
     for match in matches:
-        folder = _folder(out, match["system"], match["opponent"])
-        for _, row in iter_jsonl(folder / "verdicts.jsonl"):
+        for _, row in iter_jsonl(root / _name(match["system"], match["opponent"]) / "verdicts.jsonl"):
             if row.get("outcome") is not None:
                 battles.append((row["system_a"], row["system_b"], row["outcome"]))
     return battles
 
 
-def _overlaps(battles, players: list[str], *, seed: int, n_boot: int) -> tuple[list[str], list[tuple[str, str, float]]]:
-    """Players by rating, and each neighbouring pair whose intervals overlap, with the overlap's width."""
-    counts = BattleCounts.from_battles(battles, players)
-    ratings = bootstrap_bradley_terry(counts, anchor=REFERENCE, n_boot=n_boot, seed=seed)
-    ranked = sorted(players, key=lambda p: -ratings[p]["rating"])
-    overlapping = []
-    for upper, lower in zip(ranked, ranked[1:]):
-        width = ratings[lower]["rating_ci"][1] - ratings[upper]["rating_ci"][0]
-        if width >= 0:
-            overlapping.append((upper, lower, width))
-    return ranked, overlapping
-
-
-def _allocate(overlapping, ranked: list[str], taken: dict[tuple[str, str], int], n_max: int,
-              round_size: int, budget_left: float) -> dict[tuple[str, str], int]:
-    """New question counts per pair for the next round: ``round_size`` judgments shared by overlap width.
-
-    A neighbouring pair that holds LFRQA is tightened through the system's nearest other system."""
-    systems = [p for p in ranked if p != REFERENCE]
-    wanted: dict[tuple[str, str], float] = {}
-    for upper, lower, width in overlapping:
-        if REFERENCE in (upper, lower):
-            system = lower if upper == REFERENCE else upper
-            others = [s for s in systems if s != system]
-            if not others:
-                continue
-            nearest = min(others, key=lambda s: abs(systems.index(s) - systems.index(system)))
-            upper, lower = system, nearest
-        pair = (upper, lower) if (upper, lower) in taken else (lower, upper)
-        if pair in taken and taken[pair] < n_max:
-            wanted[pair] = wanted.get(pair, 0.0) + width + 1.0
-    spend = min(round_size, budget_left)
-    total = sum(wanted.values())
-    grown = {}
-    for pair, weight in wanted.items():
-        extra = max(1, int(round(spend * weight / total)))
-        grown[pair] = min(n_max, taken[pair] + extra)
-    return grown
-
-
-async def _adaptive(plan: Tournament, matches: list[dict], *, out: Path, judge: JudgeConfig, settings: dict,
-                    round_size: int, max_judgments: int | None, n_boot: int, bar: Progress) -> dict:
-    players = [REFERENCE, *plan.systems]
+async def _adaptive(plan: Tournament, matches: list[dict], *, folder: TournamentFolder, judge: JudgeConfig,
+                    settings: dict, alpha: float, round_size: int, max_judgments: int | None, bar: Progress) -> dict:
+    rule = SequentialRanking(list(plan.systems), alpha=alpha, tuned_n=min(200, plan.n_common))
     taken = {pair: 0 for pair in plan.pairs()}
     spent, rounds, pair_results = 0, 0, {}
-    against_reference = _battles(out, matches)  # read once: only the pairs' folders change between rounds
+    against_reference = _battles(folder.root, matches)  # read once: only the pairs' folders change between rounds
     while True:
-        ranked, overlapping = _overlaps(against_reference + _battles(out, list(pair_results.values())), players,
-                                        seed=judge.seed, n_boot=n_boot)
-        if not overlapping:
-            reason = "separated"
+        battles = against_reference + _battles(folder.root, list(pair_results.values()))
+        ranking, records = rule.look(BattleCounts.from_battles(battles, [REFERENCE, *plan.systems]), anchor=REFERENCE)
+        left = math.inf if max_judgments is None else max_judgments - spent
+        step = rule.plan(records, ranking, n_max=plan.n_common, round_size=round_size, budget_left=left, taken=taken)
+        if step.stopped:
             break
-        left = float("inf") if max_judgments is None else max_judgments - spent
-        if left <= 0:
-            reason = "budget"
-            break
-        grown = _allocate(overlapping, ranked, taken, len(plan.order), round_size, left)
-        if not grown:
-            reason = "questions exhausted"
-            break
-        for (a, b), n in grown.items():
+        for (a, b), n in step.grown.items():
             spent += n - taken[(a, b)]
             taken[(a, b)] = n
-            pair_results[(a, b)] = _match_row(await _play(plan, a, b, plan.order[:n], out=out, judge=judge,
+            pair_results[(a, b)] = _match_row(await _play(plan, a, b, plan.order[:n], folder=folder, judge=judge,
                                                           settings=settings))
         rounds += 1
         bar.advance(False, False)
-    return {"stopped": reason, "rounds": rounds, "judgments": spent, "pairs": list(pair_results.values()),
+    neighbours = [{**{k: v for k, v in row.items() if k != "pair"}} for row in step.neighbours]
+    return {"stopped": step.stopped, "alpha": alpha, "max_judgments": max_judgments, "round_size": round_size,
+            "rounds": rounds, "pair_judgments": spent, "ranking": step.ranking, "neighbours": neighbours,
+            "pairs": list(pair_results.values()),
             "questions_per_pair": {f"{a}__vs__{b}": n for (a, b), n in taken.items()}}
+
+
+def _design(plan: Tournament, config: JudgeConfig, *, sizes: list[int], adaptive: bool, alpha: float,
+            max_judgments: int | None, round_size: int) -> dict:
+    design = {"systems": list(plan.systems), "judges": config.specs, "order": config.order, "seed": config.seed,
+              "parse": config.parse, "max_input_tokens": config.max_input_tokens,
+              "schedule": "adaptive" if adaptive else "complete"}
+    if adaptive:
+        return {**design, "alpha": alpha, "max_judgments": max_judgments, "round_size": round_size}
+    return {**design, "samples": sizes}
+
+
+def _check_settings(*, alpha: float, round_size: int, max_judgments: int | None, adaptive: bool) -> None:
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
+        raise RagQaArenaError(f"alpha={alpha!r} must be between 0 and 1: the family-wise error level of the "
+                              "adaptive stopping rule (e.g. 0.05)")
+    check_int("round_size", round_size, minimum=1)
+    if max_judgments is not None:
+        check_int("max_judgments (judged pairs)", max_judgments, minimum=1)
+        if not adaptive:
+            raise RagQaArenaError(f"max_judgments={max_judgments!r} is the budget of the adaptive schedule: pass "
+                                  "adaptive=True (--adaptive), or drop it")
 
 
 async def atournament(
@@ -226,23 +237,28 @@ async def atournament(
     out: str | os.PathLike,
     judge: JudgeSpec = DEFAULT_JUDGE,
     run: RunConfig | None = None,
-    sample: int = 700,
+    sample: int | Sequence[int] = 700,
     adaptive: bool = False,
+    alpha: float = 0.05,
     max_judgments: int | None = None,
     round_size: int = 100,
     n_boot: int = 1000,
     data_dir: str | os.PathLike | None = None,
     progress: bool = False,
+    overwrite: bool = False,
 ) -> dict:
     """Async form of :func:`tournament` (same arguments, same result)."""
     config = judge_config(judge)
-    check_int("sample", sample, minimum=1)
-    check_int("round_size", round_size, minimum=1)
-    if max_judgments is not None:
-        check_int("max_judgments (judged pairs)", max_judgments, minimum=1)
+    requested = _sample_sizes(sample)
+    _check_settings(alpha=alpha, round_size=round_size, max_judgments=max_judgments, adaptive=adaptive)
     plan = load_tournament(predictions, seed=config.seed, data_dir=data_dir)
-    out = Path(out)
-    play = dict(out=out, judge=config, settings=dict(run=run, n_boot=n_boot, data_dir=data_dir))
+    sizes = sorted({min(n, plan.n_common) for n in requested})
+    names = [_name(name, REFERENCE) for name in plan.systems] + [_name(a, b) for a, b in plan.pairs()]
+    folder = TournamentFolder(out, _design(plan, config, sizes=requested, adaptive=adaptive, alpha=alpha,
+                                           max_judgments=max_judgments, round_size=round_size),
+                              names, overwrite=overwrite)
+    folder.start()
+    play = dict(folder=folder, judge=config, settings=dict(run=run, n_boot=n_boot, data_dir=data_dir))
     steps = len(plan.systems) + (0 if adaptive else len(plan.pairs()))
     bar = Progress(steps, progress, f"tournament of {len(plan.systems)} systems")
     try:
@@ -250,23 +266,24 @@ async def atournament(
         for name, answers in plan.systems.items():  # every system against LFRQA, on all its questions
             matches.append(_match_row(await _play(plan, name, REFERENCE, list(answers), **play)))
             bar.advance(False, matches[-1]["reused"])
-        result = {"systems": list(plan.systems), "n_common": len(plan.order), "against_reference": matches}
+        result = {"systems": list(plan.systems), "n_common": plan.n_common, "against_reference": matches}
         if adaptive:
-            result.update(await _adaptive(plan, matches, round_size=round_size, max_judgments=max_judgments,
-                                          n_boot=min(n_boot, 200), bar=bar, **play))
+            result.update(await _adaptive(plan, matches, alpha=alpha, round_size=round_size,
+                                          max_judgments=max_judgments, bar=bar, **play))
         else:
-            shared = plan.sample(sample, config.seed)
+            shared = plan.sample(sizes[-1])  # the largest sample; the smaller ones are its first questions
             pairs = []
             for a, b in plan.pairs():
                 pairs.append(_match_row(await _play(plan, a, b, shared, **play)))
                 bar.advance(False, pairs[-1]["reused"])
-            result.update(stopped="complete", sample=len(shared), pairs=pairs,
-                          judgments=sum(p["n"] for p in pairs))
+            result.update(stopped="complete", sample=len(shared), samples=sizes, samples_requested=requested,
+                          pairs=pairs, pair_judgments=sum(p["n"] for p in pairs), sample_qids=shared)
     finally:
         bar.close()
-    result["judgments"] += sum(m["n"] for m in matches)
-    atomic_write(out / TOURNAMENT_FILE, dumps_json({**result, "judges": config.specs, "order": config.order,
-                                                    "seed": config.seed, "parse": config.parse}))
+    result["judgments"] = result["pair_judgments"] + sum(m["n"] for m in matches)
+    folder.finish({**result, "judges": config.specs, "order": config.order, "seed": config.seed,
+                   "parse": config.parse})
+    result.pop("sample_qids", None)
     return result
 
 
@@ -276,33 +293,62 @@ TOURNAMENT_DOC = """Judge every system against LFRQA and every pair of systems a
     :class:`~metric_arena.JudgeConfig` (or a spec / list of specs); its ``seed`` also draws the sample.
     ``run``: a :class:`~metric_arena.RunConfig`; one limiter and one cache serve every match. ``sample``:
     the questions every pair is judged on (stratified by domain, drawn from the questions every system
-    answered). ``adaptive``: judge pairs in rounds of ``round_size`` where the ratings' intervals still
-    overlap, until separated or ``max_judgments`` are spent.
+    answered), or a list of sizes (e.g. ``[700, 1400]``): nested samples, each pair judged once on the
+    largest, one Table 5 column per size in ``report``. ``adaptive``: judge pairs in rounds of
+    ``round_size`` questions on the neighbouring pairs not yet separated, until separated (family-wise
+    error level ``alpha`` under repeated looks), ``max_judgments`` pair judgments are spent (a hard
+    budget) or no question is left. ``out``: holds one design (systems, samples, judges, order, seed,
+    parse, adaptive settings); another is refused unless ``overwrite=True``, which replaces the folder's
+    tournament only once the new one is complete. A re-run reuses finished matches and asks again the
+    pairs that failed at the judge.
 
     Returns ``against_reference`` and ``pairs`` (one row per match: system, opponent, n, n_failed,
     win_rate, win_tie_rate, n_sent, n_cached, reused), ``stopped`` ("complete", or with ``adaptive``
-    "separated", "budget" or "questions exhausted"), ``judgments`` (pairs judged in all), and with
-    ``adaptive`` ``rounds`` and ``questions_per_pair``. ``RUNS/tournament.json`` records the same with
-    the judges, order, seed and parse.
+    "separated", "budget" or "questions exhausted"), ``n_common`` (the questions every system answered),
+    ``pair_judgments`` (system-against-system pairs judged) and ``judgments`` (with those against
+    LFRQA); without ``adaptive`` ``samples`` (the sizes, capped at ``n_common``); with it ``alpha``,
+    ``rounds``, ``ranking``, ``neighbours`` (each neighbouring pair's confidence sequence and whether it
+    is separated) and ``questions_per_pair``. ``RUNS/tournament.json`` records the same with the design
+    (and the shared questions in order, ``sample_qids``).
     """
 
 tournament = synchronous(atournament, name="tournament", doc=TOURNAMENT_DOC)
 
 
+def _adaptive_pair_questions(plan: Tournament, max_judgments: int | None) -> list[tuple[str, str, list[str]]]:
+    """The most an adaptive tournament can ask of the pairs: every shared question of every pair, or
+    ``max_judgments`` questions shared round robin (each pair a prefix of the shared order)."""
+    pairs = plan.pairs()
+    budget = len(pairs) * plan.n_common if max_judgments is None else min(max_judgments, len(pairs) * plan.n_common)
+    counts = [budget // len(pairs) + (k < budget % len(pairs)) for k in range(len(pairs))]
+    return [(a, b, plan.order[:n]) for (a, b), n in zip(pairs, counts) if n]
+
+
 def tournament_dry_run(
-    predictions: Sequence[str | os.PathLike] | Mapping[str, str | os.PathLike],
+    predictions: Sequence[str | os.PathLike] | Mapping[str, str | os.PathLike] | Tournament,
     *,
     judge: JudgeSpec = DEFAULT_JUDGE,
     run: RunConfig | None = None,
-    sample: int = 700,
+    sample: int | Sequence[int] = 700,
+    adaptive: bool = False,
+    max_judgments: int | None = None,
     data_dir: str | os.PathLike | None = None,
 ) -> list[CostEstimate]:
-    """What the (exhaustive) tournament would send, per judge, summed over every match; sends nothing."""
+    """What the tournament would send, per judge, summed over every match; sends nothing.
+
+    The pairs are priced on the largest sample (capped at the questions every system answered); with
+    ``adaptive``, at the most it can spend: ``max_judgments`` pair judgments, or every shared question
+    of every pair without a budget. ``predictions`` may be a :func:`load_tournament` result."""
     config = judge_config(judge)
-    plan = load_tournament(predictions, seed=config.seed, data_dir=data_dir)
-    shared = plan.sample(sample, config.seed)
+    sizes = _sample_sizes(sample)
+    _check_settings(alpha=0.05, round_size=1, max_judgments=max_judgments, adaptive=adaptive)
+    plan = predictions if isinstance(predictions, Tournament) else load_tournament(predictions, seed=config.seed,
+                                                                                     data_dir=data_dir)
     matches = [(name, REFERENCE, list(answers)) for name, answers in plan.systems.items()]
-    matches += [(a, b, shared) for a, b in plan.pairs()]
+    if adaptive:
+        matches += _adaptive_pair_questions(plan, max_judgments)
+    else:
+        matches += [(a, b, plan.sample(sizes[-1])) for a, b in plan.pairs()]
     totals: dict[str, CostEstimate] = {}
     for a, b, qids in matches:
         inputs = _match_inputs(plan, a, b, qids)
@@ -314,15 +360,22 @@ def tournament_dry_run(
     return list(totals.values())
 
 
-def _added(a: CostEstimate, b: CostEstimate) -> CostEstimate:
-    def add(x, y):
-        return None if x is None or y is None else x + y
+_KEPT = {"judge", "model", "input_price_per_m", "output_price_per_m", "cached_input_price_per_m",
+         "batch_cached_input_price_per_m"}
 
-    return CostEstimate(
-        judge=a.judge, model=a.model, n_requests=a.n_requests + b.n_requests, n_cached=a.n_cached + b.n_cached,
-        input_tokens=a.input_tokens + b.input_tokens,
-        output_tokens_estimate=a.output_tokens_estimate + b.output_tokens_estimate,
-        output_tokens_max=a.output_tokens_max + b.output_tokens_max, exact_tokenizer=a.exact_tokenizer,
-        input_price_per_m=a.input_price_per_m, output_price_per_m=a.output_price_per_m,
-        cost_usd=add(a.cost_usd, b.cost_usd), cost_usd_max=add(a.cost_usd_max, b.cost_usd_max),
-    )
+
+def _added(a: CostEstimate, b: CostEstimate) -> CostEstimate:
+    """Two estimates of the same judge as one: counts and costs summed (None when either is unknown), the
+    prices kept, the fixed prefix the larger of the two (it is per request, not summed)."""
+    values = {}
+    for field in fields(CostEstimate):
+        x, y = getattr(a, field.name), getattr(b, field.name)
+        if field.name in _KEPT:
+            values[field.name] = x if x is not None else y
+        elif field.name == "exact_tokenizer":
+            values[field.name] = x and y
+        elif field.name in ("prefix_tokens", "cached_prefix_tokens"):
+            values[field.name] = max(x, y)
+        else:
+            values[field.name] = None if x is None or y is None else x + y
+    return CostEstimate(**values)

@@ -34,6 +34,7 @@ from metric_arena.stats._sampling import (
     stratified_sample,
     wilson_interval,
 )
+from metric_arena.stats._sequential import RoundPlan, SequentialRanking, confidence_sequence
 
 __all__ = [
     "BASE",
@@ -41,10 +42,13 @@ __all__ = [
     "SCALE",
     "BattleCounts",
     "IntervalStopper",
+    "RoundPlan",
+    "SequentialRanking",
     "agreement",
     "bootstrap_bradley_terry",
     "bootstrap_interval",
     "cohen_kappa",
+    "confidence_sequence",
     "expected_score",
     "fit_bradley_terry",
     "judge_outcomes",
