@@ -246,3 +246,29 @@ def test_bad_inputs_get_one_line_and_exit_2(judged, tmp_path):
         assert result.returncode == 2, (name, result.stderr)
         assert result.stderr.count("\n") == 1 and expected in result.stderr, (name, result.stderr)
         assert "Traceback" not in result.stderr
+
+
+def test_report_on_an_ensemble_run_shows_pairwise_kappa_between_its_judges(judged, lfrqa_data_dir, tmp_path, capsys):
+    root, runs, predictions, _ = judged
+    run = tmp_path / "ensemble" / "medium"
+    with OpenAIServer(judges_reply) as server:
+        assert main(["judge", "--predictions", str(predictions["medium"]), "--judge", RULE, "--judge", LONG,
+                     "--judge", FIRST, "--order", "random", "--out", str(run), "--base-url", server.base_url,
+                     "--api-key", "sk-local-test", "--cache-dir", str(tmp_path / "cache"), "--no-progress",
+                     "--data-dir", str(lfrqa_data_dir)]) == 0
+    capsys.readouterr()
+    assert main(["report", str(run), "--out", str(tmp_path / "board"), "--no-plots", "--n-boot", "50"]) == 0
+    printed = capsys.readouterr().out
+    view = json.loads((tmp_path / "board" / "report.json").read_text())["judge_agreement"]
+    rows = [json.loads(line) for line in (run / "verdicts.jsonl").read_text().splitlines()]
+    own = {judge: {r["qid"]: j["outcome"] for r in rows for j in r["judgments"] if j["judge"] == judge and j["outcome"]}
+           for judge in (RULE, LONG, FIRST)}
+    assert view["judges"] == sorted([RULE, LONG, FIRST]) and len(view["pairs"]) == 3
+    for pair in view["pairs"]:
+        shared = sorted(set(own[pair["judge_a"]]) & set(own[pair["judge_b"]]))
+        a, b = [own[pair["judge_a"]][q] for q in shared], [own[pair["judge_b"]][q] for q in shared]
+        assert pair["n"] == len(shared) and pair["kappa"] == pytest.approx(_kappa(a, b))
+        assert pair["agreement"] == pytest.approx(sum(x == y for x, y in zip(a, b)) / len(shared))
+    assert "Agreement between the ensemble's judges" in printed
+    page = (tmp_path / "board" / "leaderboard.html").read_text()
+    assert "Agreement between the ensemble" in page and f"{view['pairs'][0]['kappa']:.3f}" in page

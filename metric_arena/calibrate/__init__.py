@@ -17,10 +17,18 @@ import os
 from collections.abc import Mapping, Sequence
 
 from metric_arena.calibrate._card import build_card
-from metric_arena.calibrate._write import CARD_JSON, CARD_MD, card_markdown, card_push_files, push_card, write_card
+from metric_arena.calibrate._write import (
+    CARD_JSON,
+    CARD_MD,
+    card_markdown,
+    card_push_files,
+    card_summary,
+    push_card,
+    write_card,
+)
 from metric_arena.report import Run
 
-__all__ = ["CARD_JSON", "CARD_MD", "calibrate_judges", "card_markdown", "card_push_files", "push_card"]
+__all__ = ["CARD_JSON", "CARD_MD", "calibrate_judges", "card_markdown", "card_push_files", "card_summary", "push_card"]
 
 
 def calibrate_judges(

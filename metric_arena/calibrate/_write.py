@@ -14,7 +14,7 @@ from builders import check_repo_id, check_secrets, resolve_token, upload_files
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import atomic_write, dumps_json, loads_json
 
-__all__ = ["CARD_JSON", "CARD_MD", "card_markdown", "card_push_files", "push_card", "write_card"]
+__all__ = ["CARD_JSON", "CARD_MD", "card_markdown", "card_push_files", "card_summary", "push_card", "write_card"]
 
 CARD_JSON = "judge_card.json"
 CARD_MD = "judge_card.md"
@@ -161,3 +161,33 @@ def push_card(card_dir: str | os.PathLike, repo_id: str, *, private: bool = Fals
     files = card_push_files(card_dir, repo_id=repo_id, extra_secrets=[token] if token else [])
     return upload_files(repo_id, files, private=private, token=token, token_from_env=token_from_env, api=api,
                         commit_message="Upload a RAG-QA Arena judge card")
+
+
+def card_summary(card: dict) -> str:
+    """The card's headline figures as a few lines of text (what ``rag-qa-arena calibrate`` prints)."""
+    def num(value, digits=3):
+        return "n/a" if value is None else f"{value:.{digits}f}"
+
+    def pct(value):
+        return "n/a" if value is None else f"{value * 100:.1f}%"
+
+    judges = card["judges"]
+    low, high = card["kappa_ci"]
+    lines = [
+        f"candidate {', '.join(judges['candidate']['specs'])} against reference {', '.join(judges['reference']['specs'])}",
+        f"  pairs both judged {card['n_pairs']:,} (unmatched: {card['unmatched']['reference_only']:,} reference only, "
+        f"{card['unmatched']['candidate_only']:,} candidate only; {card['n_matched_failed']:,} failed on a side)",
+        f"  agreement {pct(card['agreement'])}  kappa {num(card['kappa'])} [{num(low)}, {num(high)}]  "
+        f"kappa on decisive pairs {num(card['kappa_decisive'])} (n={card['n_decisive']:,})",
+    ]
+    for name, s in card["win_rate_shift"].items():
+        lines.append(f"  {name:<24} win {pct(s['reference_win_rate'])} -> {pct(s['candidate_win_rate'])} "
+                     f"({s['win_rate'] * 100:+.1f} pts)  win+tie {pct(s['reference_win_tie_rate'])} -> "
+                     f"{pct(s['candidate_win_tie_rate'])} ({s['win_tie_rate'] * 100:+.1f} pts)")
+    rank = card["rank_correlation"]
+    lines.append(f"  rank correlation: Spearman {num(rank['spearman'])}, Kendall {num(rank['kendall'])}"
+                 + (f" ({rank['note']})" if rank.get("note") else ""))
+    for role in ("reference", "candidate"):
+        lines.append(f"  {role:<9} P(prefer longer) {pct(card['p_prefer_longer'][role])}  P(prefer first) "
+                     f"{pct(card['p_prefer_first'][role])}  failed {card['n_failed'][role]:,}")
+    return "\n".join(lines)
