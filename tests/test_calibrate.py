@@ -272,3 +272,23 @@ def test_report_on_an_ensemble_run_shows_pairwise_kappa_between_its_judges(judge
     assert "Agreement between the ensemble's judges" in printed
     page = (tmp_path / "board" / "leaderboard.html").read_text()
     assert "Agreement between the ensemble" in page and f"{view['pairs'][0]['kappa']:.3f}" in page
+
+
+def _run_folder(folder: Path, system: str, opponent: str, outcomes: dict[str, str | None], judge: str) -> Path:
+    folder.mkdir(parents=True)
+    rows = [{"qid": q, "domain": "fiqa", "system_a": system, "system_b": opponent, "outcome": o, "failed": o is None,
+             "flipped": None, "no_answer_a": False,
+             "judgments": [{"judge": judge, "a_position": 1, "rating": None, "outcome": o, "raw": "", "attempts": 1,
+                            "cached": False}]} for q, o in outcomes.items()]
+    (folder / "verdicts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return folder
+
+
+def test_a_pair_judged_the_other_way_round_is_matched_from_the_reference_side(tmp_path):
+    flip = {"win": "loss", "loss": "win", "tie": "tie"}
+    outcomes = {f"q{i}": ("win", "tie", "loss", "win")[i % 4] for i in range(12)}
+    ref = _run_folder(tmp_path / "ref", "a", "b", outcomes, "openai:x")
+    cand = _run_folder(tmp_path / "cand", "b", "a", {q: flip[o] for q, o in outcomes.items()}, "openai:y")
+    card = calibrate_judges(reference=[ref], candidate=[cand], n_boot=100)
+    assert card["n_pairs"] == 12 and card["agreement"] == 1.0 and card["kappa"] == 1.0
+    assert card["confusion"]["win"]["win"] == 6 and card["win_rate_shift"]["a vs b"]["win_rate"] == 0.0
