@@ -181,7 +181,9 @@ def test_unmatched_pairs_are_counted_and_named(judged, tmp_path):
     cut.mkdir()
     lines = (runs[LONG] / "strong" / "verdicts.jsonl").read_text().splitlines()
     (cut / "verdicts.jsonl").write_text("\n".join(lines[:-4]) + "\n")
-    card = calibrate_judges(reference=[runs[RULE] / "strong", runs[RULE] / "weak"], candidate=[cut], n_boot=100)
+    card = calibrate_judges(reference=[runs[RULE] / "strong", runs[RULE] / "weak"], candidate=[cut], n_boot=100,
+                            out=tmp_path / "card")
+    assert "P(prefer longer answer) | n/a" in (tmp_path / "card" / "judge_card.md").read_text()
     assert card["unmatched"]["reference_only"] == 4 + N and card["unmatched"]["candidate_only"] == 0
     named = {(p["system"], p["qid"]) for p in card["unmatched"]["reference_only_pairs"]}
     dropped = json.loads(lines[-1])["qid"]
