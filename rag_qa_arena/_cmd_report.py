@@ -422,10 +422,13 @@ def register_calibrate(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run_calibrate(args: argparse.Namespace) -> int:
+    from builders import check_repo_id
     from metric_arena.calibrate import calibrate_judges, card_push_files, card_summary, push_card
 
     if args.dry_run and not args.push:
         raise RagQaArenaError("--dry-run DIR previews a push: give --push ORG/NAME too")
+    if args.push:
+        check_repo_id(args.push)  # before any work
     predictions = {}
     for item in args.predictions or []:
         name, path = item.partition("=")[::2] if "=" in item else (Path(item).stem, item)

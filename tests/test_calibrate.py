@@ -294,3 +294,31 @@ def test_a_pair_judged_the_other_way_round_is_matched_from_the_reference_side(tm
     card = calibrate_judges(reference=[ref], candidate=[cand], n_boot=100)
     assert card["n_pairs"] == 12 and card["agreement"] == 1.0 and card["kappa"] == 1.0
     assert card["confusion"]["win"]["win"] == 6 and card["win_rate_shift"]["a vs b"]["win_rate"] == 0.0
+
+
+def test_push_uploads_the_card_through_the_hub_upload(judged, tmp_path, monkeypatch, capsys):
+    from metric_arena.calibrate import push_card
+    from tests.test_hub_push import RecordingHub
+
+    root, runs, _, _ = judged
+    out = tmp_path / "card"
+    calibrate_judges(reference=[runs[RULE] / "weak"], candidate=[runs[LONG] / "weak"], out=out, n_boot=50)
+    token = "hf_" + "Z" * 34
+    monkeypatch.setenv("HF_TOKEN", token)
+    hub = RecordingHub()
+    assert push_card(out, "org/card", private=True, token_from_env=True, api=hub).endswith("/commit/abc")
+    (_, repo, kwargs), (_, _, operations, _) = hub.calls
+    assert repo == "org/card" and kwargs["private"] is True and kwargs["repo_type"] == "dataset"
+    assert {op.path_in_repo for op in operations} == {"README.md", "judge_card.json", "data/matched_verdicts.parquet"}
+
+    monkeypatch.delenv("HF_TOKEN")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    monkeypatch.setenv("HF_TOKEN_PATH", str(tmp_path / "hf-home" / "token"))
+    capsys.readouterr()
+    assert main(["calibrate", "--reference", str(runs[RULE] / "weak"), "--candidate", str(runs[LONG] / "weak"),
+                 "--out", str(out), "--push", "org/card"]) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
+    assert len(errors) == 1 and "No Hugging Face token found" in errors[0]
+    assert main(["calibrate", "--reference", str(runs[RULE] / "weak"), "--candidate", str(runs[LONG] / "weak"),
+                 "--out", str(out), "--push", "no-slash", "--dry-run", str(tmp_path / "p")]) == 2
+    assert "Bad repo id 'no-slash'" in capsys.readouterr().err
