@@ -322,3 +322,24 @@ def test_push_uploads_the_card_through_the_hub_upload(judged, tmp_path, monkeypa
     assert main(["calibrate", "--reference", str(runs[RULE] / "weak"), "--candidate", str(runs[LONG] / "weak"),
                  "--out", str(out), "--push", "no-slash", "--dry-run", str(tmp_path / "p")]) == 2
     assert "Bad repo id 'no-slash'" in capsys.readouterr().err
+
+
+def test_rank_correlations_and_kappa_interval_agree_with_independent_implementations():
+    import numpy as np
+
+    from metric_arena.stats import cohen_kappa, kappa_interval, kendall_tau, spearman_rho
+
+    scipy_stats = pytest.importorskip("scipy.stats")
+    rng = np.random.default_rng(3)
+    for _ in range(40):
+        x, y = rng.integers(0, 4, 7), rng.integers(0, 4, 7)
+        for ours, theirs in ((spearman_rho(x, y), scipy_stats.spearmanr(x, y)[0]),
+                             (kendall_tau(x, y), scipy_stats.kendalltau(x, y)[0])):
+            assert (np.isnan(ours) and np.isnan(theirs)) or ours == pytest.approx(theirs)
+    # the multinomial bootstrap is the pair-resampling bootstrap: same interval within Monte Carlo error
+    a = list(rng.choice(["win", "tie", "loss"], 300))
+    b = [o if rng.random() < 0.6 else str(rng.choice(["win", "tie", "loss"])) for o in a]
+    draws = [cohen_kappa([a[i] for i in idx], [b[i] for i in idx]) for idx in rng.integers(0, 300, (2000, 300))]
+    low, high = kappa_interval(a, b, n_boot=4000, seed=1)
+    assert low == pytest.approx(np.quantile(draws, 0.025), abs=0.015)
+    assert high == pytest.approx(np.quantile(draws, 0.975), abs=0.015)
