@@ -1,4 +1,4 @@
-"""``rag-qa-arena report``: the arena leaderboard from judged run folders."""
+"""``rag-qa-arena report``: the arena leaderboard from judged run folders; ``calibrate``: a judge card."""
 
 from __future__ import annotations
 
@@ -73,6 +73,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="also write every battle to FILE (.jsonl or .parquet): model_a, model_b, winner, qid, "
                              "domain, judge, first_shown, as Chatbot-Arena-style notebooks read them")
     parser.set_defaults(func=_run)
+    register_calibrate(subparsers)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -250,7 +251,8 @@ def _confidence(text: str) -> float:
 # ------------------------------------------------------------------------------------------
 def analysis_tables(board) -> list:
     """Every table that applies to ``board``, in the order ``report`` prints them."""
-    tables = [paired_table(board), question_sets_table(board), no_answer_table(board), retrieval_table(board)]
+    tables = [paired_table(board), question_sets_table(board), no_answer_table(board), retrieval_table(board),
+              judge_agreement_table(board)]
     return [t for t in tables if t is not None]
 
 
@@ -379,3 +381,75 @@ def retrieval_table(board):
                 _rate(block["gold_retrieved"], "win_tie_rate"), _rate(block["gold_not_retrieved"], "win_tie_rate"),
             )
     return table
+
+
+def judge_agreement_table(board):
+    """Pairwise Cohen's kappa between the judges of ensemble runs."""
+    from rich.table import Table
+    from rich.text import Text
+
+    view = getattr(board, "judge_agreement", None)
+    if not view:
+        return None
+    table = Table(title="Agreement between the ensemble's judges (Cohen's kappa over win/tie/loss)")
+    for name in ("Judge", "Judge", "Pairs", "Kappa", "Same %"):
+        table.add_column(name, justify="left" if name == "Judge" else "right")
+    for p in view["pairs"]:
+        table.add_row(Text(p["judge_a"]), Text(p["judge_b"]), f"{p['n']:,}", _f(p["kappa"], 3), _pct(p["agreement"]))
+    return table
+
+
+# ------------------------------------------------------------------------------------------
+# calibrate: a judge card of a candidate judge against a reference judge, from run folders
+# ------------------------------------------------------------------------------------------
+def register_calibrate(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "calibrate", help="Judge card: agreement, kappa, win-rate shifts and leans of a candidate judge vs a reference.",
+        description="Compare two judges on the same pairs (run folders of the same systems, any order setting), "
+                    "matched by system, opponent and qid. Writes OUT/judge_card.json, judge_card.md and "
+                    "matched_verdicts.jsonl.",
+        epilog="example: rag-qa-arena calibrate --reference runs/paper-judge/* --candidate runs/cheap-judge/* "
+               "--out card/ --predictions sys-a=a.jsonl sys-b=b.jsonl")
+    parser.add_argument("--reference", nargs="+", required=True, metavar="RUN", help="runs of the reference judge")
+    parser.add_argument("--candidate", nargs="+", required=True, metavar="RUN", help="the same pairs, candidate judge")
+    parser.add_argument("--out", required=True, metavar="DIR", help="folder for the judge card (created if missing)")
+    parser.add_argument("--predictions", nargs="+", metavar="[SYSTEM=]FILE",
+                        help="the systems' prediction files (FILE alone: system named after it), for answer lengths "
+                             "(P(prefer longer)) and prices")
+    parser.add_argument("--data-dir", metavar="DIR", help="LFRQA's pinned files, for LFRQA's answers")
+    parser.add_argument("--n-boot", type=_positive_int, default=1000, help="bootstrap rounds for kappa (default 1000)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default: 0)")
+    parser.add_argument("--confidence", type=_confidence, default=0.95, help="interval coverage (default: 0.95)")
+    parser.add_argument("--push", metavar="ORG/NAME", help="upload the card and matched verdicts (Parquet) to the Hub")
+    parser.add_argument("--private", action="store_true", help="with --push: create the repo as private")
+    parser.add_argument("--token-from-env", action="store_true", help="with --push: the token only from $HF_TOKEN")
+    parser.add_argument("--dry-run", metavar="DIR", help="with --push: write the files to DIR instead (no network)")
+    parser.set_defaults(func=_run_calibrate)
+
+
+def _run_calibrate(args: argparse.Namespace) -> int:
+    from builders import check_repo_id
+    from metric_arena.calibrate import calibrate_judges, card_push_files, card_summary, push_card
+
+    if args.dry_run and not args.push:
+        raise RagQaArenaError("--dry-run DIR previews a push: give --push ORG/NAME too")
+    if args.push:
+        check_repo_id(args.push)  # before any work
+    predictions = {}
+    for item in args.predictions or []:
+        name, path = item.partition("=")[::2] if "=" in item else (Path(item).stem, item)
+        if not name or not path or name in predictions:
+            raise RagQaArenaError(f"--predictions {item!r}: give SYSTEM=FILE or FILE, one file per system")
+        predictions[name] = path
+    card = calibrate_judges(reference=args.reference, candidate=args.candidate, out=args.out, data_dir=args.data_dir,
+                            predictions=predictions or None, n_boot=args.n_boot, seed=args.seed, confidence=args.confidence)
+    print(card_summary(card))
+    print(f"Wrote the judge card to {args.out} (judge_card.json, judge_card.md)", file=sys.stderr)
+    if args.push and args.dry_run:
+        for path, data in (files := card_push_files(args.out, repo_id=args.push)).items():
+            (Path(args.dry_run) / path).parent.mkdir(parents=True, exist_ok=True)
+            (Path(args.dry_run) / path).write_bytes(data)
+        print(f"Wrote {len(files)} files to {args.dry_run} (nothing uploaded): {', '.join(sorted(files))}", file=sys.stderr)
+    elif args.push:
+        print(push_card(args.out, args.push, private=args.private, token_from_env=args.token_from_env))
+    return 0

@@ -37,6 +37,7 @@ from pathlib import Path
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import package_version
 from metric_arena.report._elo_study import elo_study
+from metric_arena.report._ensemble import judge_agreement
 from metric_arena.report._no_answer import (
     DENOMINATOR,
     RULE,
@@ -83,6 +84,7 @@ class Leaderboard:
     question_sets: list[dict] = field(default_factory=list)
     no_answer: dict | None = None
     retrieval: dict | None = None
+    judge_agreement: dict | None = None  # ensemble runs: pairwise kappa between their judges
 
     def to_dict(self) -> dict:
         """Everything as plain JSON-ready data."""
@@ -105,6 +107,7 @@ class Leaderboard:
             "question_sets": self.question_sets,
             "no_answer": self.no_answer,
             "retrieval": self.retrieval,
+            "judge_agreement": self.judge_agreement,
         }
 
 
@@ -295,6 +298,7 @@ def _add_analyses(board: Leaderboard, loaded: list[Run], reference_runs: dict[st
                   retrieved: RetrievedFiles | None, data_dir, no_answer_view: bool, stats: dict) -> None:
     """Fill ``question_sets``, ``no_answer`` and ``retrieval`` and each entry's share of them."""
     board.question_sets = _question_sets(board, reference_runs)
+    board.judge_agreement = judge_agreement(loaded)
     if no_answer_view:
         board.no_answer = _no_answer_view(board, loaded, reference_runs, stats)
     if retrieved is not None:

@@ -1,5 +1,6 @@
 """Statistics of pairwise verdicts: rates with intervals, stratified sampling and early stopping,
-paired tests, Bradley–Terry ratings on the Elo scale, and agreement with human labels.
+paired tests, Bradley–Terry ratings on the Elo scale, agreement (with human labels or another judge:
+Cohen's kappa and its bootstrap interval) and rank correlations.
 Pure numpy; nothing here sends a request or reads a run folder.
 
 >>> from metric_arena.stats import summarize
@@ -13,12 +14,14 @@ from metric_arena.stats._agreement import (
     cohen_kappa,
     first_plurality_vote,
     judge_outcomes,
+    kappa_interval,
     load_human_labels,
     majority_labels,
     majority_vote,
 )
+from metric_arena.stats._correlation import kendall_tau, spearman_rho
 from metric_arena.stats._paired import paired_comparison, sign_test
-from metric_arena.stats._rates import bootstrap_interval, summarize
+from metric_arena.stats._rates import bootstrap_interval, percentile_interval, summarize
 from metric_arena.stats._ratings import (
     BASE,
     INITIAL,
@@ -52,13 +55,17 @@ __all__ = [
     "expected_score",
     "fit_bradley_terry",
     "judge_outcomes",
+    "kappa_interval",
+    "kendall_tau",
     "load_human_labels",
     "majority_labels",
     "first_plurality_vote",
     "majority_vote",
     "paired_comparison",
+    "percentile_interval",
     "pair_schedule",
     "sign_test",
+    "spearman_rho",
     "stratified_sample",
     "summarize",
     "wilson_interval",

@@ -32,6 +32,7 @@ import numpy as np
 
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import iter_jsonl
+from metric_arena.stats._rates import percentile_interval
 
 OUTCOMES = ("win", "tie", "loss")
 _LABELS = {0: "tie", 1: "win", 2: "loss", "tie": "tie", "win": "win", "loss": "loss"}
@@ -164,17 +165,52 @@ def cohen_kappa(a: list, b: list) -> float:
     >>> round(cohen_kappa([1, 1, 0, -1], [1, 0, 0, -1]), 3)
     0.636
     """
+    return float(_kappa_of_counts(_confusion_counts(a, b)))
+
+
+def kappa_interval(a: list, b: list, *, n_boot: int = 1000, seed: int = 0, confidence: float = 0.95) -> list[float]:
+    """Percentile bootstrap interval ``[low, high]`` of :func:`cohen_kappa` over items (pairs), seeded.
+
+    Resampling the items with replacement is one multinomial draw over the cells of their
+    confusion table, so each round costs the size of the table, not the number of items. Rounds
+    where kappa is undefined (every resampled label the same) are left out; NaNs when there are
+    no items, ``n_boot=0`` or no defined round.
+
+    >>> low, high = kappa_interval([1, 1, 0, -1] * 25, [1, 0, 0, -1] * 25, n_boot=200)
+    >>> low < cohen_kappa([1, 1, 0, -1], [1, 0, 0, -1]) < high
+    True
+    """
+    counts = _confusion_counts(a, b)
+    n = int(counts.sum())
+    if n == 0 or n_boot < 1:
+        return [float("nan"), float("nan")]
+    rng = np.random.default_rng(seed)
+    draws = rng.multinomial(n, counts.ravel() / n, size=n_boot).reshape(n_boot, *counts.shape)
+    return percentile_interval(_kappa_of_counts(draws), confidence)
+
+
+def _confusion_counts(a: list, b: list) -> np.ndarray:
+    """The square table of label counts (rows: ``a``'s label, columns: ``b``'s), labels in first-seen order."""
     if len(a) != len(b):
         raise RagQaArenaError(f"Label lists differ in length ({len(a)} vs {len(b)}): give one label per item in both")
-    n = len(a)
-    if n == 0:
-        return float("nan")
-    observed = sum(x == y for x, y in zip(a, b)) / n
-    count_a, count_b = Counter(a), Counter(b)
-    expected = sum(count_a[c] * count_b[c] for c in set(count_a) | set(count_b)) / (n * n)
-    if expected == 1.0:
-        return 1.0 if observed == 1.0 else float("nan")
-    return (observed - expected) / (1.0 - expected)
+    index = {label: k for k, label in enumerate(dict.fromkeys([*a, *b]))}
+    counts = np.zeros((len(index), len(index)), dtype=np.int64)
+    for x, y in zip(a, b):
+        counts[index[x], index[y]] += 1
+    return counts
+
+
+def _kappa_of_counts(counts: np.ndarray) -> np.ndarray:
+    """Cohen's kappa of confusion tables (the last two axes): 1.0 when chance agreement is 1 and every
+    item agrees; nan when it is 1 otherwise, and for no items."""
+    counts = np.asarray(counts, dtype=float)
+    n = counts.sum(axis=(-2, -1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        observed = np.trace(counts, axis1=-2, axis2=-1) / n
+        expected = (counts.sum(axis=-1) * counts.sum(axis=-2)).sum(axis=-1) / (n * n)
+        kappa = (observed - expected) / (1.0 - expected)
+    certain = np.isclose(expected, 1.0)
+    return np.where(certain, np.where(np.isclose(observed, 1.0), 1.0, np.nan), kappa)
 
 
 def _scores_agreement(human: list[int], judged: list[int]) -> dict:

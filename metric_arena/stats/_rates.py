@@ -77,8 +77,18 @@ def bootstrap_interval(
     rng = np.random.default_rng(seed)
     # Resampling n Bernoulli values with replacement = one binomial draw of their mean.
     means = rng.binomial(values.size, values.mean(), size=n_boot) / values.size
+    return percentile_interval(means, confidence)
+
+
+def percentile_interval(estimates: np.ndarray, confidence: float = 0.95) -> list[float]:
+    """``[low, high]``: the central ``confidence`` share of bootstrap ``estimates`` (NaN rounds left out;
+    NaNs when none is left)."""
+    estimates = np.asarray(estimates, dtype=float)
+    estimates = estimates[~np.isnan(estimates)]
+    if estimates.size == 0:
+        return [float("nan"), float("nan")]
     alpha = (1.0 - confidence) / 2.0
-    low, high = np.quantile(means, [alpha, 1.0 - alpha])
+    low, high = np.quantile(estimates, [alpha, 1.0 - alpha])
     return [float(low), float(high)]
 
 

@@ -1,0 +1,56 @@
+"""Trust the judge: calibrate a candidate judge against a reference judge on the same pairs.
+
+Give run folders of the same systems' pairs judged by two judges (any order setting); pairs are
+matched by system, opponent and qid. The judge card says how often they agree (raw agreement,
+Cohen's kappa over win/tie/loss with a bootstrap interval, kappa on decisive pairs, the confusion
+table), how each system's win rate shifts and whether the systems keep their ranks, how each judge
+leans (towards longer answers, towards the answer shown first), how often it fails, and what it
+costs and how long it takes per 1,000 judgments.
+
+>>> card = calibrate_judges(reference=["runs/gpt-4/a"], candidate=["runs/mini/a"], out="card/")  # doctest: +SKIP
+>>> card["kappa"], card["kappa_ci"], card["win_rate_shift"]["a"]["win_rate"]  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+
+from metric_arena.calibrate._card import build_card
+from metric_arena.calibrate._write import (
+    CARD_JSON,
+    CARD_MD,
+    card_markdown,
+    card_push_files,
+    card_summary,
+    push_card,
+    write_card,
+)
+from metric_arena.report import Run
+
+__all__ = ["CARD_JSON", "CARD_MD", "calibrate_judges", "card_markdown", "card_push_files", "card_summary", "push_card"]
+
+
+def calibrate_judges(
+    *,
+    reference: Sequence[str | os.PathLike | Run],
+    candidate: Sequence[str | os.PathLike | Run],
+    out: str | os.PathLike | None = None,
+    predictions: Mapping[str, str | os.PathLike] | None = None,
+    data_dir: str | os.PathLike | None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> dict:
+    """The judge card of ``candidate`` against ``reference`` (run folders of the same pairs, two judges).
+
+    ``out``: also write ``judge_card.json``, ``judge_card.md`` and ``matched_verdicts.jsonl`` there.
+    ``predictions``: ``{system: prediction file}`` of the judged systems, for answer lengths
+    (P(prefer longer); LFRQA's answers come from ``lfrqa.load(data_dir=data_dir)``) and prices.
+    ``n_boot``, ``seed``, ``confidence``: the bootstrap interval of kappa.
+    """
+    card, rows = build_card(reference=reference, candidate=candidate, predictions=predictions, data_dir=data_dir,
+                            n_boot=n_boot, seed=seed, confidence=confidence)
+    if out is not None:
+        write_card(out, card, rows)
+    return card
