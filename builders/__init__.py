@@ -2,9 +2,11 @@
 as ``datasets``, Hub-ready export, and the package's one Hub upload."""
 
 from builders._documents import CORPUS_DOMAINS, check_domain_split, iter_documents, locate_source
-from builders._export import export_dataset, render_card
+from builders._card import BENCHMARK_FILE, benchmark_tasks, eval_yaml, render_card
+from builders._export import export_dataset
 from builders._hub import (
     SecretFoundError,
+    check_hub_access,
     check_repo_id,
     check_secrets,
     find_secrets,
@@ -14,16 +16,21 @@ from builders._hub import (
     resolve_token,
     upload_files,
     upload_operations,
+    write_dry_run,
 )
 from builders._passages import doc_id_of, iter_passages, split_passages
 
 __all__ = [
+    "BENCHMARK_FILE",
     "CORPUS_DOMAINS",
     "SecretFoundError",
+    "benchmark_tasks",
     "check_domain_split",
+    "check_hub_access",
     "check_repo_id",
     "check_secrets",
     "doc_id_of",
+    "eval_yaml",
     "export_dataset",
     "find_secrets",
     "folder_files",
@@ -38,6 +45,7 @@ __all__ = [
     "split_passages",
     "upload_files",
     "upload_operations",
+    "write_dry_run",
 ]
 
 
