@@ -23,6 +23,8 @@ examples:
   rag-qa-arena push runs/gpt-4o --repo my-org/rag-qa-arena-gpt-4o --private
   HF_TOKEN=... rag-qa-arena push runs/gpt-4o --repo my-org/rag-qa-arena-gpt-4o --token-from-env
   rag-qa-arena push runs/gpt-4o --repo my-org/x --dry-run preview/   # write the files locally instead
+  # also report the win rate on the model's page: a PR adding .eval_results/NAME.yaml to the model repo
+  rag-qa-arena push runs/gpt-4o --repo my-org/x --eval-results my-org/my-model --dataset my-org/lfrqa
 """
 
 
@@ -46,25 +48,77 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--dry-run", metavar="DIR",
         help="write the files that would be uploaded to DIR instead of uploading (no network, no token)",
     )
+    results = parser.add_argument_group(
+        "Hub eval results",
+        "With --eval-results, a pull request on the model repo adds .eval_results/NAME.yaml (huggingface_hub's "
+        "EvalResultEntry): the run's win rate (%) per task of the benchmark's eval.yaml, its date, a source "
+        "pointing at the verdicts pushed to --repo, and notes naming the judge and the parse.",
+    )
+    results.add_argument("--eval-results", metavar="ORG/MODEL", help="model repo to open the pull request on")
+    results.add_argument("--dataset", metavar="ORG/NAME",
+                         help="the LFRQA benchmark dataset (pushed with `rag-qa-arena data push`); task ids come "
+                              "from its eval.yaml")
+    results.add_argument("--eval-yaml", metavar="FILE",
+                         help="read the tasks from this local eval.yaml (e.g. from `data export`) instead of "
+                              "downloading the dataset's")
+    results.add_argument("--eval-name", metavar="NAME",
+                         help="file name in .eval_results/ (default: rag-qa-arena-<system>)")
     parser.set_defaults(func=_run)
+
+
+def _eval_result_files(args: argparse.Namespace, token: str | None) -> dict[str, bytes] | None:
+    """The .eval_results file for --eval-results (None without it); errors before anything is uploaded."""
+    from metric_arena.report import build_eval_result_files, read_benchmark
+
+    if not _wants_eval_results(args):
+        return None
+    benchmark = read_benchmark(args.dataset, eval_yaml=args.eval_yaml, token=token)
+    return build_eval_result_files(args.run, dataset_id=args.dataset, benchmark=benchmark, source_repo=args.repo,
+                                   name=args.eval_name, extra_secrets=[token] if token else [])
+
+
+def _wants_eval_results(args: argparse.Namespace) -> bool:
+    from lfrqa.errors import RagQaArenaError
+
+    if not (args.eval_results or args.dataset or args.eval_yaml or args.eval_name):
+        return False
+    if not (args.eval_results and args.dataset):
+        raise RagQaArenaError("Hub eval results need both --eval-results ORG/MODEL and --dataset ORG/LFRQA "
+                              "(the benchmark dataset whose eval.yaml names the tasks)")
+    return True
+
+
+def _write(files: dict[str, bytes], out: Path) -> None:
+    for path, data in files.items():
+        target = out / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
 
 
 def _run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from metric_arena.report import build_push_files, push_run
+    from builders import check_hub_access
+    from metric_arena.report import build_push_files, push_eval_results, push_run
 
     err = Console(stderr=True)
+    wants_results = _wants_eval_results(args)
     if args.dry_run:
         with err.status("Preparing files"):
             files = build_push_files(args.run, repo_id=args.repo)
+            results = _eval_result_files(args, None)
         out = Path(args.dry_run)
-        for path, data in files.items():
-            target = out / path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
+        _write(files, out)
         print(f"Wrote {len(files)} files to {out} (nothing uploaded): {', '.join(sorted(files))}", file=sys.stderr)
+        if results:
+            _write(results, out / "model")
+            print(f"Wrote the eval results for {args.eval_results} to {out / 'model'} (nothing uploaded): "
+                  f"{', '.join(sorted(results))}", file=sys.stderr)
         return 0
+    results, token = None, None
+    if wants_results:
+        token = check_hub_access(args.eval_results, token_from_env=args.token_from_env)
+        results = _eval_result_files(args, token)
     with err.status(f"Uploading {args.run} to {args.repo}"):
         url = push_run(
             args.run,
@@ -72,6 +126,10 @@ def _run(args: argparse.Namespace) -> int:
             private=args.private,
             token_from_env=args.token_from_env,
             commit_message=args.message,
+            token=token,
         )
     print(url)
+    if results:
+        with err.status(f"Opening a pull request on {args.eval_results}"):
+            print(push_eval_results(args.eval_results, results, token=token))
     return 0
