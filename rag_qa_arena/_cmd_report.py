@@ -73,7 +73,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="also write every battle to FILE (.jsonl or .parquet): model_a, model_b, winner, qid, "
                              "domain, judge, first_shown, as Chatbot-Arena-style notebooks read them")
     parser.set_defaults(func=_run)
-
+    _register_compare(subparsers)
 
 def _run(args: argparse.Namespace) -> int:
     from rich.console import Console
@@ -373,3 +373,67 @@ def retrieval_table(board):
                 _rate(block["gold_retrieved"], "win_tie_rate"), _rate(block["gold_not_retrieved"], "win_tie_rate"),
             )
     return table
+
+
+# --------------------------------------------------------------------------------------------
+# `compare`: the CI gate (a run of the new version against the base run, paired on shared questions)
+# --------------------------------------------------------------------------------------------
+_COMPARE = """\
+Compare two judged runs of a system (BASE_RUN, NEW_RUN) on the questions both answered: the
+difference new - base in the win rate and the win+tie rate against LFRQA, its paired bootstrap
+interval and the exact sign-test p-value. NEW is significantly worse when, for either rate, the
+p-value is below 1 - confidence and the whole interval lies below -D (--min-delta D).
+
+Exit codes: 0; 1 with --fail-if-worse when NEW is significantly worse; 2 on bad input (no shared
+question, different opponents, or different judges unless --allow-judge-change).
+"""
+
+
+def _register_compare(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("compare", help="CI gate: is a new run significantly worse than the base run?",
+                                   description=_COMPARE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("base", metavar="BASE_RUN", help="run folder of the base version (`judge --out`)")
+    parser.add_argument("new", metavar="NEW_RUN", help="run folder of the new version")
+    parser.add_argument("--fail-if-worse", action="store_true", help="exit 1 when NEW is significantly worse")
+    parser.add_argument("--min-delta", type=float, default=0.0, metavar="D",
+                        help="a drop counts only when larger than D (a rate difference, e.g. 0.02; default 0)")
+    parser.add_argument("--allow-judge-change", action="store_true",
+                        help="compare runs made by different judges (otherwise an error, exit 2)")
+    parser.add_argument("--json", action="store_true", help="print the comparison as strict JSON")
+    parser.add_argument("--n-boot", type=_positive_int, default=1000, help="bootstrap rounds (default: 1000)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default: 0)")
+    parser.add_argument("--confidence", type=_confidence, default=0.95, help="interval coverage (default: 0.95)")
+    parser.set_defaults(func=_compare)
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from lfrqa.files import dumps_json
+    from metric_arena.report import compare_runs
+
+    if not (math.isfinite(args.min_delta) and args.min_delta >= 0):
+        raise RagQaArenaError(f"--min-delta must be a rate difference >= 0 (e.g. 0.02), got {args.min_delta:g}")
+    result = compare_runs(args.base, args.new, min_delta=args.min_delta, allow_judge_change=args.allow_judge_change,
+                          n_boot=args.n_boot, seed=args.seed, confidence=args.confidence)
+    if args.json:
+        print(dumps_json(result))
+    else:
+        base, new = result["base"], result["new"]
+        print(f"base {base['run']} ({base['system']}) vs new {new['run']} ({new['system']}): "
+              f"{result['n_shared']:,} shared questions; judges {', '.join(new['judges']) or 'unknown'}")
+        level = f"{100 * result['confidence']:g}%"
+        for metric, label in (("win_rate", "win rate"), ("win_tie_rate", "win+tie rate")):
+            r = result["metrics"][metric]
+            low, high = r["difference_ci"]
+            print(f"  {label:<13} base {_pct(r['rate_b'])}%  new {_pct(r['rate_a'])}%  difference "
+                  f"{_points(r['difference'])} points [{level} {_points(low)}, {_points(high)}]  "
+                  f"p = {r['p_value']:.4g}  (n={r['n']:,}, {r['n_failed']:,} failed)")
+        if result["worse"]:
+            print(f"new is significantly worse on {' and '.join(result['worse_on'])} "
+                  f"(by more than {args.min_delta:g})")
+        else:
+            print(f"new is not significantly worse (by more than {args.min_delta:g})")
+    return 1 if args.fail_if_worse and result["worse"] else 0
+
+
+def _points(value) -> str:
+    return "n/a" if not _finite(value) else f"{100 * value:+.1f}"

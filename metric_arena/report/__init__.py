@@ -3,6 +3,7 @@
 page, and uploading a run folder to the Hub."""
 
 from metric_arena.report._battles import battle_rows, write_battles
+from metric_arena.report._compare import compare_runs
 from metric_arena.report._eval_results import (
     EVAL_RESULTS_DIR,
     build_eval_result_files,
@@ -31,6 +32,7 @@ __all__ = [
     "build_eval_result_files",
     "build_leaderboard",
     "build_push_files",
+    "compare_runs",
     "dataset_card",
     "eval_result_entries",
     "load_run",
