@@ -57,6 +57,7 @@ def test_pyproject_registers_the_task_and_the_extra():
     assert any(dep.startswith("inspect-ai") for dep in project["optional-dependencies"]["inspect"])
 
 
+@pytest.mark.slow  # 8-12 s on the 2-core CI machine (Inspect's start-up in a subprocess)
 def test_inspect_eval_cli_judges_against_lfrqa_with_the_papers_messages(tmp_path, retrieved):
     """The command a user types, run as a subprocess: 6 samples, 6 pairwise prompts to the grader."""
     with OpenAIServer() as server:
