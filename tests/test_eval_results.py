@@ -144,3 +144,27 @@ def test_eval_results_are_secret_scanned_and_flags_go_together(tmp_path, benchma
                  "--dataset", "org/lfrqa", "--eval-yaml", str(tmp_path / "bad.yaml"), "--dry-run",
                  str(tmp_path / "o2")]) == 2
     assert "eval.yaml lists no tasks" in capsys.readouterr().err
+
+
+def test_hub_refusals_of_the_pull_request_are_one_line_errors(tmp_path, benchmark_file, monkeypatch, capsys):
+    try:
+        import httpx2 as httpx  # huggingface_hub 2.x speaks httpx2
+    except ImportError:  # huggingface_hub 1.x: httpx
+        import httpx
+    import huggingface_hub
+    from huggingface_hub.errors import HfHubHTTPError
+
+    class RefusingPR(_RecordingHfApi):
+        def create_commit(self, repo_id, operations, **kwargs):
+            if kwargs.get("create_pr"):
+                response = httpx.Response(403, request=httpx.Request("POST", f"https://hub/{repo_id}"))
+                raise HfHubHTTPError("403 Forbidden: no write access", response=response)
+            return super().create_commit(repo_id, operations, **kwargs)
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", RefusingPR)
+    RefusingPR.benchmark_file = str(benchmark_file)
+    monkeypatch.setenv("HF_TOKEN", FAKE_HF)
+    run = make_run(tmp_path, "sys", p_win=0.5, n=12)
+    assert main(["push", str(run), "--repo", "org/v", "--eval-results", "org/model", "--dataset", "org/lfrqa"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "refused the upload to org/model (HTTP 403)" in err and FAKE_HF not in err
