@@ -2,6 +2,7 @@
 as ``datasets``, Hub-ready export, and the package's one Hub upload."""
 
 from lfrqa.exports import export_names
+from builders._card import BENCHMARK_FILE, benchmark_tasks, eval_yaml, render_card
 from builders._documents import (
     CORPUS_DOCUMENTS,
     CORPUS_DOMAINS,
@@ -10,9 +11,10 @@ from builders._documents import (
     iter_documents,
     locate_source,
 )
-from builders._export import export_dataset, render_card
+from builders._export import export_dataset
 from builders._hub import (
     SecretFoundError,
+    check_hub_access,
     check_repo_id,
     check_secrets,
     find_secrets,
@@ -22,18 +24,23 @@ from builders._hub import (
     resolve_token,
     upload_files,
     upload_operations,
+    write_dry_run,
 )
 from builders._passages import doc_id_of, iter_passages, split_passages
 
 __all__ = [
+    "BENCHMARK_FILE",
     "CORPUS_DOCUMENTS",
     "CORPUS_DOMAINS",
     "SecretFoundError",
+    "benchmark_tasks",
     "check_domain_split",
+    "check_hub_access",
     "corpus_sizes",
     "check_repo_id",
     "check_secrets",
     "doc_id_of",
+    "eval_yaml",
     "export_dataset",
     "find_secrets",
     "folder_files",
@@ -48,6 +55,7 @@ __all__ = [
     "split_passages",
     "upload_files",
     "upload_operations",
+    "write_dry_run",
 ]
 
 export_names(globals())

@@ -1,4 +1,5 @@
-"""A Hub-ready folder of LFRQA: Parquet files per config and split, and a README dataset card.
+"""A Hub-ready folder of LFRQA: Parquet files per config and split, a README dataset card and
+``eval.yaml`` (the Hub Benchmark file: one Inspect AI task per config).
 
 ``datasets.load_dataset(folder, "fiqa", split="test")`` works on the result with no project
 code installed: the card's YAML ``configs:`` lists the data files of every config.
@@ -11,9 +12,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import lfrqa
+from builders._card import BENCHMARK_FILE, eval_yaml, render_card
 from lfrqa.errors import RagQaArenaError
 
-_CARD = Path(__file__).with_name("dataset_card.md")
 _SPLIT_FILE = {"test": "test", "dev": "validation"}
 
 
@@ -69,26 +70,8 @@ def export_dataset(
                 say(f"{domain} corpus: {len(corpus_files)} file(s)")
 
     (out / "README.md").write_text(render_card(configs), encoding="utf-8")
+    (out / BENCHMARK_FILE).write_text(eval_yaml(configs), encoding="utf-8")
     return out
-
-
-def render_card(configs: dict[str, dict[str, list[str]]]) -> str:
-    """The dataset card with a YAML ``configs:`` section listing every config's data files."""
-    text = _CARD.read_text(encoding="utf-8")
-    if not text.startswith("---\n"):
-        raise RagQaArenaError(f"{_CARD} must start with a YAML front matter block (---)")
-    front, body = text[4:].split("\n---\n", 1)
-    lines = [front.rstrip("\n"), "configs:"]
-    for name, splits in configs.items():
-        lines.append(f"- config_name: {name}")
-        if name == "all":
-            lines.append("  default: true")
-        lines.append("  data_files:")
-        for split, files in splits.items():
-            lines.append(f"  - split: {split}")
-            lines.append("    path:")
-            lines.extend(f"    - {path}" for path in files)
-    return "---\n" + "\n".join(lines) + "\n---\n" + body
 
 
 def _write_parquet(dataset, path: Path) -> None:

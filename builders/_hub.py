@@ -18,6 +18,7 @@ from lfrqa.errors import RagQaArenaError
 __all__ = [
     "SECRET_ENV_VARS",
     "SecretFoundError",
+    "check_hub_access",
     "check_repo_id",
     "check_secrets",
     "env_secrets",
@@ -28,6 +29,7 @@ __all__ = [
     "resolve_token",
     "upload_files",
     "upload_operations",
+    "write_dry_run",
 ]
 
 SECRET_ENV_VARS = (
@@ -195,15 +197,56 @@ def upload_files(
     return str(getattr(info, "commit_url", info))
 
 
-def push_dataset(folder: str | os.PathLike, repo_id: str, *, private: bool = False, token: str | None = None) -> str:
+def push_dataset(
+    folder: str | os.PathLike,
+    repo_id: str,
+    *,
+    private: bool = False,
+    token: str | None = None,
+    token_from_env: bool = False,
+    commit_message: str | None = None,
+    api=None,
+) -> str:
     """Create (if needed) the dataset repo ``repo_id`` and commit the exported folder to it; returns the commit URL.
 
-    The token comes from ``token=``, else huggingface_hub's usual places (``HF_TOKEN``, the saved
-    login); it is never printed or written.
+    The token comes from ``token=``; with ``token_from_env`` only ``$HF_TOKEN``; else huggingface_hub's
+    usual places (``HF_TOKEN``, the saved login); it is never printed or written. ``api`` stands in
+    for ``HfApi`` in tests.
     """
     check_repo_id(repo_id)
-    return upload_files(repo_id, folder_files(folder), private=private, token=token,
-                        commit_message="Upload LFRQA exported by rag-qa-arena")
+    return upload_files(repo_id, folder_files(folder), private=private, token=token, token_from_env=token_from_env,
+                        commit_message=commit_message or "Upload LFRQA exported by rag-qa-arena", api=api)
+
+
+def write_dry_run(folder: str | os.PathLike, out: str | os.PathLike, *, what: str = "the upload") -> list[str]:
+    """What a push of ``folder`` would commit, secret-scanned as the push scans it, written to ``out``
+    (new or empty; nothing is copied when it is ``folder`` itself). Returns the paths in the repo."""
+    files = folder_files(folder)
+    upload_operations(files, what=what)
+    out = Path(out)
+    if out.resolve() != Path(folder).resolve():
+        if out.exists() and (not out.is_dir() or any(out.iterdir())):
+            raise FileExistsError(f"{out} exists and is not an empty folder: choose a new or empty folder for --dry-run")
+        for name, path in files.items():
+            target = out / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(path.read_bytes())
+    return sorted(files)
+
+
+def check_hub_access(repo_id: str, *, token: str | None = None, token_from_env: bool = False, api=None) -> str:
+    """The token, once the Hub has accepted it (``whoami``): what a push checks before it spends
+    time preparing files. Errors are one line naming the fix (no token, offline, no network,
+    token refused)."""
+    check_repo_id(repo_id)
+    token = resolve_token(token, from_env=token_from_env)
+    with hub_errors(repo_id):
+        if api is None:
+            from huggingface_hub import HfApi
+
+            api = HfApi()
+        api.whoami(token=token)
+    return token
 
 
 def _connection_errors() -> tuple[type[BaseException], ...]:

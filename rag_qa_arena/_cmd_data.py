@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
 
 
@@ -38,11 +39,19 @@ def register(subparsers) -> None:
         "push",
         help="upload the exported dataset to a Hugging Face Hub dataset repo",
         description="Export LFRQA (or take --from FOLDER) and commit it to the dataset repo REPO_ID. The token comes "
-        "from HF_TOKEN or `hf auth login`; it is never printed or written.",
+        "from HF_TOKEN or `hf auth login`; it is never printed or written. The token and the Hub are checked before "
+        "anything is exported; every file is scanned for credentials before the upload.",
     )
     push.add_argument("repo_id", metavar="REPO_ID", help="ORG/NAME of the dataset repository")
     push.add_argument("--from", dest="folder", default=None, help="an already exported folder to upload")
     push.add_argument("--private", action="store_true", help="create the repository as private")
+    push.add_argument("--token-from-env", action="store_true",
+                      help="take the token only from $HF_TOKEN (default: HF_TOKEN or the `hf auth login` token)")
+    push.add_argument("--message", metavar="TEXT",
+                      help="commit message (default: 'Upload LFRQA exported by rag-qa-arena')")
+    push.add_argument("--dry-run", metavar="DIR",
+                      help="write the files that would be uploaded to DIR (new or empty) instead of uploading "
+                           "(no network, no token)")
     data_dir_flag(push)
     push.set_defaults(func=_push)
 
@@ -76,14 +85,22 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _push(args: argparse.Namespace) -> int:
-    from builders import export_dataset, push_dataset
+    from builders import check_hub_access, check_repo_id, export_dataset, push_dataset, write_dry_run
 
+    check_repo_id(args.repo_id)
+    if args.dry_run:
+        source = args.folder or export_dataset(args.dry_run, data_dir=args.data_dir)
+        files = write_dry_run(source, args.dry_run, what=f"to {args.repo_id}")
+        print(f"Wrote {len(files)} files to {args.dry_run} (nothing uploaded): {', '.join(files)}", file=sys.stderr)
+        return 0
+    token = check_hub_access(args.repo_id, token_from_env=args.token_from_env)
+    options = {"private": args.private, "token": token, "commit_message": args.message}
     if args.folder:
-        print(push_dataset(args.folder, args.repo_id, private=args.private))
+        print(push_dataset(args.folder, args.repo_id, **options))
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         folder = export_dataset(f"{tmp}/lfrqa", data_dir=args.data_dir)
-        print(push_dataset(folder, args.repo_id, private=args.private))
+        print(push_dataset(folder, args.repo_id, **options))
     return 0
 
 

@@ -1,4 +1,6 @@
-"""``rag-qa-arena push``: upload a judged run folder to a Hugging Face dataset repo."""
+"""``rag-qa-arena push`` and ``rag-qa-arena metric``: run verdicts and the evaluate module on the Hub.
+
+``rag-qa-arena push``: upload a judged run folder to a Hugging Face dataset repo."""
 
 from __future__ import annotations
 
@@ -23,6 +25,8 @@ examples:
   rag-qa-arena push runs/gpt-4o --repo my-org/rag-qa-arena-gpt-4o --private
   HF_TOKEN=... rag-qa-arena push runs/gpt-4o --repo my-org/rag-qa-arena-gpt-4o --token-from-env
   rag-qa-arena push runs/gpt-4o --repo my-org/x --dry-run preview/   # write the files locally instead
+  # also report the win rate on the model's page: a PR adding .eval_results/NAME.yaml to the model repo
+  rag-qa-arena push runs/gpt-4o --repo my-org/x --eval-results my-org/my-model --dataset my-org/lfrqa
 """
 
 
@@ -46,25 +50,78 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--dry-run", metavar="DIR",
         help="write the files that would be uploaded to DIR instead of uploading (no network, no token)",
     )
+    results = parser.add_argument_group(
+        "Hub eval results",
+        "With --eval-results, a pull request on the model repo adds .eval_results/NAME.yaml (huggingface_hub's "
+        "EvalResultEntry): the run's win rate (%) per task of the benchmark's eval.yaml, its date, a source "
+        "pointing at the verdicts pushed to --repo, and notes naming the judge and the parse.",
+    )
+    results.add_argument("--eval-results", metavar="ORG/MODEL", help="model repo to open the pull request on")
+    results.add_argument("--dataset", metavar="ORG/NAME",
+                         help="the LFRQA benchmark dataset (pushed with `rag-qa-arena data push`); task ids come "
+                              "from its eval.yaml")
+    results.add_argument("--eval-yaml", metavar="FILE",
+                         help="read the tasks from this local eval.yaml (e.g. from `data export`) instead of "
+                              "downloading the dataset's")
+    results.add_argument("--eval-name", metavar="NAME",
+                         help="file name in .eval_results/ (default: rag-qa-arena-<system>)")
     parser.set_defaults(func=_run)
+    _register_metric(subparsers)
+
+
+def _eval_result_files(args: argparse.Namespace, token: str | None) -> dict[str, bytes] | None:
+    """The .eval_results file for --eval-results (None without it); errors before anything is uploaded."""
+    from metric_arena.report import build_eval_result_files, read_benchmark
+
+    if not _wants_eval_results(args):
+        return None
+    benchmark = read_benchmark(args.dataset, eval_yaml=args.eval_yaml, token=token)
+    return build_eval_result_files(args.run, dataset_id=args.dataset, benchmark=benchmark, source_repo=args.repo,
+                                   name=args.eval_name, extra_secrets=[token] if token else [])
+
+
+def _wants_eval_results(args: argparse.Namespace) -> bool:
+    from lfrqa.errors import RagQaArenaError
+
+    if not (args.eval_results or args.dataset or args.eval_yaml or args.eval_name):
+        return False
+    if not (args.eval_results and args.dataset):
+        raise RagQaArenaError("Hub eval results need both --eval-results ORG/MODEL and --dataset ORG/LFRQA "
+                              "(the benchmark dataset whose eval.yaml names the tasks)")
+    return True
+
+
+def _write(files: dict[str, bytes], out: Path) -> None:
+    for path, data in files.items():
+        target = out / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
 
 
 def _run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from metric_arena.report import build_push_files, push_run
+    from builders import check_hub_access
+    from metric_arena.report import build_push_files, push_eval_results, push_run
 
     err = Console(stderr=True)
+    wants_results = _wants_eval_results(args)
     if args.dry_run:
         with err.status("Preparing files"):
             files = build_push_files(args.run, repo_id=args.repo)
+            results = _eval_result_files(args, None)
         out = Path(args.dry_run)
-        for path, data in files.items():
-            target = out / path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
+        _write(files, out)
         print(f"Wrote {len(files)} files to {out} (nothing uploaded): {', '.join(sorted(files))}", file=sys.stderr)
+        if results:
+            _write(results, out / "model")
+            print(f"Wrote the eval results for {args.eval_results} to {out / 'model'} (nothing uploaded): "
+                  f"{', '.join(sorted(results))}", file=sys.stderr)
         return 0
+    results, token = None, None
+    if wants_results:
+        token = check_hub_access(args.eval_results, token_from_env=args.token_from_env)
+        results = _eval_result_files(args, token)
     with err.status(f"Uploading {args.run} to {args.repo}"):
         url = push_run(
             args.run,
@@ -72,6 +129,92 @@ def _run(args: argparse.Namespace) -> int:
             private=args.private,
             token_from_env=args.token_from_env,
             commit_message=args.message,
+            token=token,
         )
     print(url)
+    if results:
+        with err.status(f"Opening a pull request on {args.eval_results}"):
+            print(push_eval_results(args.eval_results, results, token=token))
+    return 0
+
+
+# ------------------------------------------------------------------------------------------
+# metric: the evaluate module as a folder (export) and as a Hub Space (push)
+# ------------------------------------------------------------------------------------------
+_EXPORT = """\
+Write the RAG-QA Arena evaluate module in evaluate's own layout: DIR/<name of DIR>.py (the module),
+README.md (the metric card with evaluate's YAML metadata), app.py (evaluate's gradio widget), a
+wheel of this package (built from its source tree, or --wheel FILE) and requirements.txt, which
+installs that wheel from the folder (`pip install -r DIR/requirements.txt`; only the dependencies
+come from the package index). With --requirement REQ your own requirements file is used instead
+and no wheel is shipped. Then evaluate.load("DIR") works from any folder; from the folder that
+holds it, `rag-qa-arena metric export rag_qa_arena` makes evaluate.load("rag_qa_arena") work too.
+"""
+
+_PUSH = """\
+Upload the evaluate module to the Hugging Face Space ORG/NAME (created as a gradio Space if it does
+not exist; the module goes up as NAME.py, with its card, requirements.txt and app.py), so that
+evaluate.load("ORG/NAME") works for anyone; the Space installs the package from the wheel it holds
+(or from --requirement REQ). The token comes from HF_TOKEN
+or `hf auth login` and is never printed or written; every file is scanned for credentials first.
+"""
+
+
+def _register_metric(subparsers) -> None:
+    metric = subparsers.add_parser(
+        "metric",
+        help="export the evaluate module as a folder, or push it to the Hub as a Space",
+        description="The RAG-QA Arena evaluate module: export it (evaluate.load(DIR)) or push it as a Space "
+        "(evaluate.load('ORG/NAME')).",
+    )
+    commands = metric.add_subparsers(dest="metric_command", metavar="ACTION")
+
+    export = commands.add_parser("export", help="write the evaluate module folder to DIR", description=_EXPORT,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    export.add_argument("out", metavar="DIR", help="new or empty folder; the module is named after it")
+    _package_flags(export)
+    export.set_defaults(func=_export)
+
+    push = commands.add_parser("push", help="upload the evaluate module as a Hub Space ORG/NAME", description=_PUSH,
+                               formatter_class=argparse.RawDescriptionHelpFormatter)
+    push.add_argument("repo_id", metavar="ORG/NAME", help="the Space to upload to (created if missing)")
+    push.add_argument("--private", action="store_true", help="create the Space as private")
+    push.add_argument("--token-from-env", action="store_true",
+                      help="take the token only from $HF_TOKEN (default: HF_TOKEN or the `hf auth login` token)")
+    push.add_argument("--message", metavar="TEXT", help="commit message")
+    push.add_argument("--dry-run", metavar="DIR",
+                      help="write the files that would be uploaded to DIR instead (no network, no token)")
+    _package_flags(push)
+    push.set_defaults(func=_push)
+    metric.set_defaults(func=lambda args: (metric.print_help(), 2)[1])
+
+
+def _package_flags(parser: argparse.ArgumentParser) -> None:
+    how = parser.add_mutually_exclusive_group()
+    how.add_argument("--wheel", metavar="FILE",
+                     help="ship this wheel of the package (default: build one from the package's source tree)")
+    how.add_argument("--requirement", metavar="REQ",
+                     help="use this pip requirements file as requirements.txt instead (no wheel shipped)")
+
+
+def _export(args: argparse.Namespace) -> int:
+    from metric_arena.space import export_metric
+
+    folder = export_metric(args.out, wheel=args.wheel, requirements=args.requirement)
+    print(folder)
+    return 0
+
+
+def _push(args: argparse.Namespace) -> int:
+    from metric_arena.space import export_metric, push_metric
+
+    if args.dry_run:
+        from builders import check_repo_id
+
+        name = check_repo_id(args.repo_id).split("/")[1]
+        folder = export_metric(Path(args.dry_run), name=name, wheel=args.wheel, requirements=args.requirement)
+        print(f"Wrote the files of {args.repo_id} to {folder} (nothing uploaded)", file=sys.stderr)
+        return 0
+    print(push_metric(args.repo_id, private=args.private, token_from_env=args.token_from_env,
+                      commit_message=args.message, wheel=args.wheel, requirements=args.requirement))
     return 0

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
+from rag_qa_arena._options import confidence_level, decimal, finite, percent, positive_int
 
 _DESCRIPTION = """\
 Build the RAG-QA Arena leaderboard from run folders written by `rag-qa-arena judge --out DIR`.
@@ -51,9 +51,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("runs", nargs="+", metavar="RUN_DIR", help="run folders written by `rag-qa-arena judge --out`")
     parser.add_argument("--out", required=True, metavar="OUT", help="folder to write the report to (created if missing)")
     parser.add_argument("--reference", default="LFRQA", help="name of the reference system, fixed at rating 1000 (default: LFRQA)")
-    parser.add_argument("--n-boot", type=_positive_int, default=1000, help="bootstrap rounds for every interval (default: 1000)")
+    parser.add_argument("--n-boot", type=positive_int, default=1000, help="bootstrap rounds for every interval (default: 1000)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default: 0)")
-    parser.add_argument("--confidence", type=_confidence, default=0.95, help="interval coverage (default: 0.95)")
+    parser.add_argument("--confidence", type=confidence_level, default=0.95, help="interval coverage (default: 0.95)")
     parser.add_argument("--human-labels", metavar="FILE", help="JSONL of human pairwise labels: adds Cohen's kappa and Pearson r")
     parser.add_argument(
         "--agreement-judge", metavar="NAME",
@@ -73,8 +73,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="also write every battle to FILE (.jsonl or .parquet): model_a, model_b, winner, qid, "
                              "domain, judge, first_shown, as Chatbot-Arena-style notebooks read them")
     parser.set_defaults(func=_run)
-    register_calibrate(subparsers)
-
 
 def _run(args: argparse.Namespace) -> int:
     from rich.console import Console
@@ -131,8 +129,8 @@ def _run(args: argparse.Namespace) -> int:
     if board.agreement:
         a = board.agreement
         out.print(
-            f"Agreement with human labels ({a['judge']}): n={a['n']}, Cohen's kappa={_f(a['kappa'], 3)}, "
-            f"Pearson r={_f(a['pearson'], 3)}"
+            f"Agreement with human labels ({a['judge']}): n={a['n']}, Cohen's kappa={decimal(a['kappa'], 3)}, "
+            f"Pearson r={decimal(a['pearson'], 3)}"
         )
     for warning in board.warnings:
         err.print(f"[yellow]warning:[/yellow] {warning}", highlight=False, markup=True)
@@ -210,42 +208,6 @@ def leaderboard_table(board):
     return table
 
 
-def _rate(entry: dict, key: str):
-    from rich.text import Text
-
-    value = entry.get(key)
-    if value is None or value != value:
-        return Text("–")
-    low, high = entry.get(f"{key}_ci") or (value, value)
-    text = Text(f"{value * 100:.1f}\n")
-    text.append(f"{low * 100:.0f}-{high * 100:.0f}", style="dim")
-    return text
-
-
-def _f(value, digits: int) -> str:
-    return "–" if value is None or value != value else f"{value:.{digits}f}"
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a positive integer, e.g. 1000")
-    return value
-
-
-def _confidence(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be between 0 and 1, e.g. 0.95")
-    return value
-
-
 # ------------------------------------------------------------------------------------------
 # The tables beyond the leaderboard: paired tests, question sets, no-answer view, retrieval view
 # ------------------------------------------------------------------------------------------
@@ -256,25 +218,17 @@ def analysis_tables(board) -> list:
     return [t for t in tables if t is not None]
 
 
-def _finite(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _pct(value) -> str:
-    return f"{value * 100:.1f}" if _finite(value) else "n/a"
-
-
 def _rate(stats: dict | None, key: str, *, count: bool = True):
     """A rate with its interval on a second line (dim), and (``count``) its number of judged queries;
     "n/a" without data."""
     from rich.text import Text
 
     value = (stats or {}).get(key)
-    if not _finite(value):
+    if not finite(value):
         return Text("n/a", style="dim")
     text = Text(f"{value * 100:.1f}\n")
     low, high = stats.get(f"{key}_ci") or (value, value)
-    interval = f"{low * 100:.0f}-{high * 100:.0f}" if _finite(low) and _finite(high) else "n/a"
+    interval = f"{low * 100:.0f}-{high * 100:.0f}" if finite(low) and finite(high) else "n/a"
     n = f" n={stats.get('n_judged', stats.get('n', 0)):,}" if count else ""
     text.append(interval + n, style="dim")
     return text
@@ -293,10 +247,10 @@ def paired_table(board):
         table.add_column(name, justify=justify)
     for p in board.paired:
         ci = p.get("difference_ci") or [None, None]
-        interval = f"[{ci[0] * 100:+.1f}, {ci[1] * 100:+.1f}]" if all(_finite(v) for v in ci) else "n/a"
-        diff = f"{p['difference'] * 100:+.1f} pts" if _finite(p.get("difference")) else "n/a"
+        interval = f"[{ci[0] * 100:+.1f}, {ci[1] * 100:+.1f}]" if all(finite(v) for v in ci) else "n/a"
+        diff = f"{p['difference'] * 100:+.1f} pts" if finite(p.get("difference")) else "n/a"
         pvalue = p.get("p_value")
-        shown = "n/a" if not p.get("n") or not _finite(pvalue) else ("< 0.001" if pvalue < 0.001 else f"{pvalue:.3f}")
+        shown = "n/a" if not p.get("n") or not finite(pvalue) else ("< 0.001" if pvalue < 0.001 else f"{pvalue:.3f}")
         table.add_row(Text(p["system_a"]), Text(p["system_b"]), "win rate" if p["metric"] == "win_rate" else "win+tie",
                       diff, interval, shown, f"{p.get('n', 0):,}")
     return table
@@ -332,7 +286,7 @@ def no_answer_table(board):
     table = Table(title=f"No-answer replies (\"I couldn't find an answer\"): {view['n_pairs_excluded']:,} pair(s)",
                   caption="No-answer: " + view.get("rule", "") + "; share of " + view.get("denominator", "all pairs")
                           + ". By the reference scripts' substring rule: "
-                          + ", ".join(f"{s['system']} {_pct(s.get('no_answer_rate_reference'))}%" for s in view["systems"])
+                          + ", ".join(f"{s['system']} {percent(s.get('no_answer_rate_reference'))}%" for s in view["systems"])
                           + ". Win % and win+tie % against the reference with all pairs and without the no-answer "
                             "pairs; rank and rating from the leaderboard rebuilt without them")
     table.add_column("System")
@@ -347,8 +301,8 @@ def no_answer_table(board):
         excluded = ranks.get(s["system"], {})
         rating = excluded.get("rating")
         table.add_row(
-            Text(s["system"]), _pct(s["no_answer_rate"]),
-            *(_pct((s["per_domain"].get(d) or {}).get("no_answer_rate")) for d in domains), f"{s['without']['n']:,}",
+            Text(s["system"]), percent(s["no_answer_rate"]),
+            *(percent((s["per_domain"].get(d) or {}).get("no_answer_rate")) for d in domains), f"{s['without']['n']:,}",
             _rate(s["with"], "win_rate", count=False), _rate(s["without"], "win_rate", count=False),
             _rate(s["with"], "win_tie_rate", count=False), _rate(s["without"], "win_tie_rate", count=False),
             "–" if excluded.get("rank") is None else str(excluded["rank"]),
@@ -376,7 +330,7 @@ def retrieval_table(board):
         for domain, block in [("all", s), *s["per_domain"].items()]:
             table.add_row(
                 Text(s["system"] if domain == "all" else ""), Text(domain), f"{block['n']:,}",
-                _pct(block["gold_hit_rate"]), _pct(block["gold_recall"]),
+                percent(block["gold_hit_rate"]), percent(block["gold_recall"]),
                 _rate(block["gold_retrieved"], "win_rate"), _rate(block["gold_not_retrieved"], "win_rate"),
                 _rate(block["gold_retrieved"], "win_tie_rate"), _rate(block["gold_not_retrieved"], "win_tie_rate"),
             )
@@ -395,61 +349,5 @@ def judge_agreement_table(board):
     for name in ("Judge", "Judge", "Pairs", "Kappa", "Same %"):
         table.add_column(name, justify="left" if name == "Judge" else "right")
     for p in view["pairs"]:
-        table.add_row(Text(p["judge_a"]), Text(p["judge_b"]), f"{p['n']:,}", _f(p["kappa"], 3), _pct(p["agreement"]))
+        table.add_row(Text(p["judge_a"]), Text(p["judge_b"]), f"{p['n']:,}", decimal(p["kappa"], 3), percent(p["agreement"]))
     return table
-
-
-# ------------------------------------------------------------------------------------------
-# calibrate: a judge card of a candidate judge against a reference judge, from run folders
-# ------------------------------------------------------------------------------------------
-def register_calibrate(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "calibrate", help="Judge card: agreement, kappa, win-rate shifts and leans of a candidate judge vs a reference.",
-        description="Compare two judges on the same pairs (run folders of the same systems, any order setting), "
-                    "matched by system, opponent and qid. Writes OUT/judge_card.json, judge_card.md and "
-                    "matched_verdicts.jsonl.",
-        epilog="example: rag-qa-arena calibrate --reference runs/paper-judge/* --candidate runs/cheap-judge/* "
-               "--out card/ --predictions sys-a=a.jsonl sys-b=b.jsonl")
-    parser.add_argument("--reference", nargs="+", required=True, metavar="RUN", help="runs of the reference judge")
-    parser.add_argument("--candidate", nargs="+", required=True, metavar="RUN", help="the same pairs, candidate judge")
-    parser.add_argument("--out", required=True, metavar="DIR", help="folder for the judge card (created if missing)")
-    parser.add_argument("--predictions", nargs="+", metavar="[SYSTEM=]FILE",
-                        help="the systems' prediction files (FILE alone: system named after it), for answer lengths "
-                             "(P(prefer longer)) and prices")
-    parser.add_argument("--data-dir", metavar="DIR", help="LFRQA's pinned files, for LFRQA's answers")
-    parser.add_argument("--n-boot", type=_positive_int, default=1000, help="bootstrap rounds for kappa (default 1000)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default: 0)")
-    parser.add_argument("--confidence", type=_confidence, default=0.95, help="interval coverage (default: 0.95)")
-    parser.add_argument("--push", metavar="ORG/NAME", help="upload the card and matched verdicts (Parquet) to the Hub")
-    parser.add_argument("--private", action="store_true", help="with --push: create the repo as private")
-    parser.add_argument("--token-from-env", action="store_true", help="with --push: the token only from $HF_TOKEN")
-    parser.add_argument("--dry-run", metavar="DIR", help="with --push: write the files to DIR instead (no network)")
-    parser.set_defaults(func=_run_calibrate)
-
-
-def _run_calibrate(args: argparse.Namespace) -> int:
-    from builders import check_repo_id
-    from metric_arena.calibrate import calibrate_judges, card_push_files, card_summary, push_card
-
-    if args.dry_run and not args.push:
-        raise RagQaArenaError("--dry-run DIR previews a push: give --push ORG/NAME too")
-    if args.push:
-        check_repo_id(args.push)  # before any work
-    predictions = {}
-    for item in args.predictions or []:
-        name, path = item.partition("=")[::2] if "=" in item else (Path(item).stem, item)
-        if not name or not path or name in predictions:
-            raise RagQaArenaError(f"--predictions {item!r}: give SYSTEM=FILE or FILE, one file per system")
-        predictions[name] = path
-    card = calibrate_judges(reference=args.reference, candidate=args.candidate, out=args.out, data_dir=args.data_dir,
-                            predictions=predictions or None, n_boot=args.n_boot, seed=args.seed, confidence=args.confidence)
-    print(card_summary(card))
-    print(f"Wrote the judge card to {args.out} (judge_card.json, judge_card.md)", file=sys.stderr)
-    if args.push and args.dry_run:
-        for path, data in (files := card_push_files(args.out, repo_id=args.push)).items():
-            (Path(args.dry_run) / path).parent.mkdir(parents=True, exist_ok=True)
-            (Path(args.dry_run) / path).write_bytes(data)
-        print(f"Wrote {len(files)} files to {args.dry_run} (nothing uploaded): {', '.join(sorted(files))}", file=sys.stderr)
-    elif args.push:
-        print(push_card(args.out, args.push, private=args.private, token_from_env=args.token_from_env))
-    return 0

@@ -27,9 +27,14 @@ __all__ = [
     "cannot_write_message",
     "check_backend_args",
     "check_judge_scale_args",
+    "confidence_level",
+    "decimal",
+    "finite",
     "judge_backends",
     "judge_settings",
     "make_limiter",
+    "percent",
+    "positive_int",
     "run_batch_status",
     "run_settings",
     "run_batch_step",
@@ -377,3 +382,41 @@ def _api_call(call, key: str | None):
         print(f"rag-qa-arena: error: cannot reach the Batch API ({type(error).__name__}); check --base-url and the "
               "network, then run the same command again (nothing is submitted twice)", file=sys.stderr)
         return 2
+
+
+# --------------------------------------------------------------------------------------------
+# Flag types and number formats shared by the reporting commands
+# --------------------------------------------------------------------------------------------
+def positive_int(text: str) -> int:
+    """An argparse type: a positive integer, else a one-line usage error with an example."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a positive integer, e.g. 1000")
+    return value
+
+
+def confidence_level(text: str) -> float:
+    """An argparse type: a coverage strictly between 0 and 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be between 0 and 1, e.g. 0.95")
+    return value
+
+
+def finite(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def percent(value) -> str:
+    """``0.123`` as ``"12.3"``; ``"n/a"`` for a missing or non-finite value."""
+    return f"{value * 100:.1f}" if finite(value) else "n/a"
+
+
+def decimal(value, digits: int) -> str:
+    return "–" if value is None or value != value else f"{value:.{digits}f}"

@@ -7,8 +7,11 @@ import os
 import subprocess
 import sys
 
+from pathlib import Path
+
 import pytest
 
+import builders
 from builders import export_dataset, folder_files, upload_operations
 from rag_qa_arena.cli import main
 
@@ -44,6 +47,37 @@ def test_card_lists_every_config_and_keeps_the_front_matter(exported):
     assert "How the published data's quirks are handled" in readme
 
 
+def test_card_is_a_hub_dataset_card_with_the_templates_body(exported):
+    from huggingface_hub import DatasetCard
+
+    card = DatasetCard.load(exported / "README.md")
+    assert card.data.pretty_name == "LFRQA (RAG-QA Arena)" and card.data.license == "apache-2.0"
+    configs = {c["config_name"]: c for c in card.data.configs}
+    assert configs["all"]["default"] is True and "default" not in configs["fiqa"]
+    assert configs["fiqa"]["data_files"] == [{"split": "test", "path": ["data/fiqa/test.parquet"]}]
+    assert len(configs["all"]["data_files"][0]["path"]) == 6
+    template = (Path(builders.__file__).parent / "dataset_card.md").read_text(encoding="utf-8")
+    assert card.text.strip() == template.split("{{ card_data }}\n---\n", 1)[1].strip()
+
+
+def test_export_writes_a_hub_benchmark_eval_yaml(exported):
+    import yaml
+
+    benchmark = yaml.safe_load((exported / "eval.yaml").read_text(encoding="utf-8"))
+    assert benchmark["name"] and "RAG-QA Arena" in benchmark["description"]
+    assert benchmark["evaluation_framework"] == "inspect-ai"
+    configs = {c["config_name"] for c in card_configs(exported)}
+    assert benchmark["tasks"] == [{"id": name, "config": name, "split": "test"} for name in
+                                  ("fiqa", "lifestyle", "recreation", "science", "technology", "writing", "all")]
+    assert {task["config"] for task in benchmark["tasks"]} <= configs
+
+
+def card_configs(folder):
+    from huggingface_hub import DatasetCard
+
+    return DatasetCard.load(folder / "README.md").data.configs
+
+
 def test_export_refuses_a_folder_that_is_not_empty(tmp_path, lfrqa_data_dir):
     (tmp_path / "keep.txt").write_text("mine")
     with pytest.raises(FileExistsError, match="not an empty folder"):
@@ -54,7 +88,8 @@ def test_export_refuses_a_folder_that_is_not_empty(tmp_path, lfrqa_data_dir):
 def test_push_commits_every_exported_file_and_nothing_else(exported):
     paths = sorted(op.path_in_repo for op in upload_operations(folder_files(exported)))
     assert "README.md" in paths and "data/fiqa/test.parquet" in paths
-    assert all(p == "README.md" or p.endswith(".parquet") for p in paths)
+    assert "eval.yaml" in paths
+    assert all(p in ("README.md", "eval.yaml") or p.endswith(".parquet") for p in paths)
 
 
 def test_push_rejects_a_bad_repo_id(exported):
@@ -102,6 +137,7 @@ def test_export_adds_passage_corpora_when_the_raw_files_are_there(lfrqa_data_dir
     out = export_dataset(tmp_path / "hub", data_dir=data, domains=["science"])
     readme = (out / "README.md").read_text(encoding="utf-8")
     assert "- config_name: science_corpus\n" in readme
+    assert "corpus" not in (out / "eval.yaml").read_text(encoding="utf-8")  # tasks are the question sets only
 
     import datasets
 

@@ -167,9 +167,13 @@ def test_find_secrets_reports_kinds_and_lines_only():
 
 
 class _RefusingHub(BaseHTTPRequestHandler):
-    """A Hub endpoint that answers every POST with 401, as huggingface.co does for a bad token."""
+    """A Hub endpoint that answers every GET (``whoami``) and POST with 401, as huggingface.co does
+    for a bad token."""
 
-    def do_POST(self):
+    def do_GET(self):  # noqa: N802
+        self.do_POST()
+
+    def do_POST(self):  # noqa: N802
         self.rfile.read(int(self.headers.get("content-length", 0)))
         body = b'{"error": "Invalid username or password."}'
         self.send_response(401)
@@ -253,3 +257,80 @@ def test_no_token_is_said_before_any_network_call(tmp_path, monkeypatch, capsys,
         assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "No Hugging Face token found" in err and "Traceback" not in err
+
+
+# --------------------------------------------------------------------------------------------
+# `data push`: --dry-run, --token-from-env, --message; the token and the Hub checked before exporting
+# --------------------------------------------------------------------------------------------
+class _RecordingHfApi(RecordingHub):
+    """Stands in for huggingface_hub.HfApi in the CLI: also answers whoami."""
+
+    instances: list = []
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+        _RecordingHfApi.instances.append(self)
+
+    def whoami(self, token=None):
+        self.calls.append(("whoami", token))
+        return {"name": "me"}
+
+
+def _exported_stub(folder: Path) -> Path:
+    folder.mkdir()
+    (folder / "README.md").write_text("---\nconfigs: []\n---\n")
+    (folder / "eval.yaml").write_text("name: x\n")
+    (folder / "data").mkdir()
+    (folder / "data" / "t.parquet").write_bytes(b"PAR1")
+    return folder
+
+
+def test_data_push_dry_run_writes_the_files_and_needs_no_token(tmp_path, monkeypatch, capsys, lfrqa_data_dir):
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    monkeypatch.setenv("HF_TOKEN_PATH", str(tmp_path / "hf-home" / "token"))
+    with _hub(offline=True):
+        assert main(["data", "push", "org/lfrqa", "--dry-run", str(tmp_path / "preview"),
+                     "--data-dir", str(lfrqa_data_dir)]) == 0
+        assert main(["data", "push", "org/lfrqa", "--from", str(_exported_stub(tmp_path / "stub")),
+                     "--dry-run", str(tmp_path / "copy")]) == 0
+    err = capsys.readouterr().err
+    assert "nothing uploaded" in err
+    assert {"README.md", "eval.yaml", "data/fiqa/test.parquet"} <= {
+        p.relative_to(tmp_path / "preview").as_posix() for p in (tmp_path / "preview").rglob("*") if p.is_file()}
+    assert sorted(p.name for p in (tmp_path / "copy").rglob("*") if p.is_file()) == ["README.md", "eval.yaml",
+                                                                                      "t.parquet"]
+    (tmp_path / "stub" / "eval.yaml").write_text(f"notes: {FAKE_OPENAI}\n")
+    assert main(["data", "push", "org/lfrqa", "--from", str(tmp_path / "stub"), "--dry-run", str(tmp_path / "c2")]) == 2
+    assert "Refusing to upload" in capsys.readouterr().err
+
+
+def test_data_push_checks_token_and_hub_before_exporting(tmp_path, monkeypatch, capsys):
+    import builders
+
+    exported = []
+    monkeypatch.setattr(builders, "export_dataset", lambda *a, **k: exported.append(a) or tmp_path)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    monkeypatch.setenv("HF_TOKEN_PATH", str(tmp_path / "hf-home" / "token"))
+    assert main(["data", "push", "org/lfrqa", "--token-from-env"]) == 2
+    assert "HF_TOKEN is not set" in capsys.readouterr().err
+    monkeypatch.setenv("HF_TOKEN", FAKE_HF)
+    with _hub(offline=True):
+        assert main(["data", "push", "org/lfrqa"]) == 2
+    assert "HF_HUB_OFFLINE is set" in capsys.readouterr().err
+    assert exported == []  # nothing was exported for a push that could not happen
+
+
+def test_data_push_passes_token_from_env_and_message(tmp_path, monkeypatch, capsys):
+    import huggingface_hub
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", _RecordingHfApi)
+    _RecordingHfApi.instances.clear()
+    monkeypatch.setenv("HF_TOKEN", FAKE_HF)
+    folder = _exported_stub(tmp_path / "stub")
+    assert main(["data", "push", "org/lfrqa", "--from", str(folder), "--token-from-env", "--message", "LFRQA v1"]) == 0
+    calls = [call for api in _RecordingHfApi.instances for call in api.calls]
+    assert calls[0] == ("whoami", FAKE_HF)
+    [commit] = [c for c in calls if c[0] == "create_commit"]
+    assert commit[3]["commit_message"] == "LFRQA v1" and commit[3]["token"] == FAKE_HF
+    assert sorted(op.path_in_repo for op in commit[2]) == ["README.md", "data/t.parquet", "eval.yaml"]
+    assert FAKE_HF not in capsys.readouterr().out

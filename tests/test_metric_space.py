@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import metric_arena
+from lfrqa.files import package_version
 from metric_arena.space import METRIC_NAME, export_metric, metric_files, push_metric
 from rag_qa_arena.cli import main
 from tests.openai_server import OpenAIServer
@@ -103,16 +104,17 @@ def test_export_writes_evaluates_layout(tmp_path):
     yaml = pytest.importorskip("yaml")
     out = tmp_path / "my_arena"
     assert main(["metric", "export", str(out)]) == 0
-    assert sorted(p.name for p in out.iterdir()) == ["README.md", "app.py", "my_arena.py", "requirements.txt"]
+    wheel = f"rag_qa_arena-{package_version()}-py3-none-any.whl"
+    assert sorted(p.name for p in out.iterdir()) == ["README.md", "app.py", "my_arena.py", wheel, "requirements.txt"]
     source = Path(metric_arena.METRIC_PATH) / f"{METRIC_NAME}.py"
     assert (out / "my_arena.py").read_bytes() == source.read_bytes()
     card = (out / "README.md").read_text(encoding="utf-8")
     meta = yaml.safe_load(card.split("---\n")[1])
     assert meta["title"] == "RAG-QA Arena" and {"evaluate", "metric"} <= set(meta["tags"])
     assert meta["description"] and meta["sdk"] == "gradio" and meta["app_file"] == "app.py"
-    from lfrqa.files import package_version
-
-    assert (out / "requirements.txt").read_text() == f"rag-qa-arena=={package_version()}\n"
+    assert int(str(meta["sdk_version"]).split(".")[0]) >= 5  # a gradio the Hub still builds (6.x when written)
+    requirements = [line for line in (out / "requirements.txt").read_text().splitlines() if not line.startswith("#")]
+    assert requirements == ["--find-links .", f"rag-qa-arena=={package_version()}"]
     app = (out / "app.py").read_text()
     compile(app, "app.py", "exec")
     assert "launch_gradio_widget(module)" in app and "with_name('my_arena.py')" in app
@@ -202,7 +204,8 @@ def test_push_commits_the_module_folder_as_a_gradio_space(monkeypatch):
     by_path = {op.path_in_repo: _content(op) for op in operations}
     # the Space ORG/NAME must hold NAME.py for evaluate.load("ORG/NAME")
     assert by_path == metric_files("rag-qa-arena")
-    assert set(by_path) == {"rag-qa-arena.py", "README.md", "requirements.txt", "app.py"}
+    assert set(by_path) - {"rag-qa-arena.py", "README.md", "requirements.txt", "app.py"} == {
+        f"rag_qa_arena-{package_version()}-py3-none-any.whl"}
     assert all(FAKE_HF.encode() not in data for data in by_path.values())
 
 
@@ -258,3 +261,51 @@ def test_cli_metric_push_dry_run_and_offline_error(tmp_path, monkeypatch, capsys
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cannot upload to org/arena-x: HF_HUB_OFFLINE is set" in err
     assert FAKE_HF not in err
+
+
+def test_export_takes_a_given_wheel_or_the_users_requirements(tmp_path, capsys):
+    from metric_arena.space import build_wheel
+
+    requirements = tmp_path / "req.txt"
+    requirements.write_text("rag-qa-arena @ git+https://github.com/example/rag-qa-arena@v0.1.0\n")
+    assert main(["metric", "export", str(tmp_path / "a"), "--requirement", str(requirements)]) == 0
+    assert (tmp_path / "a" / "requirements.txt").read_text() == requirements.read_text()
+    assert not list((tmp_path / "a").glob("*.whl"))
+    wheel = build_wheel()
+    assert main(["metric", "export", str(tmp_path / "b"), "--wheel", str(wheel)]) == 0
+    assert (tmp_path / "b" / wheel.name).read_bytes() == wheel.read_bytes()
+    (tmp_path / "other-1.0-py3-none-any.whl").write_bytes(b"PK")
+    assert main(["metric", "export", str(tmp_path / "c"), "--wheel", str(tmp_path / "other-1.0-py3-none-any.whl")]) == 2
+    assert "is not a wheel of rag-qa-arena" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["metric", "export", str(tmp_path / "d"), "--wheel", str(wheel), "--requirement", str(requirements)])
+
+
+@pytest.mark.slow
+def test_exported_folder_installs_from_itself_in_a_fresh_venv(tmp_path):
+    """`pip install -r DIR/requirements.txt` in a fresh venv takes the package from the folder's wheel
+    (its dependencies from the package index), then evaluate.load(DIR) computes there."""
+    folder = export_metric(tmp_path / "export" / "rag_qa_arena")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    installed = subprocess.run([str(python), "-m", "pip", "install", "-r", str(folder / "requirements.txt")],
+                               cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+    assert installed.returncode == 0, installed.stdout[-3000:] + installed.stderr[-3000:]
+    assert f"Processing {folder}/rag_qa_arena-" in installed.stdout or "rag_qa_arena-" in installed.stdout
+    where = subprocess.run([str(python), "-c", "import metric_arena, importlib.metadata as m; "
+                            "print(metric_arena.__file__); print(m.distribution('rag-qa-arena').version)"],
+                           cwd=tmp_path, env=env, capture_output=True, text=True, check=True).stdout.split()
+    assert where[0].startswith(str(venv)) and where[1] == package_version()  # installed from the wheel, not the checkout
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    with OpenAIServer() as server:
+        env.update({"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-local", "HF_HUB_OFFLINE": "1",
+                    "RAG_QA_ARENA_CACHE": str(tmp_path / "cache"), "HF_MODULES_CACHE": str(tmp_path / "modules")})
+        done = subprocess.run([str(python), "-c", CLEAN_RUN, str(folder)], cwd=elsewhere, env=env,
+                              capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    res = json.loads(done.stdout.strip().splitlines()[-1])
+    assert res["n"] == 2 and res["outcomes"] == {"q1": "loss", "q2": "win"}

@@ -85,7 +85,14 @@ from metric_arena.judge._inputs import (
     prepare_judge_inputs,
     read_predictions,
 )
-from metric_arena.judge._parse import PARSES, judge_outcome, parse_rating, reference_rating
+from metric_arena.judge._parse import (
+    PARSES,
+    judge_outcome,
+    outcome_of,
+    parse_rating,
+    reask_count,
+    reference_rating,
+)
 from metric_arena.judge._plan import (
     DEFAULT_JUDGE,
     ORDERS,
@@ -129,10 +136,12 @@ __all__ = [
     "lfrqa_rows",
     "pair_requests",
     "load_tournament",
+    "outcome_of",
     "parse_rating",
     "planned_requests",
     "prepare_judge_inputs",
     "read_predictions",
+    "reask_count",
     "reference_rating",
     "submit_judge_batch",
     "tournament",

@@ -4,6 +4,14 @@ page, and uploading a run folder to the Hub."""
 
 from lfrqa.exports import export_names
 from metric_arena.report._battles import battle_rows, write_battles
+from metric_arena.report._compare import compare_runs
+from metric_arena.report._eval_results import (
+    EVAL_RESULTS_DIR,
+    build_eval_result_files,
+    eval_result_entries,
+    push_eval_results,
+    read_benchmark,
+)
 from metric_arena.report._leaderboard import Leaderboard, build_leaderboard
 from metric_arena.report._no_answer import no_answer_analysis
 from metric_arena.report._push import (
@@ -17,17 +25,23 @@ from metric_arena.report._runs import REFERENCE, Run, load_run, load_runs
 from metric_arena.report._write import write_report
 
 __all__ = [
+    "EVAL_RESULTS_DIR",
     "REFERENCE",
     "Leaderboard",
     "Run",
     "battle_rows",
+    "build_eval_result_files",
     "build_leaderboard",
     "build_push_files",
+    "compare_runs",
     "dataset_card",
+    "eval_result_entries",
     "load_run",
     "load_runs",
     "no_answer_analysis",
+    "push_eval_results",
     "push_run",
+    "read_benchmark",
     "retrieval_analysis",
     "verdicts_parquet",
     "write_battles",

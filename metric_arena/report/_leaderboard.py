@@ -29,15 +29,15 @@ without them; each entry's ``no_answer``); with ``retrieved`` files, the retriev
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Callable, Sequence
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import combinations
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import package_version
 from metric_arena.report._elo_study import elo_study
-from metric_arena.report._ensemble import judge_agreement
 from metric_arena.report._no_answer import (
     DENOMINATOR,
     RULE,
@@ -54,10 +54,12 @@ from metric_arena.stats import (
     SCALE,
     BattleCounts,
     bootstrap_bradley_terry,
+    cohen_kappa,
+    judge_outcomes,
     paired_comparison,
 )
 
-__all__ = ["Leaderboard", "ProgressCallback", "build_leaderboard"]
+__all__ = ["Leaderboard", "ProgressCallback", "build_leaderboard", "judge_agreement"]
 
 ProgressCallback = Callable[[str, int, int], None]
 
@@ -356,3 +358,25 @@ def _no_answer_view(board: Leaderboard, loaded: list[Run], reference_runs: dict[
                                   "rating_without_ci": excluded.get("rating_ci")}
     return {"rule": RULE, "denominator": DENOMINATOR, "n_pairs_excluded": n_excluded, "systems": systems,
             "leaderboard": view}
+
+
+def judge_agreement(runs: list[Run]) -> dict | None:
+    """Pairwise Cohen's kappa and raw agreement between the judges of ensemble runs; None without one.
+
+    Each judge's outcome on a pair comes from its own judgments (both orders merged as the judge
+    merges them); pairs a judge failed on are left out of that judge's comparisons.
+    """
+    verdicts = [v for run in runs if len(run.judges) > 1 for v in run.verdicts]
+    judges = sorted({j for run in runs if len(run.judges) > 1 for j in run.judges})
+    if len(judges) < 2:
+        return None
+    outcomes = {judge: judge_outcomes(verdicts, judge) for judge in judges}
+    pairs = []
+    for a, b in combinations(judges, 2):
+        shared = sorted(set(outcomes[a]) & set(outcomes[b]))
+        x, y = [outcomes[a][k] for k in shared], [outcomes[b][k] for k in shared]
+        kappa = cohen_kappa(x, y)
+        pairs.append({"judge_a": a, "judge_b": b, "n": len(shared),
+                      "agreement": sum(p == q for p, q in zip(x, y)) / len(shared) if shared else None,
+                      "kappa": None if kappa != kappa else kappa})
+    return {"judges": judges, "runs": [str(run.path) for run in runs if len(run.judges) > 1], "pairs": pairs}

@@ -1,0 +1,135 @@
+"""``rag-qa-arena calibrate`` (a judge card: a candidate judge against a reference judge on the same pairs)
+and ``rag-qa-arena compare`` (a CI gate: the paired difference of two runs on their shared questions)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+from lfrqa.errors import RagQaArenaError
+from rag_qa_arena._options import confidence_level, finite, percent, positive_int
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    _register_calibrate(subparsers)
+    _register_compare(subparsers)
+
+
+# ------------------------------------------------------------------------------------------
+# calibrate: a judge card of a candidate judge against a reference judge, from run folders
+# ------------------------------------------------------------------------------------------
+def _register_calibrate(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "calibrate", help="Judge card: agreement, kappa, win-rate shifts and leans of a candidate judge vs a reference.",
+        description="Compare two judges on the same pairs (run folders of the same systems, any order setting), "
+                    "matched by system, opponent and qid. Writes OUT/judge_card.json, judge_card.md and "
+                    "matched_verdicts.jsonl.",
+        epilog="example: rag-qa-arena calibrate --reference runs/paper-judge/* --candidate runs/cheap-judge/* "
+               "--out card/ --predictions sys-a=a.jsonl sys-b=b.jsonl")
+    parser.add_argument("--reference", nargs="+", required=True, metavar="RUN", help="runs of the reference judge")
+    parser.add_argument("--candidate", nargs="+", required=True, metavar="RUN", help="the same pairs, candidate judge")
+    parser.add_argument("--out", required=True, metavar="DIR", help="folder for the judge card (created if missing)")
+    parser.add_argument("--predictions", nargs="+", metavar="[SYSTEM=]FILE",
+                        help="the systems' prediction files (FILE alone: system named after it), for answer lengths "
+                             "(P(prefer longer)) and prices")
+    parser.add_argument("--data-dir", metavar="DIR", help="LFRQA's pinned files, for LFRQA's answers")
+    parser.add_argument("--n-boot", type=positive_int, default=1000, help="bootstrap rounds for kappa (default 1000)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default: 0)")
+    parser.add_argument("--confidence", type=confidence_level, default=0.95, help="interval coverage (default: 0.95)")
+    parser.add_argument("--push", metavar="ORG/NAME", help="upload the card and matched verdicts (Parquet) to the Hub")
+    parser.add_argument("--private", action="store_true", help="with --push: create the repo as private")
+    parser.add_argument("--token-from-env", action="store_true", help="with --push: the token only from $HF_TOKEN")
+    parser.add_argument("--dry-run", metavar="DIR", help="with --push: write the files to DIR instead (no network)")
+    parser.set_defaults(func=_run_calibrate)
+
+
+def _run_calibrate(args: argparse.Namespace) -> int:
+    from builders import check_repo_id
+    from metric_arena.calibrate import calibrate_judges, card_push_files, card_summary, push_card
+
+    if args.dry_run and not args.push:
+        raise RagQaArenaError("--dry-run DIR previews a push: give --push ORG/NAME too")
+    if args.push:
+        check_repo_id(args.push)  # before any work
+    predictions = {}
+    for item in args.predictions or []:
+        name, path = item.partition("=")[::2] if "=" in item else (Path(item).stem, item)
+        if not name or not path or name in predictions:
+            raise RagQaArenaError(f"--predictions {item!r}: give SYSTEM=FILE or FILE, one file per system")
+        predictions[name] = path
+    card = calibrate_judges(reference=args.reference, candidate=args.candidate, out=args.out, data_dir=args.data_dir,
+                            predictions=predictions or None, n_boot=args.n_boot, seed=args.seed, confidence=args.confidence)
+    print(card_summary(card))
+    print(f"Wrote the judge card to {args.out} (judge_card.json, judge_card.md)", file=sys.stderr)
+    if args.push and args.dry_run:
+        for path, data in (files := card_push_files(args.out, repo_id=args.push)).items():
+            (Path(args.dry_run) / path).parent.mkdir(parents=True, exist_ok=True)
+            (Path(args.dry_run) / path).write_bytes(data)
+        print(f"Wrote {len(files)} files to {args.dry_run} (nothing uploaded): {', '.join(sorted(files))}", file=sys.stderr)
+    elif args.push:
+        print(push_card(args.out, args.push, private=args.private, token_from_env=args.token_from_env))
+    return 0
+# --------------------------------------------------------------------------------------------
+# `compare`: the CI gate (a run of the new version against the base run, paired on shared questions)
+# --------------------------------------------------------------------------------------------
+_COMPARE = """\
+Compare two judged runs of a system (BASE_RUN, NEW_RUN) on the questions both answered: the
+difference new - base in the win rate and the win+tie rate against LFRQA, its paired bootstrap
+interval and the exact sign-test p-value. NEW is significantly worse when, for either rate, the
+p-value is below 1 - confidence and the whole interval lies below -D (--min-delta D).
+
+Exit codes: 0; 1 with --fail-if-worse when NEW is significantly worse; 2 on bad input (no shared
+question, different opponents, or different judges unless --allow-judge-change).
+"""
+
+
+def _register_compare(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("compare", help="CI gate: is a new run significantly worse than the base run?",
+                                   description=_COMPARE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("base", metavar="BASE_RUN", help="run folder of the base version (`judge --out`)")
+    parser.add_argument("new", metavar="NEW_RUN", help="run folder of the new version")
+    parser.add_argument("--fail-if-worse", action="store_true", help="exit 1 when NEW is significantly worse")
+    parser.add_argument("--min-delta", type=float, default=0.0, metavar="D",
+                        help="a drop counts only when larger than D (a rate difference, e.g. 0.02; default 0)")
+    parser.add_argument("--allow-judge-change", action="store_true",
+                        help="compare runs made by different judges (otherwise an error, exit 2)")
+    parser.add_argument("--json", action="store_true", help="print the comparison as strict JSON")
+    parser.add_argument("--n-boot", type=positive_int, default=1000, help="bootstrap rounds (default: 1000)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default: 0)")
+    parser.add_argument("--confidence", type=confidence_level, default=0.95, help="interval coverage (default: 0.95)")
+    parser.set_defaults(func=_compare)
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from lfrqa.files import dumps_json
+    from metric_arena.report import compare_runs
+
+    if not (math.isfinite(args.min_delta) and args.min_delta >= 0):
+        raise RagQaArenaError(f"--min-delta must be a rate difference >= 0 (e.g. 0.02), got {args.min_delta:g}")
+    result = compare_runs(args.base, args.new, min_delta=args.min_delta, allow_judge_change=args.allow_judge_change,
+                          n_boot=args.n_boot, seed=args.seed, confidence=args.confidence)
+    if args.json:
+        print(dumps_json(result))
+    else:
+        base, new = result["base"], result["new"]
+        print(f"base {base['run']} ({base['system']}) vs new {new['run']} ({new['system']}): "
+              f"{result['n_shared']:,} shared questions; judges {', '.join(new['judges']) or 'unknown'}")
+        level = f"{100 * result['confidence']:g}%"
+        for metric, label in (("win_rate", "win rate"), ("win_tie_rate", "win+tie rate")):
+            r = result["metrics"][metric]
+            low, high = r["difference_ci"]
+            print(f"  {label:<13} base {percent(r['rate_b'])}%  new {percent(r['rate_a'])}%  difference "
+                  f"{_points(r['difference'])} points [{level} {_points(low)}, {_points(high)}]  "
+                  f"p = {r['p_value']:.4g}  (n={r['n']:,}, {r['n_failed']:,} failed)")
+        if result["worse"]:
+            print(f"new is significantly worse on {' and '.join(result['worse_on'])} "
+                  f"(by more than {args.min_delta:g})")
+        else:
+            print(f"new is not significantly worse (by more than {args.min_delta:g})")
+    return 1 if args.fail_if_worse and result["worse"] else 0
+
+
+def _points(value) -> str:
+    return "n/a" if not finite(value) else f"{100 * value:+.1f}"

@@ -1,0 +1,103 @@
+"""The ``lfrqa`` task: LFRQA questions, the paper's generation prompt over retrieved passages, the
+arena judge against LFRQA's answers.
+
+Task arguments (``-T name=value``): ``domain`` (a domain or ``all``), ``retrieved`` (a file written
+by ``rag-qa-arena retrieve --out``; needed: the prompt answers from its passages), ``prompt``
+(``v1`` or ``v2``), ``n_passages`` (top passages in the prompt, 5), ``parse`` (``strict`` or
+``reference``), ``judge`` (used when no ``grader`` model role is bound), ``split`` and ``data_dir``.
+"""
+
+from __future__ import annotations
+
+from inspect_ai import Task, task
+from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.model import ChatMessageUser
+from inspect_ai.solver import Generate, TaskState, solver
+
+from lfrqa import DOMAINS
+from lfrqa import load as load_lfrqa
+from lfrqa.errors import RagQaArenaError
+from metric_arena.generate import generation_request, read_retrieved
+from metric_arena.prompts import GENERATION_TEMPLATES
+from rag_qa_arena.inspect_tasks._scorer import arena_judge
+
+__all__ = ["lfrqa", "lfrqa_dataset", "paper_answer"]
+
+
+def lfrqa_dataset(
+    *,
+    domain: str = "all",
+    retrieved: str,
+    n_passages: int = 5,
+    split: str = "test",
+    data_dir: str | None = None,
+) -> MemoryDataset:
+    """One sample per LFRQA question that ``retrieved`` holds: input the question, target LFRQA's
+    answer, id the qid; metadata: domain, question, and the top ``n_passages`` passages."""
+    if domain != "all" and domain not in DOMAINS:
+        raise RagQaArenaError(f"Unknown domain {domain!r}. Available: all, {', '.join(DOMAINS)} (-T domain=fiqa)")
+    if n_passages < 1:
+        raise RagQaArenaError(f"n_passages must be >= 1, got {n_passages} (-T n_passages=5)")
+    rows = {row["qid"]: row for row in read_retrieved(retrieved)}
+    samples = []
+    for record in load_lfrqa(domain, split=split, data_dir=data_dir):
+        row = rows.get(record["qid"])
+        if row is None:
+            continue
+        passages = [{"pid": p.get("pid"), "text": p["text"]} for p in row["passages"][:n_passages]]
+        samples.append(Sample(
+            input=record["question"],
+            target=record["answer"],
+            id=record["qid"],
+            metadata={"domain": record["domain"], "question": record["question"], "passages": passages},
+        ))
+    if not samples:
+        raise RagQaArenaError(
+            f"{retrieved} holds no question of LFRQA {domain} ({split}): write it with "
+            f"`rag-qa-arena retrieve --domain {domain if domain != 'all' else 'fiqa'} --out FILE`"
+        )
+    return MemoryDataset(samples, name=f"lfrqa-{domain}", location=str(retrieved))
+
+
+@solver
+def paper_answer(*, prompt: str = "v1", data_dir: str | None = None):
+    """The evaluated model answers with the paper's generation prompt (one user message holding the
+    passages and the question; the reference's decoding parameters)."""
+    if prompt not in GENERATION_TEMPLATES:
+        raise RagQaArenaError(f"Unknown prompt {prompt!r}. Available: {', '.join(GENERATION_TEMPLATES)} (-T prompt=v1)")
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        row = {"question": state.metadata["question"], "passages": state.metadata["passages"]}
+        request = generation_request(row, prompt=prompt, n_passages=len(row["passages"]), data_dir=data_dir)
+        state.messages = [ChatMessageUser(content=m["content"]) for m in request.messages]
+        return await generate(state, max_tokens=request.max_tokens, temperature=request.temperature,
+                              top_p=request.top_p)
+
+    return solve
+
+
+@task
+def lfrqa(
+    domain: str = "all",
+    retrieved: str | None = None,
+    prompt: str = "v1",
+    n_passages: int = 5,
+    parse: str = "strict",
+    judge: str | None = None,
+    split: str = "test",
+    data_dir: str | None = None,
+) -> Task:
+    """RAG-QA Arena on LFRQA: answer from retrieved passages with the paper's prompt, judged pairwise
+    against LFRQA's human answer (metrics ``win_rate``, ``win_tie_rate``, per domain)."""
+    if not retrieved:
+        raise RagQaArenaError(
+            "The lfrqa task answers from retrieved passages: give -T retrieved=FILE, a file written by "
+            "`rag-qa-arena retrieve --domain DOMAIN --out FILE`"
+        )
+    return Task(
+        dataset=lfrqa_dataset(domain=domain, retrieved=retrieved, n_passages=int(n_passages), split=split,
+                              data_dir=data_dir),
+        solver=paper_answer(prompt=prompt, data_dir=data_dir),
+        scorer=arena_judge(judge=judge, parse=parse, data_dir=data_dir),
+        metadata={"benchmark": "RAG-QA Arena", "domain": domain, "prompt": prompt, "parse": parse},
+    )
