@@ -24,6 +24,7 @@ from pathlib import Path
 
 import _setup  # noqa: F401 - this checkout first on sys.path, and $LFRQA_DATA_DIR
 import lfrqa  # noqa: E402
+from metric_arena import RunConfig  # noqa: E402
 from metric_arena.judge import tournament  # noqa: E402
 from metric_arena.stats import BattleCounts, bootstrap_bradley_terry  # noqa: E402
 from tests.openai_server import OpenAIServer  # noqa: E402
@@ -64,21 +65,22 @@ def main() -> None:
     for system in (s for s in STRENGTH if s != "LFRQA"):
         files[system] = work / f"{system}.jsonl"
         files[system].write_text("".join(json.dumps({"qid": q, "answer": f"ANSWER[{system}] text"}) + "\n" for q in qids))
-    common = dict(judge="openai:judge", api_key="sk-local", cache_dir=work / "cache", n_boot=200, max_concurrency=32)
     with OpenAIServer(judge_reply) as server:
+        common = dict(judge="openai:judge", n_boot=200,
+                      run=RunConfig(base_url=server.base_url, api_key="sk-local", cache_dir=work / "cache",
+                                    max_concurrency=32))
         exhaustive = None
         start = time.perf_counter()
         for n in (25, 50, 100, 200, 300, 400, 600, 800):
             if n > args.questions:
                 break
-            result = tournament(files, out=work / f"exhaustive-{n}", sample=n, base_url=server.base_url, **common)
+            result = tournament(files, out=work / f"exhaustive-{n}", sample=n, **common)
             if separated(work / f"exhaustive-{n}"):
                 exhaustive = (n, result["judgments"])
                 break
         t_exhaustive = time.perf_counter() - start
         start = time.perf_counter()
-        adaptive = tournament(files, out=work / "adaptive", adaptive=True, round_size=args.round_size,
-                              base_url=server.base_url, **common)
+        adaptive = tournament(files, out=work / "adaptive", adaptive=True, round_size=args.round_size, **common)
         t_adaptive = time.perf_counter() - start
     against = len(files) * len(qids)
     print(f"{len(files)} systems + LFRQA, {len(qids)} questions; {against:,} judgments against LFRQA in both schedules")

@@ -8,6 +8,7 @@ import json
 import pytest
 
 import lfrqa
+from metric_arena import RunConfig
 from metric_arena.judge import tournament
 from metric_arena.report import battle_rows, write_report
 from rag_qa_arena.cli import main
@@ -34,8 +35,9 @@ def predictions(lfrqa_data_dir, tmp_path):
 
 
 def _run(files, tmp_path, server, **options):
-    return tournament([files[s] for s in SYSTEMS], out=tmp_path / "runs", judge="openai:judge", base_url=server.base_url,
-                      api_key="sk-local", cache_dir=tmp_path / "cache", n_boot=200, **options)
+    return tournament([files[s] for s in SYSTEMS], out=tmp_path / "runs", judge="openai:judge",
+                      run=RunConfig(base_url=server.base_url, api_key="sk-local", cache_dir=tmp_path / "cache"),
+                      n_boot=200, **options)
 
 
 def test_complete_pairs_rank_the_systems_on_shared_questions(predictions, tmp_path):
