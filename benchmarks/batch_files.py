@@ -21,12 +21,8 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from metric_arena.llm import (
-    ChatRequest,
-    chat_body,
-    parse_output_lines,
-    write_batch_files,
-)
+from metric_arena.llm import ChatRequest
+from metric_arena.llm.batch import chat_body, parse_output_lines, write_batch_files
 
 N_REQUESTS = 14_020
 

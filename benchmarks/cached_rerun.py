@@ -36,7 +36,7 @@ _API_CHILD = r"""
 import json, resource, sys, time
 t0 = time.perf_counter()
 import lfrqa
-from metric_arena import judge_pairs
+from metric_arena import RunConfig, judge_pairs
 args = json.loads(sys.argv[1])
 preds = {}
 with open(args["predictions"], encoding="utf-8") as handle:
@@ -52,8 +52,8 @@ questions = [cols["question"][i] for i in keep]
 domains = [cols["domain"][i] for i in keep]
 t1 = time.perf_counter()
 res = judge_pairs([preds[q] for q in qids], references, questions, ids=qids, domains=domains, judge=args["judge"],
-                  base_url=args["base_url"], api_key="sk-bench", cache_dir=args["cache"], out=args["out"],
-                  progress=False)
+                  run=RunConfig(base_url=args["base_url"], api_key="sk-bench", cache_dir=args["cache"]),
+                  out=args["out"], progress=False)
 t2 = time.perf_counter()
 print(json.dumps({"total_s": t2 - t0, "judge_s": t2 - t1, "n": res["n"], "n_sent": res["n_sent"],
                   "n_cached": res["n_cached"], "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
@@ -92,7 +92,7 @@ def main() -> int:
     args = parser.parse_args()
 
     import lfrqa
-    from metric_arena import judge_pairs
+    from metric_arena import RunConfig, judge_pairs
 
     ds = lfrqa.load("all")
     n = args.pairs or ds.num_rows
@@ -109,8 +109,8 @@ def main() -> int:
         print(f"{n:,} LFRQA test questions, synthetic predictions, judge {JUDGE} (order 'paper')")
         start = time.perf_counter()
         filled = judge_pairs(answers, cols["answer"], cols["question"], ids=qids, domains=cols["domain"],
-                             judge=JUDGE, base_url=server.base_url, api_key="sk-bench", cache_dir=cache,
-                             max_concurrency=args.fill_concurrency, progress=False)
+                             judge=JUDGE, run=RunConfig(base_url=server.base_url, api_key="sk-bench", cache_dir=cache,
+                                                        max_concurrency=args.fill_concurrency), progress=False)
         fill_s = time.perf_counter() - start
         sent = len(server.requests)
         size_mb = sum(p.stat().st_size for p in cache.iterdir()) / 2**20

@@ -22,7 +22,7 @@ import tempfile
 import time
 
 import _setup  # noqa: F401 - this checkout first on sys.path, and $LFRQA_DATA_DIR
-from metric_arena import judge_pairs  # noqa: E402
+from metric_arena import RunConfig, judge_pairs  # noqa: E402
 from tests.openai_server import OpenAIServer  # noqa: E402
 
 WORDS = ("the fund index market cost tax plan rate risk bond stock cash year account return fee "
@@ -49,8 +49,8 @@ def reply(body: dict, attempt: int) -> str:
 def timed_run(server: OpenAIServer, data, concurrency: int, cache_dir: str) -> tuple[float, dict, int]:
     server.clear()
     start = time.perf_counter()
-    result = judge_pairs(*data, judge="openai:bench-judge", base_url=server.base_url, api_key="sk-bench",
-                         max_concurrency=concurrency, cache_dir=cache_dir, progress=False, n_boot=200)
+    run = RunConfig(base_url=server.base_url, api_key="sk-bench", max_concurrency=concurrency, cache_dir=cache_dir)
+    result = judge_pairs(*data, judge="openai:bench-judge", run=run, progress=False, n_boot=200)
     return time.perf_counter() - start, result, len(server.requests)
 
 
@@ -68,8 +68,9 @@ def main() -> int:
     walls: dict[int, float] = {}
     with tempfile.TemporaryDirectory() as tmp, OpenAIServer(reply, latency=args.latency) as server:
         # warm up imports, the prompt files and the HTTP client outside the timings
-        judge_pairs(["a"], ["b"], ["q"], judge="openai:warm-up", base_url=server.base_url, api_key="sk-bench",
-                    cache_dir=f"{tmp}/warm", progress=False, n_boot=10)
+        judge_pairs(["a"], ["b"], ["q"], judge="openai:warm-up",
+                    run=RunConfig(base_url=server.base_url, api_key="sk-bench", cache_dir=f"{tmp}/warm"),
+                    progress=False, n_boot=10)
         print(f"{args.pairs} pairs, server latency {args.latency:.2f} s, one judge request per pair (order 'paper')")
         print(f"{'concurrency':>11} {'wall s':>8} {'req/s':>8} {'speed-up':>9} {'requests':>9} {'failed':>7}")
         for level in args.levels:

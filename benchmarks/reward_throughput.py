@@ -22,7 +22,7 @@ import tempfile
 import time
 
 import _setup  # noqa: F401 - this checkout first on sys.path, and $LFRQA_DATA_DIR
-from metric_arena import reward_function  # noqa: E402
+from metric_arena import RunConfig, reward_function  # noqa: E402
 from tests.openai_server import OpenAIServer  # noqa: E402
 
 WORDS = ("the fund index market cost tax plan rate risk bond stock cash year account return fee "
@@ -65,14 +65,15 @@ def main() -> int:
     prompts, completions, columns = grpo_batch(args.prompts, args.generations)
     n = len(completions)
     with tempfile.TemporaryDirectory() as tmp, OpenAIServer(reply, latency=args.latency) as server:
-        warm = reward_function(judge="openai:warm-up", base_url=server.base_url, api_key="sk-bench",
-                               cache_dir=f"{tmp}/warm")
+        warm = reward_function(judge="openai:warm-up",
+                               run=RunConfig(base_url=server.base_url, api_key="sk-bench", cache_dir=f"{tmp}/warm"))
         warm(prompts[:1], completions[:1], **{k: v[:1] for k, v in columns.items()})  # imports, prompt files
         print(f"{args.prompts} prompts x {args.generations} completions = {n} per call, "
               f"server latency {args.latency:.2f} s")
         for level in args.levels:
-            reward = reward_function(judge="openai:bench-judge", base_url=server.base_url, api_key="sk-bench",
-                                     max_concurrency=level, cache_dir=f"{tmp}/c{level}")
+            reward = reward_function(judge="openai:bench-judge",
+                                     run=RunConfig(base_url=server.base_url, api_key="sk-bench", max_concurrency=level,
+                                                   cache_dir=f"{tmp}/c{level}"))
             server.clear()
             start = time.perf_counter()
             scores = reward(prompts, completions, **columns)

@@ -38,11 +38,55 @@ def test_public_api_is_small_and_explicit():
         assert function.__doc__
 
 
+ROOMS = ("metric_arena", "metric_arena.llm", "metric_arena.judge", "metric_arena.generate", "metric_arena.report",
+         "metric_arena.stats", "metric_arena.train")
+
+
+def test_the_sub_rooms_list_what_others_call_and_nothing_is_listed_twice_at_the_top():
+    import metric_arena
+    import metric_arena.llm
+
+    assert len(metric_arena.llm.__all__) <= 25, sorted(metric_arena.llm.__all__)
+    assert {"JudgeConfig", "RunConfig"} <= set(metric_arena.__all__)
+    for name in ("AuthenticationFailed", "ModelNotFound"):  # BackendError's kinds: attributes, not listed
+        assert hasattr(metric_arena, name) and name not in metric_arena.__all__
+    for name in ("run_sync", "Runner", "make_backends", "BadReply", "estimate_tokens", "write_batch_files"):
+        assert name not in metric_arena.llm.__all__, name  # used by tests or one room only: private, or in llm.batch
+    from metric_arena.llm import batch
+
+    assert {"BatchNotReady", "submit_batches", "collect", "write_batch_files"} <= set(batch.__all__)
+
+
+def test_no_public_name_prints_a_private_module_path():
+    """``metric_arena.RetryPolicy`` prints as ``metric_arena.RetryPolicy``, not ``metric_arena.llm._runner``."""
+    import importlib
+
+    private = []
+    for room in (*ROOMS, "metric_arena.llm.batch"):
+        module = importlib.import_module(room)
+        for name in module.__all__:
+            try:
+                target = getattr(module, name)
+            except ImportError:  # ArenaCallback without transformers
+                continue
+            if not (inspect.isclass(target) or inspect.isfunction(target) or callable(target)
+                    and hasattr(target, "__code__")):
+                continue  # constants, type aliases, modules
+            home = getattr(target, "__module__", None) or ""
+            if any(part.startswith("_") for part in home.split(".")):
+                private.append(f"{room}.{name} -> {home}")
+    assert private == []
+    import metric_arena
+
+    assert metric_arena.RetryPolicy.__module__ == "metric_arena"
+    assert metric_arena.JudgeConfig.__module__ == "metric_arena" and metric_arena.RunConfig.__module__ == "metric_arena"
+
+
 def test_user_errors_share_one_base_class():
     import builders
     import lfrqa
     import metric_arena
-    from metric_arena.llm import BatchNotReady  # noqa: F401 - a state, not a user error
+    from metric_arena.llm.batch import BatchNotReady  # noqa: F401 - a state, not a user error
 
     for error in (lfrqa.ChecksumError, lfrqa.InvalidRecord, builders.SecretFoundError):
         assert issubclass(error, metric_arena.RagQaArenaError) and issubclass(error, ValueError)

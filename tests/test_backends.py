@@ -8,18 +8,17 @@ import json
 
 import pytest
 
-from metric_arena import judge_pairs
+from metric_arena import JudgeConfig, RunConfig, judge_pairs
 from metric_arena.llm import make_backend
 from metric_arena.llm import (
     AuthenticationFailed,
     Backend,
-    BadReply,
     ChatRequest,
     Completion,
     ModelNotFound,
-    TransientBackendError,
     parse_spec,
 )
+from metric_arena.llm._types import BadReply, TransientBackendError
 from metric_arena.llm._openai import OpenAIBackend, redact
 from tests.openai_server import OpenAIServer, Reply
 
@@ -194,7 +193,8 @@ def test_hf_backend_explains_a_missing_model(tmp_path):
 @pytest.mark.slow
 def test_hf_judge_pipeline_counts_failures(tiny_llama, tmp_path):
     res = judge_pairs(["pred one", "pred two"], ["ref one", "ref two"], ["q one", "q two words"],
-                      judge=f"hf:{tiny_llama}", cache_dir=tmp_path, backend_options={"device": "cpu", "batch_size": 4})
+                      judge=JudgeConfig(f"hf:{tiny_llama}", options={"device": "cpu", "batch_size": 4}),
+                      run=RunConfig(cache_dir=tmp_path))
     # a random model writes no valid <rating>: every pair is failed (never a tie), after one re-ask each
     assert res["n"] == 2 and res["n_failed"] == 2
     assert res["errors"]["invalid_reply"] == 4 and res["n_sent"] == 4
@@ -253,7 +253,7 @@ class _EchoDevice(Backend):
 
 def test_runner_groups_requests_for_batched_backends(tmp_path):
     from metric_arena.llm import CompletionCache
-    from metric_arena.llm import Runner
+    from metric_arena.llm._runner import Runner
 
     device = _EchoDevice(batch_size=4)
     requests = [ChatRequest([{"role": "user", "content": "x" * k}]) for k in range(10)]

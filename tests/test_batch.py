@@ -8,7 +8,7 @@ import openai
 import pytest
 
 from metric_arena.llm import ChatRequest
-from metric_arena.llm import (
+from metric_arena.llm.batch import (
     BatchNotReady,
     batch_status,
     chat_body,

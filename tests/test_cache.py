@@ -7,9 +7,10 @@ import sqlite3
 
 import pytest
 
-from metric_arena import judge_pairs
+from metric_arena import RunConfig, judge_pairs
 from metric_arena.llm import ChatRequest, Completion
-from metric_arena.llm import CompletionCache, cache_key, default_cache_dir
+from metric_arena.llm import CompletionCache, cache_key
+from metric_arena.llm._cache import default_cache_dir
 from tests.openai_server import OpenAIServer
 
 IDENTITY = {"backend": "openai", "model": "gpt-4o", "url": "https://api.openai.com:443/v1"}
@@ -98,7 +99,8 @@ def test_two_processes_share_one_cache(tmp_path):
 def test_api_key_never_reaches_the_cache(tmp_path):
     key = "sk-live-VERYSECRETKEY42"
     with OpenAIServer() as server:
-        judge_pairs(["a"], ["b"], ["q"], judge="openai:m", base_url=server.base_url, api_key=key, cache_dir=tmp_path)
+        judge_pairs(["a"], ["b"], ["q"], judge="openai:m",
+                    run=RunConfig(base_url=server.base_url, api_key=key, cache_dir=tmp_path))
     with sqlite3.connect(tmp_path / "completions.sqlite") as conn:
         conn.execute("PRAGMA wal_checkpoint(FULL)")
         dump = "\n".join(conn.iterdump())

@@ -27,8 +27,8 @@ def test_one_grpo_step_logs_the_arena_rewards(tmp_path, lfrqa_data_dir):
     train = rows.map(lambda row: {"prompt": [{"role": "user", "content": row["question"]}]})
 
     with OpenAIServer() as server:
-        reward = metric_arena.reward_function(judge="openai:judge", base_url=server.base_url, api_key="sk-local",
-                                              cache_dir=tmp_path / "cache", data_dir=lfrqa_data_dir)
+        run = metric_arena.RunConfig(base_url=server.base_url, api_key="sk-local", cache_dir=tmp_path / "cache")
+        reward = metric_arena.reward_function(judge="openai:judge", run=run, data_dir=lfrqa_data_dir)
         args = trl.GRPOConfig(
             output_dir=str(tmp_path / "out"), per_device_train_batch_size=4, num_generations=2, max_steps=1,
             max_completion_length=4, logging_steps=1, report_to=[], use_cpu=True, save_strategy="no",

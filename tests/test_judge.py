@@ -10,7 +10,7 @@ from collections import Counter
 
 import pytest
 
-from metric_arena import judge_pairs
+from metric_arena import JudgeConfig, RunConfig, judge_pairs
 from metric_arena.judge import parse_rating
 from metric_arena.llm import AuthenticationFailed, ModelNotFound
 from metric_arena.judge import answer_positions
@@ -22,11 +22,14 @@ FAST_RETRY = RetryPolicy(max_retries=4, initial=0.01, multiplier=1.0, jitter=0.0
 KEY = "sk-test-SECRET-0123456789"
 
 
-def run(server, predictions, references, questions, tmp_path, **kwargs):
-    kwargs.setdefault("judge", "openai:judge-model")
-    kwargs.setdefault("cache_dir", tmp_path / "cache")
-    kwargs.setdefault("retry", FAST_RETRY)
-    return judge_pairs(predictions, references, questions, base_url=server.base_url, api_key=KEY, **kwargs)
+JUDGE = "openai:judge-model"
+
+
+def run(server, predictions, references, questions, tmp_path, *, judge=JUDGE, retry=FAST_RETRY, max_concurrency=16,
+        **kwargs):
+    config = RunConfig(base_url=server.base_url, api_key=KEY, cache_dir=tmp_path / "cache", retry=retry,
+                       max_concurrency=max_concurrency)
+    return judge_pairs(predictions, references, questions, judge=judge, run=config, **kwargs)
 
 
 def user_turn(body: dict) -> str:
@@ -81,7 +84,7 @@ def test_requests_are_byte_identical_to_the_reference(lfrqa_data_dir, tmp_path, 
     seed = 7
     with OpenAIServer() as server:
         run(server, [p[2] for p in PAIRS], [p[4] for p in PAIRS], [p[1] for p in PAIRS], tmp_path,
-            ids=[p[0] for p in PAIRS], order=order, seed=seed)
+            ids=[p[0] for p in PAIRS], judge=JudgeConfig(JUDGE, order=order, seed=seed))
         received = server.requests
     expected = []
     for qid, question, _, pred, _ in PAIRS:
@@ -112,7 +115,8 @@ def test_paper_order_rule():
 def test_random_order_is_seeded_per_id_and_recorded(tmp_path):
     ids = [f"id{i}" for i in range(40)]
     with OpenAIServer() as server:
-        res = run(server, ["a"] * 40, ["b"] * 40, ["q"] * 40, tmp_path, ids=ids, order="random", seed=3)
+        res = run(server, ["a"] * 40, ["b"] * 40, ["q"] * 40, tmp_path, ids=ids,
+                  judge=JudgeConfig(JUDGE, order="random", seed=3))
     positions = [v["judgments"][0]["a_position"] for v in res["verdicts"]]
     assert positions == [1 if random.Random(f"3:{i}").random() < 0.5 else 2 for i in ids]
     assert 5 < positions.count(1) < 35
@@ -193,11 +197,11 @@ def test_second_run_is_answered_from_the_cache(tmp_path):
     n = 30
     with OpenAIServer(latency=0.01) as server:
         first = run(server, [f"p{i}" for i in range(n)], [f"r{i}" for i in range(n)], [f"q {i}" for i in range(n)],
-                    tmp_path, order="both")
+                    tmp_path, judge=JudgeConfig(JUDGE, order="both"))
         assert len(server.requests) == 2 * n
         server.clear()
         second = run(server, [f"p{i}" for i in range(n)], [f"r{i}" for i in range(n)], [f"q {i}" for i in range(n)],
-                     tmp_path, order="both")
+                     tmp_path, judge=JudgeConfig(JUDGE, order="both"))
         assert server.requests == []
     assert second["n_sent"] == 0 and second["n_cached"] == 2 * n
     assert all(j["cached"] for v in second["verdicts"] for j in v["judgments"])
@@ -341,7 +345,7 @@ def test_order_both_counts_position_flips(tmp_path):
 
     with OpenAIServer(reply) as server:
         res = run(server, ["PRED"] * 4, ["REF"] * 4, ["biased a", "steady a", "tied a", "steady b"], tmp_path,
-                  order="both", domains=["d1", "d1", "d2", "d2"])
+                  judge=JudgeConfig(JUDGE, order="both"), domains=["d1", "d1", "d2", "d2"])
     assert [v["outcome"] for v in res["verdicts"]] == ["tie", "win", "tie", "win"]
     assert [v["flipped"] for v in res["verdicts"]] == [True, False, False, False]
     assert sorted(j["a_position"] for j in res["verdicts"][0]["judgments"]) == [1, 2]
@@ -407,7 +411,6 @@ def test_requests_run_concurrently(tmp_path):
         ({"predictions": [None]}, TypeError, r"predictions\[0\] is NoneType"),
         ({"ids": ["x", "x"], "predictions": ["a", "b"], "references": ["c", "d"], "questions": ["q", "r"]},
          ValueError, "Duplicate id 'x'"),
-        ({"order": "sideways"}, ValueError, "Unknown order policy 'sideways'"),
         ({"judge": "gpt-4o"}, ValueError, "'<backend>:<model>'"),
         ({"judge": "claude:x"}, ValueError, "Unknown backend 'claude'"),
         ({"domains": ["d", None]}, ValueError, "domains has 2 entries"),
@@ -418,7 +421,12 @@ def test_bad_input_is_named(tmp_path, kwargs, error, match):
     args.update(kwargs)
     with pytest.raises(error, match=match):
         judge_pairs(args.pop("predictions"), args.pop("references"), args.pop("questions"),
-                    base_url="http://127.0.0.1:9/v1", api_key="x", cache_dir=tmp_path, **args)
+                    run=RunConfig(base_url="http://127.0.0.1:9/v1", api_key="x", cache_dir=tmp_path), **args)
+
+
+def test_an_unknown_order_is_named_when_the_judge_config_is_built():
+    with pytest.raises(ValueError, match="Unknown order policy 'sideways'"):
+        JudgeConfig(JUDGE, order="sideways")
 
 
 def test_empty_answer_is_judged(tmp_path):

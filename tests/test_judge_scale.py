@@ -15,7 +15,7 @@ from collections import Counter
 
 import pytest
 
-from metric_arena import judge_pairs
+from metric_arena import JudgeConfig, RunConfig, judge_pairs
 from metric_arena.judge import PLAN_FILE, judge_batch_requests, submit_judge_batch
 from metric_arena.llm import RateLimiter
 from metric_arena.llm import RetryPolicy
@@ -174,7 +174,8 @@ def test_batch_only_fails_the_reasks_then_a_second_batch_sends_just_them(tmp_pat
 def test_submitting_again_resumes_without_creating_twice(tmp_path):
     preds, refs, qs = [f"a{i}" for i in range(5)], [f"b{i}" for i in range(5)], [f"q {i}" for i in range(5)]
     with BatchAPIServer() as server:
-        kwargs = dict(judge="openai:gpt-4o-mini", base_url=server.base_url, api_key="k", cache_dir=tmp_path / "c")
+        kwargs = dict(judge="openai:gpt-4o-mini", run=RunConfig(base_url=server.base_url, api_key="k",
+                                                                cache_dir=tmp_path / "c"))
         first = submit_judge_batch(preds, refs, qs, tmp_path / "b", **kwargs)
         again = submit_judge_batch(preds, refs, qs, tmp_path / "b", **kwargs)
         assert first["judges"][0]["batch_ids"] == again["judges"][0]["batch_ids"]
@@ -188,15 +189,15 @@ def test_submitting_again_resumes_without_creating_twice(tmp_path):
 def test_batch_requests_match_the_cache_keys_of_the_online_judge(tmp_path):
     preds, refs, qs = ["x", "y"], ["r1", "r2"], ["one two", "one two three"]
     with OpenAIServer() as server:
-        plan = judge_batch_requests(preds, refs, qs, judge="openai:m", base_url=server.base_url,
-                                    cache_dir=tmp_path / "c")
+        plan = judge_batch_requests(preds, refs, qs, judge="openai:m",
+                                    run=RunConfig(base_url=server.base_url, cache_dir=tmp_path / "c"))
         assert [len(p["requests"]) for p in plan.values()] == [2]
-        judge_pairs(preds, refs, qs, judge="openai:m", base_url=server.base_url, api_key="k",
-                    cache_dir=tmp_path / "c")
+        judge_pairs(preds, refs, qs, judge="openai:m",
+                    run=RunConfig(base_url=server.base_url, api_key="k", cache_dir=tmp_path / "c"))
         assert sorted(canon(b) for _, b in plan["openai:m"]["requests"]) == sorted(map(canon, server.requests))
         # once answered online, the same custom_ids are cache hits: nothing left to batch
-        plan = judge_batch_requests(preds, refs, qs, judge="openai:m", base_url=server.base_url,
-                                    cache_dir=tmp_path / "c")
+        plan = judge_batch_requests(preds, refs, qs, judge="openai:m",
+                                    run=RunConfig(base_url=server.base_url, cache_dir=tmp_path / "c"))
     assert plan["openai:m"]["requests"] == [] and plan["openai:m"]["n_cached"] == 2
 
 
@@ -250,9 +251,10 @@ def test_rpm_flag_paces_the_requests(tmp_path, monkeypatch):
 def test_tpm_limiter_is_consulted_before_every_request(tmp_path):
     limiter = RateLimiter(rpm=None, tpm=6_000_000)
     with OpenAIServer() as server:
-        res = judge_pairs([f"a{i}" for i in range(6)], ["b"] * 6, [f"q{i}" for i in range(6)], judge="openai:m",
-                          base_url=server.base_url, api_key="k", cache_dir=tmp_path / "c", order="both",
-                          limiter=limiter)
+        res = judge_pairs([f"a{i}" for i in range(6)], ["b"] * 6, [f"q{i}" for i in range(6)],
+                          judge=JudgeConfig("openai:m", order="both"),
+                          run=RunConfig(base_url=server.base_url, api_key="k", cache_dir=tmp_path / "c",
+                                        limiter=limiter))
     assert res["n_sent"] == 12 and limiter.acquired == 12
 
 
@@ -295,8 +297,9 @@ def test_target_width_stops_scheduling_and_counts_pairs_in_flight(tmp_path):
     with OpenAIServer(_mixed, latency=0.01) as server:
         res = judge_pairs([f"answer {i}" for i in range(n)], [f"ref {i}" for i in range(n)],
                           [f"question {i}" for i in range(n)], ids=ids, domains=domains, judge="openai:m",
-                          base_url=server.base_url, api_key="k", cache_dir=tmp_path / "c", max_concurrency=8,
-                          target_width=0.3, out=tmp_path / "run", retry=RetryPolicy(max_retries=1, initial=0.01))
+                          run=RunConfig(base_url=server.base_url, api_key="k", cache_dir=tmp_path / "c",
+                                        max_concurrency=8, retry=RetryPolicy(max_retries=1, initial=0.01)),
+                          target_width=0.3, out=tmp_path / "run")
         sent = len(server.requests)
     # the Wilson interval at n=50 is ~0.27 wide, so it stops as soon as 50 pairs are judged;
     # at most 7 more were in flight then, and they count

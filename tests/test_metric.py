@@ -40,10 +40,8 @@ def test_metric_end_to_end(env, arena, tmp_path):
         questions=["capital of france", "boiling point of water?", "why blue sky"],
         ids=["a", "b", "c"],
         domains=["geo", "science", "science"],
-        judge="openai:gpt-4o-mini",
-        order="both",
-        max_concurrency=4,
-        cache_dir=str(tmp_path / "metric-cache"),
+        judge=metric_arena.JudgeConfig("openai:gpt-4o-mini", order="both"),
+        run=metric_arena.RunConfig(max_concurrency=4, cache_dir=str(tmp_path / "metric-cache")),
     )
     assert results["n"] == 3 and results["n_failed"] == 0 and len(env.requests) == 6
     # the default server reply always prefers Answer 1: every pair flips, so every pair is a tie
@@ -204,8 +202,9 @@ def test_metric_refuses_prompts_over_the_token_budget(env, arena, tmp_path):
     long_answer = "word " * 3000
     results = arena.compute(
         predictions=["Paris.", long_answer], references=["The capital is Paris.", "Short."],
-        questions=["capital of france", "a long one"], judge="openai:gpt-4o-mini",
-        cache_dir=str(tmp_path / "c"), max_input_tokens=2500,
+        questions=["capital of france", "a long one"],
+        judge=metric_arena.JudgeConfig("openai:gpt-4o-mini", max_input_tokens=2500),
+        run=metric_arena.RunConfig(cache_dir=str(tmp_path / "c")),
     )
     assert results["n"] == 2 and results["n_failed"] == 1 and len(env.requests) == 1
     assert results["verdicts"][1]["failed"] and "over_budget" in json.dumps(results["errors"])
@@ -214,7 +213,7 @@ def test_metric_refuses_prompts_over_the_token_budget(env, arena, tmp_path):
 def test_metric_takes_the_data_dir_its_offline_hint_names(env, arena, tmp_path, lfrqa_data_dir, monkeypatch):
     monkeypatch.delenv("LFRQA_DATA_DIR", raising=False)
     inputs = dict(predictions=["Paris."], references=["The capital is Paris."], questions=["capital?"],
-                  judge="openai:gpt-4o-mini", cache_dir=str(tmp_path / "metric-cache"))
+                  judge="openai:gpt-4o-mini", run=metric_arena.RunConfig(cache_dir=str(tmp_path / "metric-cache")))
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(FileNotFoundError, match="is not in the data folder .*empty"):  # the folder given is read

@@ -8,8 +8,8 @@ import re
 import pytest
 
 from metric_arena.judge import judge_request
-from metric_arena.llm import CACHED_INPUT_PRICES_2024, PRICES_2024, get_encoding
-from metric_arena.llm._tokens import cacheable_tokens
+from metric_arena.llm import PRICES_2024, get_encoding
+from metric_arena.llm._tokens import CACHED_INPUT_PRICES_2024, cacheable_tokens
 from tests.robustness.helpers import cli, prediction_rows, write_jsonl
 
 N = 6

@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from metric_arena.llm import RateLimiter, estimate_tokens
+from metric_arena.llm import RateLimiter
+from metric_arena.llm._ratelimit import estimate_tokens
 
 SLACK = 0.35  # seconds of scheduling noise tolerated on a busy 2-core machine
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from metric_arena import judge_pairs
+from metric_arena import JudgeConfig, RunConfig, judge_pairs
 from metric_arena.judge import PARSES, judge_batch_requests, parse_rating, reference_rating
 from metric_arena.llm import RetryPolicy
 from tests.openai_server import OpenAIServer
@@ -56,10 +56,11 @@ def test_strict_and_reference_disagree_exactly_where_the_strict_parse_finds_no_s
         assert strict is None or strict == score, text
 
 
-def run(server, questions, tmp_path, **kwargs):
-    kwargs.setdefault("cache_dir", tmp_path / "cache")
-    return judge_pairs(["mine"] * len(questions), ["theirs"] * len(questions), questions, judge="openai:j",
-                       base_url=server.base_url, api_key="sk-test", retry=FAST_RETRY, **kwargs)
+def run(server, questions, tmp_path, *, parse="strict", max_concurrency=16):
+    return judge_pairs(["mine"] * len(questions), ["theirs"] * len(questions), questions,
+                       judge=JudgeConfig("openai:j", parse=parse),
+                       run=RunConfig(base_url=server.base_url, api_key="sk-test", retry=FAST_RETRY,
+                                     cache_dir=tmp_path / "cache", max_concurrency=max_concurrency))
 
 
 # Two-word questions: the paper's order rule shows the prediction first (a_position 1).
@@ -116,7 +117,8 @@ def test_a_request_without_any_reply_stays_failed_under_the_reference_parse(tmp_
 
 def test_unknown_parse_is_named(tmp_path):
     with pytest.raises(ValueError, match="Unknown parse 'loose'. Available: strict, reference"):
-        judge_pairs(["a"], ["b"], ["q"], judge="openai:j", parse="loose", cache_dir=tmp_path)
+        judge_pairs(["a"], ["b"], ["q"], judge=JudgeConfig("openai:j", parse="loose"),
+                    run=RunConfig(cache_dir=tmp_path))
 
 
 def test_batch_plan_has_no_reasks_under_the_reference_parse(tmp_path):
@@ -124,9 +126,11 @@ def test_batch_plan_has_no_reasks_under_the_reference_parse(tmp_path):
     with OpenAIServer(lambda body, attempt: "Answer 2 is better.") as server:
         run(server, questions[:2], tmp_path, max_concurrency=1)  # strict: both pairs failed, first replies cached
         base_url = server.base_url
-    kwargs = dict(judge="openai:j", base_url=base_url, api_key="sk-test", cache_dir=tmp_path / "cache")
-    [strict] = judge_batch_requests(["mine"] * 4, ["theirs"] * 4, questions, **kwargs).values()
-    [ref] = judge_batch_requests(["mine"] * 4, ["theirs"] * 4, questions, parse="reference", **kwargs).values()
+    run_config = RunConfig(base_url=base_url, api_key="sk-test", cache_dir=tmp_path / "cache")
+    [strict] = judge_batch_requests(["mine"] * 4, ["theirs"] * 4, questions, judge="openai:j",
+                                    run=run_config).values()
+    [ref] = judge_batch_requests(["mine"] * 4, ["theirs"] * 4, questions,
+                                 judge=JudgeConfig("openai:j", parse="reference"), run=run_config).values()
     assert (strict["n_cached"], strict["n_failed"], len(strict["requests"])) == (0, 2, 4)  # the failed re-asks again
     assert (ref["n_cached"], ref["n_reasks"], len(ref["requests"])) == (2, 0, 2)  # first replies are answers
 

@@ -292,6 +292,7 @@ def test_help_explains_commands(capsys):
 
 def test_run_folders_written_by_the_judge_make_a_leaderboard(tmp_path):
     """End to end: the real judge against a local OpenAI-compatible server writes the run folders."""
+    from metric_arena import JudgeConfig, RunConfig
     from metric_arena.judge import judge_pairs
     from tests.openai_server import OpenAIServer
 
@@ -308,11 +309,12 @@ def test_run_folders_written_by_the_judge_make_a_leaderboard(tmp_path):
     questions = [f"Question number {i}?" for i in range(n)]
     domains = [DOMAINS[i % 3] for i in range(n)]
     answers = {name: [f"{name} {i}" for i in range(n)] for name in ("ANSWER-STRONG", "ANSWER-WEAK", "ANSWER-REFERENCE")}
-    common = dict(judge="openai:judge-model", api_key="sk-test-not-a-real-key-000000", ids=ids, domains=domains,
-                  questions=questions, order="random", cache_dir=tmp_path / "cache", n_boot=50)
+    common = dict(judge=JudgeConfig("openai:judge-model", order="random"), ids=ids, domains=domains,
+                  questions=questions, n_boot=50)
     runs = tmp_path / "runs"
     with OpenAIServer(reply=scripted_judge) as server:
-        common["base_url"] = server.base_url
+        common["run"] = RunConfig(base_url=server.base_url, api_key="sk-test-not-a-real-key-000000",
+                                  cache_dir=tmp_path / "cache")
         for system, key in (("strong", "ANSWER-STRONG"), ("weak", "ANSWER-WEAK")):
             judge_pairs(answers[key], answers["ANSWER-REFERENCE"], out=runs / system, system=system, **common)
         judge_pairs(answers["ANSWER-STRONG"], answers["ANSWER-WEAK"], out=runs / "strong-vs-weak",

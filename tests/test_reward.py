@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import metric_arena
+from metric_arena import JudgeConfig, RunConfig
 from metric_arena.llm import RetryPolicy
 from metric_arena.train import DEFAULT_SCORES, completion_text, reward_function
 from tests.openai_server import OpenAIServer
@@ -27,10 +28,10 @@ def server():
         yield running
 
 
-def make_reward(server, tmp_path, **options):
-    options.setdefault("cache_dir", tmp_path / "cache")
-    return reward_function(judge="openai:judge", base_url=server.base_url, api_key="sk-local", retry=FAST_RETRY,
-                           **options)
+def make_reward(server, tmp_path, *, judge="openai:judge", use_cache=True, **options):
+    run = RunConfig(base_url=server.base_url, api_key="sk-local", retry=FAST_RETRY, cache_dir=tmp_path / "cache",
+                    use_cache=use_cache)
+    return reward_function(judge=judge, run=run, **options)
 
 
 def columns(n: int) -> dict:
@@ -84,7 +85,7 @@ def test_identical_completions_are_judged_once_and_reruns_come_from_the_cache(se
 
 
 def test_random_order_is_seeded_per_completion(server, tmp_path):
-    reward = make_reward(server, tmp_path, order="random", seed=3, use_cache=False)
+    reward = make_reward(server, tmp_path, judge=JudgeConfig("openai:judge", order="random", seed=3), use_cache=False)
     texts = [f"answer WIN number {i}" for i in range(12)]
     data = {"question": ["same question"] * 12, "answer": ["Ref."] * 12, "qid": ["q1"] * 12}
     first = reward(["p"] * 12, texts, **data)
@@ -107,7 +108,7 @@ def test_mistakes_name_the_fix(server, tmp_path):
     with pytest.raises(ValueError, match="finite number"):
         make_reward(server, tmp_path, scores={**DEFAULT_SCORES, "tie": float("nan")})
     with pytest.raises(ValueError, match="Unknown order"):
-        make_reward(server, tmp_path, order="sideways")
+        make_reward(server, tmp_path, judge=JudgeConfig("openai:judge", order="sideways"))
     with pytest.raises(ValueError, match="Unknown backend"):
         reward_function(judge="gpt4:x")
     assert completion_text({"role": "assistant", "content": None}) == ""

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from metric_arena.llm import run_sync
+from metric_arena.llm._tasks import run_sync
 
 
 async def _where() -> tuple[int, bool]:
@@ -36,12 +36,12 @@ def test_inside_a_running_loop_it_runs_in_another_thread_and_returns_or_raises()
 
 
 def test_judge_pairs_works_from_a_running_loop(tmp_path):
-    from metric_arena import judge_pairs
+    from metric_arena import RunConfig, judge_pairs
     from tests.openai_server import OpenAIServer
 
     async def cell():
         return judge_pairs(["An answer."], ["A reference."], ["a question here"], judge="openai:j",
-                           base_url=server.base_url, api_key="k", cache_dir=tmp_path)
+                           run=RunConfig(base_url=server.base_url, api_key="k", cache_dir=tmp_path))
 
     with OpenAIServer(lambda body, attempt: "<rating>1</rating>") as server:
         result = asyncio.run(cell())

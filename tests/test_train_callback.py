@@ -88,8 +88,8 @@ def test_callback_is_explicit_and_its_dependency_is_named():
 
     parameters = inspect.signature(metric_arena.ArenaCallback.__init__).parameters.values()
     assert all(p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters)  # self + keywords
-    with pytest.raises(ValueError, match="every_n_steps must be a positive integer"):
-        metric_arena.ArenaCallback(judge="openai:m", every_n_steps=0, api_key="x")
+    with pytest.raises(ValueError, match="every_n_steps must be an integer >= 1, got 0"):
+        metric_arena.ArenaCallback(judge="openai:m", every_n_steps=0, run=metric_arena.RunConfig(api_key="x"))
     probe = ("import sys; sys.modules['transformers'] = None\nimport metric_arena\n"
              "try:\n    metric_arena.ArenaCallback\nexcept ImportError as e:\n    print(type(e).__name__, e)")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120).stdout
@@ -127,10 +127,13 @@ def test_callback_logs_win_rates_and_reuses_the_cache(tmp_path, lfrqa_data_dir):
         )
         trainer = transformers.Trainer(model=model, args=args, train_dataset=train, processing_class=tokenizer,
                                        callbacks=[recorder])
+        from metric_arena.generate import GenerationConfig
+
         callback = metric_arena.ArenaCallback(
-            trainer=trainer, judge="openai:judge", base_url=server.base_url, api_key="sk-local",
-            every_n_steps=1, n_questions=4, domains=["fiqa", "science"], retrieved=retrieved, n_passages=2,
-            max_new_tokens=4, batch_size=4, cache_dir=tmp_path / "cache", data_dir=lfrqa_data_dir,
+            trainer=trainer, judge="openai:judge",
+            run=metric_arena.RunConfig(base_url=server.base_url, api_key="sk-local", cache_dir=tmp_path / "cache"),
+            every_n_steps=1, n_questions=4, domains=["fiqa", "science"], retrieved=retrieved,
+            generation=GenerationConfig(n_passages=2, max_tokens=4), batch_size=4, data_dir=lfrqa_data_dir,
         )
         trainer.add_callback(callback)
         trainer.train()

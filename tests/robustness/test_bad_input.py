@@ -12,29 +12,45 @@ import re
 
 import pytest
 
-from metric_arena import judge_pairs
-from metric_arena.generate import generate_answers
+from metric_arena import DEFAULT_JUDGE, JudgeConfig, RunConfig, judge_pairs
+from metric_arena.generate import GenerationConfig, generate_answers
 from tests.openai_server import OpenAIServer
 from tests.robustness.helpers import cli, query_of, read_jsonl, retrieved_rows
 
 NOWHERE = {"base_url": "http://127.0.0.1:9/v1", "api_key": "k"}  # never reached: input is checked first
 
 
+def _nowhere(tmp) -> RunConfig:
+    return RunConfig(cache_dir=tmp, **NOWHERE)
+
+
 # --------------------------------------------------------------------------------------------
 # Python entry points
 # --------------------------------------------------------------------------------------------
-def _judge(**kwargs):
-    args = {"predictions": ["a"], "references": ["b"], "questions": ["q"]}
-    args.update(kwargs)
-    return lambda tmp: judge_pairs(args.pop("predictions"), args.pop("references"), args.pop("questions"),
-                                   cache_dir=tmp, **NOWHERE, **args)
-
-
-def _metric(**kwargs):
+def _judge(judge_options=None, **kwargs):
+    """judge_pairs on these inputs; ``judge_options`` go into the JudgeConfig, built inside the call."""
     args = {"predictions": ["a"], "references": ["b"], "questions": ["q"]}
     args.update(kwargs)
 
-    return lambda tmp: _arena().compute(**args, cache_dir=str(tmp), **NOWHERE)
+    def call(tmp):
+        if judge_options is not None:
+            args["judge"] = JudgeConfig(args.get("judge", DEFAULT_JUDGE), **judge_options)
+        return judge_pairs(args.pop("predictions"), args.pop("references"), args.pop("questions"), run=_nowhere(tmp),
+                           **args)
+
+    return call
+
+
+def _metric(judge_options=None, **kwargs):
+    args = {"predictions": ["a"], "references": ["b"], "questions": ["q"]}
+    args.update(kwargs)
+
+    def call(tmp):
+        if judge_options is not None:
+            args["judge"] = JudgeConfig(args.get("judge", DEFAULT_JUDGE), **judge_options)
+        return _arena().compute(**args, run=RunConfig(cache_dir=str(tmp), **NOWHERE))
+
+    return call
 
 
 @functools.lru_cache(maxsize=1)
@@ -46,9 +62,16 @@ def _arena():
     return evaluate.load(metric_arena.METRIC_PATH)
 
 
-def _generate(rows=None, **kwargs):
+def _generate(rows=None, generation_options=None, **kwargs):
+    """generate_answers on ``rows``; ``generation_options`` go into the GenerationConfig, built inside the call."""
     rows = retrieved_rows(1) if rows is None else rows
-    return lambda tmp: generate_answers(rows, kwargs.pop("model", "openai:m"), cache_dir=tmp, **NOWHERE, **kwargs)
+
+    def call(tmp):
+        if generation_options is not None:
+            kwargs["generation"] = GenerationConfig(**generation_options)
+        return generate_answers(rows, kwargs.pop("model", "openai:m"), run=_nowhere(tmp), **kwargs)
+
+    return call
 
 
 def _load(*args):
@@ -72,7 +95,8 @@ API_CASES = [
     ("metric: None answer", _metric(predictions=[None]), ValueError, r"predictions.*\[None\]"),
     ("metric: duplicate ids", _metric(predictions=["a", "b"], references=["c", "d"], questions=["q", "r"],
                                       ids=["x", "x"]), ValueError, "Duplicate id 'x'"),
-    ("metric: order", _metric(order="sideways"), ValueError, "Unknown order policy 'sideways'.*paper, random, both"),
+    ("metric: order", _metric(judge_options={"order": "sideways"}), ValueError,
+     "Unknown order policy 'sideways'.*paper, random, both"),
     ("metric: backend", _metric(judge="claude:x"), ValueError, "Unknown backend 'claude'.*openai, hf, vllm"),
     # judge_pairs
     ("judge_pairs: lengths", _judge(questions=["q", "r"]), ValueError, "questions has 2 entries but predictions has 1"),
@@ -82,12 +106,13 @@ API_CASES = [
                                           ids=["x", "x"]), ValueError, "Duplicate id 'x' at positions 0 and 1"),
     ("judge_pairs: non-string id", _judge(ids=[7]), TypeError, r"ids\[0\] is 7"),
     ("judge_pairs: domains length", _judge(domains=["fiqa", "fiqa"]), ValueError, "domains has 2 entries"),
-    ("judge_pairs: order", _judge(order="first"), ValueError, "Unknown order policy 'first'"),
+    ("judge_pairs: order", _judge(judge_options={"order": "first"}), ValueError, "Unknown order policy 'first'"),
     ("judge_pairs: spec", _judge(judge="gpt-4o"), ValueError, r"'gpt-4o'.*'<backend>:<model>'"),
     ("judge_pairs: backend", _judge(judge="anthropic:claude"), ValueError, "Unknown backend 'anthropic'"),
     ("judge_pairs: same judge twice", _judge(judge=["openai:a", "openai:a"]), ValueError, "'openai:a' is given twice"),
     ("judge_pairs: failed flags", _judge(generation_failed=[True, False]), ValueError, "generation_failed has 2"),
-    ("judge_pairs: budget", _judge(max_input_tokens=0), ValueError, "max_input_tokens must be a positive integer, got 0"),
+    ("judge_pairs: budget", _judge(judge_options={"max_input_tokens": 0}), ValueError,
+     r"JudgeConfig\(max_input_tokens\) must be an integer >= 1, got 0"),
     # generate_answers
     ("generate: empty", _generate(rows=[]), ValueError, "No retrieved rows given"),
     ("generate: one dict", _generate(rows={"qid": "q"}), TypeError, "not one dict: wrap it in a list"),
@@ -99,10 +124,13 @@ API_CASES = [
     ("generate: passage text", _generate(rows=[_row(passages=[{"pid": "p", "text": None}])]), ValueError,
      r"passages\[0\] must be an object with a string 'text'"),
     ("generate: missing field", _generate(rows=[{"qid": "q", "question": "x"}]), ValueError, "missing field 'passages'"),
-    ("generate: prompt", _generate(prompt="v3"), ValueError, "Unknown prompt version 'v3'. Available: v1, v2"),
-    ("generate: n_passages", _generate(n_passages=0), ValueError, "n_passages must be a positive integer, got 0"),
+    ("generate: prompt", _generate(generation_options={"prompt": "v3"}), ValueError,
+     "Unknown prompt version 'v3'. Available: v1, v2"),
+    ("generate: n_passages", _generate(generation_options={"n_passages": 0}), ValueError,
+     "n_passages must be an integer >= 1, got 0"),
     ("generate: backend", _generate(model="gemini:pro"), ValueError, "Unknown backend 'gemini'"),
-    ("generate: budget", _generate(max_input_tokens=-5), ValueError, "max_input_tokens must be a positive integer"),
+    ("generate: budget", _generate(generation_options={"max_input_tokens": -5}), ValueError,
+     "max_input_tokens must be an integer >= 1, got -5"),
     # lfrqa.load
     ("lfrqa.load: domain", _load("medicine"), ValueError, "Unknown LFRQA config 'medicine'. Available: bioasq, fiqa"),
     ("lfrqa.load: split", _load("fiqa", "train"), ValueError, "Unknown split 'train'. Available: test, dev"),
@@ -196,7 +224,8 @@ CLI_CASES = [
     ("judge: backend", judge_with(GOOD_PRED, "--judge", "claude:x"), "Unknown backend 'claude'"),
     ("judge: missing file", plain("judge", "--predictions", "TMP/none.jsonl", "--out", "TMP"),
      "none.jsonl does not exist"),
-    ("judge: budget", judge_with(GOOD_PRED, "--max-input-tokens", "0"), "max_input_tokens must be a positive"),
+    ("judge: budget", judge_with(GOOD_PRED, "--max-input-tokens", "0"),
+     r"max_input_tokens\) must be an integer >= 1, got 0"),
     ("judge: folder as file", plain("judge", "--predictions", "TMP", "--out", "TMP/run"),
      r"Prediction file .* is a folder, not a file: give a JSONL file"),
     # generate
@@ -295,8 +324,9 @@ def test_a_generation_prompt_over_the_budget_is_refused_and_failed(tmp_path):
     rows = retrieved_rows(2)
     rows[1]["passages"][0]["text"] = "word " * 3000
     with OpenAIServer(lambda body, attempt: "Answer: ok") as server:
-        res = generate_answers(rows, "openai:gpt-4o", base_url=server.base_url, api_key="k", cache_dir=tmp_path,
-                               max_input_tokens=1000, out=tmp_path / "preds.jsonl")
+        res = generate_answers(rows, "openai:gpt-4o", generation=GenerationConfig(max_input_tokens=1000),
+                               run=RunConfig(base_url=server.base_url, api_key="k", cache_dir=tmp_path),
+                               out=tmp_path / "preds.jsonl")
         assert [query_of(b) for b in server.requests] == ["q0 asks?"]
     refused = read_jsonl(tmp_path / "preds.jsonl")[1]
     assert refused["failed"] and refused["answer"] is None and "max_input_tokens budget of 1000" in refused["error"]
@@ -332,12 +362,12 @@ def test_a_lone_surrogate_is_named_by_line_and_qid_before_anything_is_sent(tmp_p
 
 def test_a_lone_surrogate_is_refused_by_the_python_entry_points(tmp_path):
     with pytest.raises(ValueError, match=r"references\[1\] holds a lone surrogate"):
-        judge_pairs(["a", "b"], ["c", "d\udfff"], ["q", "r"], cache_dir=tmp_path, **NOWHERE)
+        judge_pairs(["a", "b"], ["c", "d\udfff"], ["q", "r"], run=_nowhere(tmp_path))
     with pytest.raises(ValueError, match=r"retrieved\[0\] \(qid q0\): question holds a lone surrogate"):
-        generate_answers([_row(question="\ud800?")], "openai:m", cache_dir=tmp_path, **NOWHERE)
+        generate_answers([_row(question="\ud800?")], "openai:m", run=_nowhere(tmp_path))
     with OpenAIServer() as server:  # a surrogate pair (an emoji written as escapes) is ordinary text
-        res = judge_pairs(["ok \U0001F600"], ["b"], ["q"], judge="openai:j", base_url=server.base_url, api_key="k",
-                          cache_dir=tmp_path)
+        res = judge_pairs(["ok \U0001F600"], ["b"], ["q"], judge="openai:j",
+                          run=RunConfig(base_url=server.base_url, api_key="k", cache_dir=tmp_path))
     assert res["n_failed"] == 0
 
 
@@ -383,7 +413,7 @@ def test_many_items_failing_at_once_leave_no_unretrieved_task_exceptions():
     import io
     import logging
 
-    from metric_arena.llm import gather_or_cancel
+    from metric_arena.llm._tasks import gather_or_cancel
 
     async def fail(i):
         await asyncio.sleep(0)

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from metric_arena import judge_pairs
-from metric_arena.generate import generate_answers, summary_path
+from metric_arena import RunConfig, judge_pairs
+from metric_arena.generate import GenerationConfig, generate_answers, summary_path
 from metric_arena.llm import Completion, RetryPolicy
 from tests.openai_server import OpenAIServer, Reply
 from tests.robustness.helpers import (
@@ -132,9 +132,10 @@ def test_exhausted_retries_and_rejected_requests_fail_items_not_the_run(tmp_path
     for row, name in zip(rows, faults):
         row["question"] = f"{name} asks?"
     with OpenAIServer(first_attempt_fault(faults, RATED)) as server:  # a rating: fine for both runs
-        res = generate_answers(rows, "openai:gen", base_url=server.base_url, api_key="k", cache_dir=tmp_path, retry=FAST)
+        run = RunConfig(base_url=server.base_url, api_key="k", cache_dir=tmp_path, retry=FAST)
+        res = generate_answers(rows, "openai:gen", run=run)
         judged = judge_pairs(["x"] * 4, ["y"] * 4, [f"{n} asks?" for n in faults], ids=list(faults), judge="openai:j",
-                             base_url=server.base_url, api_key="k", cache_dir=tmp_path, retry=FAST)
+                             run=run)
     by_name = dict(zip(faults, res["predictions"]))
     assert [by_name[n]["failed"] for n in faults] == [True, True, True, False]
     assert "503" in by_name["down"]["error"] and "malformed" in by_name["broken"]["error"]
@@ -296,13 +297,12 @@ def test_timeout_bounds_a_whole_attempt_even_when_bytes_keep_coming(tmp_path, co
     as the timeout, yet each attempt ends at --timeout."""
     once = RetryPolicy(max_retries=1, initial=0.0, jitter=0.0)
     with OpenAIServer(lambda body, attempt: Reply(trickle=0.1)) as server:
+        run = RunConfig(base_url=server.base_url, api_key="k", cache_dir=tmp_path, retry=once, timeout=1.0)
         started = time.monotonic()
         if command == "judge":
-            res = judge_pairs(["a"], ["b"], ["q"], judge="openai:j", base_url=server.base_url, api_key="k",
-                              cache_dir=tmp_path, retry=once, timeout=1.0)
+            res = judge_pairs(["a"], ["b"], ["q"], judge="openai:j", run=run)
         else:
-            res = generate_answers(retrieved_rows(1), "openai:g", base_url=server.base_url, api_key="k",
-                                   cache_dir=tmp_path, retry=once, timeout=1.0)
+            res = generate_answers(retrieved_rows(1), "openai:g", run=run)
         elapsed = time.monotonic() - started
     assert elapsed < 5, elapsed  # two attempts of 1 s; before: the first alone took the whole minute
     assert res["n_failed"] == 1 and res["errors"] == {"timeout": 2}
@@ -321,10 +321,9 @@ def test_a_cached_row_marked_valid_without_a_rating_is_asked_again(tmp_path):
         identity = make_backend("openai:j", base_url=server.base_url, api_key="k").identity()
         with CompletionCache(tmp_path) as cache:
             cache.put(cache_key(identity, request), Completion("no rating here"), valid=True)
-        first = judge_pairs(["a"], ["b"], ["q"], judge="openai:j", base_url=server.base_url, api_key="k",
-                            cache_dir=tmp_path)
-        again = judge_pairs(["a"], ["b"], ["q"], judge="openai:j", base_url=server.base_url, api_key="k",
-                            cache_dir=tmp_path)
+        run = RunConfig(base_url=server.base_url, api_key="k", cache_dir=tmp_path)
+        first = judge_pairs(["a"], ["b"], ["q"], judge="openai:j", run=run)
+        again = judge_pairs(["a"], ["b"], ["q"], judge="openai:j", run=run)
         n_requests = len(server.requests)
     assert first["n_failed"] == 0 and first["verdicts"][0]["outcome"] == "loss"  # rated 1, the prediction is 2nd
     assert first["errors"] == {"invalid_cached": 1} and first["n_sent"] == 1
@@ -334,7 +333,7 @@ def test_a_cached_row_marked_valid_without_a_rating_is_asked_again(tmp_path):
 
 def test_oversized_replies_are_cut_and_flagged(tmp_path):
     """Six 2 MB replies to 256-token requests used to make a 12 MB verdicts.jsonl."""
-    from metric_arena.llm import max_reply_chars
+    from metric_arena.llm._runner import max_reply_chars
 
     huge = "<thinking>" + "blah " * 400_000 + "</thinking><rating>1</rating>"  # 2 MB, rating at the end
     preds = prediction_rows(6)
@@ -354,8 +353,8 @@ def test_oversized_replies_are_cut_and_flagged(tmp_path):
         assert max(len(t) for (t,) in conn.execute("SELECT text FROM completions")) == max_reply_chars(256)
     # a generated answer is cut the same way, its line flagged
     with OpenAIServer(lambda body, attempt: "Answer: " + "x" * 50_000) as server:
-        res = generate_answers(retrieved_rows(1), "openai:g", base_url=server.base_url, api_key="k",
-                               cache_dir=tmp_path / "cache", max_tokens=256)
+        res = generate_answers(retrieved_rows(1), "openai:g", generation=GenerationConfig(max_tokens=256),
+                               run=RunConfig(base_url=server.base_url, api_key="k", cache_dir=tmp_path / "cache"))
     line = res["predictions"][0]
     assert line["oversized"] == 50_008 and len(line["raw"]) == max_reply_chars(256) and not line["failed"]
 
@@ -369,6 +368,7 @@ def test_a_slow_first_reply_is_waited_for_while_the_others_fail(tmp_path):
     policy = RetryPolicy(max_retries=2, initial=0.5, multiplier=1.0, jitter=0.0, fail_fast_after=1.0)
     with OpenAIServer(reply) as server:
         res = judge_pairs(["a"] * 4, ["b"] * 4, [f"q{i} asks?" for i in range(4)], judge="openai:j",
-                          base_url=server.base_url, api_key="k", cache_dir=tmp_path, retry=policy, max_concurrency=4)
+                          run=RunConfig(base_url=server.base_url, api_key="k", cache_dir=tmp_path, retry=policy,
+                                        max_concurrency=4))
     assert [v["failed"] for v in res["verdicts"]] == [False, True, True, True]
     assert res["errors"]["503"] == 9
