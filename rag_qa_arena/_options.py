@@ -253,6 +253,9 @@ def judge_settings(judges: list[str], args: argparse.Namespace, *, build: bool =
     :func:`judge_backends` makes them (for a run); without, their specs (for a dry run or a batch)."""
     from metric_arena import JudgeConfig
 
+    budget = getattr(args, "max_input_tokens", None)
+    if budget is not None and budget < 1:
+        raise RagQaArenaError(f"--max-input-tokens must be >= 1, got {budget}")
     return JudgeConfig(judge_backends(judges, args) if build else judges, order=args.order, seed=args.seed,
                        parse=getattr(args, "parse", "strict"), max_input_tokens=getattr(args, "max_input_tokens", None))
 

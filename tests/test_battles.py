@@ -1,4 +1,8 @@
-"""The battles export against rows computed by hand: who won, and whose answer was shown first."""
+"""The battles export against rows computed by hand: who won, and whose answer was shown first.
+
+As the reference's ``all_battles.json``: ``model_a`` is the answer shown first (Answer 1), so the
+evaluated system is ``model_a`` only where it was shown first; a pair judged in both orders is one
+row per order."""
 
 from __future__ import annotations
 
@@ -11,32 +15,34 @@ from metric_arena.report import battle_rows, write_battles
 JUDGE = "openai:gpt-4o"
 
 
-def judgment(a_position, judge=JUDGE):
-    return {"judge": judge, "a_position": a_position, "rating": 1}
+def judgment(a_position, outcome, judge=JUDGE):
+    return {"judge": judge, "a_position": a_position, "rating": 1, "outcome": outcome}
 
 
-# (qid, domain, outcome for system_a, positions of system_a's answer in the judgments)
+# (qid, domain, outcome for system_a, [(position of system_a's answer, that order's outcome), ...])
 VERDICTS = [
-    ("q1", "fiqa", "win", [1]),
-    ("q2", "fiqa", "loss", [2]),
-    ("q3", "writing", "tie", [1, 2]),
-    ("q4", "writing", "win", [2]),
-    ("q5", "science", "loss", [1]),
-    ("q6", "science", None, [1]),  # a failed pair: left out
+    ("q1", "fiqa", "win", [(1, "win")]),
+    ("q2", "fiqa", "loss", [(2, "loss")]),
+    ("q3", "writing", "tie", [(1, "win"), (2, "loss")]),  # both orders, a position flip: the pair is a tie
+    ("q4", "writing", "win", [(2, "win")]),
+    ("q5", "science", "loss", [(1, "loss")]),
+    ("q6", "science", None, [(1, None)]),  # a failed pair: left out
 ]
 
-# Worked out by hand from VERDICTS: system_a is "mine" (model_a), system_b "theirs" (model_b).
+# Worked out by hand from VERDICTS: system_a is "mine", system_b "theirs"; model_a is whoever was shown first.
 EXPECTED = [
     {"model_a": "mine", "model_b": "theirs", "winner": "model_a", "qid": "q1", "domain": "fiqa", "judge": JUDGE,
-     "first_shown": "model_a"},
-    {"model_a": "mine", "model_b": "theirs", "winner": "model_b", "qid": "q2", "domain": "fiqa", "judge": JUDGE,
-     "first_shown": "model_b"},
-    {"model_a": "mine", "model_b": "theirs", "winner": "tie", "qid": "q3", "domain": "writing", "judge": JUDGE,
-     "first_shown": "both"},
-    {"model_a": "mine", "model_b": "theirs", "winner": "model_a", "qid": "q4", "domain": "writing", "judge": JUDGE,
-     "first_shown": "model_b"},
+     "first_shown": "model_a"},   # mine first, mine won
+    {"model_a": "theirs", "model_b": "mine", "winner": "model_a", "qid": "q2", "domain": "fiqa", "judge": JUDGE,
+     "first_shown": "model_a"},   # theirs first, mine lost: theirs won
+    {"model_a": "mine", "model_b": "theirs", "winner": "model_a", "qid": "q3", "domain": "writing", "judge": JUDGE,
+     "first_shown": "model_a"},   # order 1: mine first and won
+    {"model_a": "theirs", "model_b": "mine", "winner": "model_a", "qid": "q3", "domain": "writing", "judge": JUDGE,
+     "first_shown": "model_a"},   # order 2: theirs first, mine lost: the first shown won again
+    {"model_a": "theirs", "model_b": "mine", "winner": "model_b", "qid": "q4", "domain": "writing", "judge": JUDGE,
+     "first_shown": "model_a"},   # theirs first, mine won
     {"model_a": "mine", "model_b": "theirs", "winner": "model_b", "qid": "q5", "domain": "science", "judge": JUDGE,
-     "first_shown": "model_a"},
+     "first_shown": "model_a"},   # mine first, mine lost
 ]
 
 
@@ -45,8 +51,8 @@ def run_dir(tmp_path):
     run = tmp_path / "mine"
     run.mkdir()
     lines = [json.dumps({"qid": qid, "domain": domain, "system_a": "mine", "system_b": "theirs", "outcome": outcome,
-                         "judgments": [judgment(p) for p in positions]})
-             for qid, domain, outcome, positions in VERDICTS]
+                         "judgments": [judgment(p, o) for p, o in orders]})
+             for qid, domain, outcome, orders in VERDICTS]
     (run / "verdicts.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return run
 
@@ -68,7 +74,7 @@ def test_several_judges_are_named_together(tmp_path):
     run = tmp_path / "two-judges"
     run.mkdir()
     row = {"qid": "q1", "domain": "fiqa", "system_a": "mine", "system_b": "theirs", "outcome": "loss",
-           "judgments": [judgment(2, "openai:b"), judgment(2, "openai:a")]}
+           "judgments": [judgment(2, "loss", "openai:b"), judgment(2, "loss", "openai:a")]}
     (run / "verdicts.jsonl").write_text(json.dumps(row) + "\n", encoding="utf-8")
-    assert battle_rows([run]) == [{"model_a": "mine", "model_b": "theirs", "winner": "model_b", "qid": "q1",
-                                   "domain": "fiqa", "judge": "openai:a,openai:b", "first_shown": "model_b"}]
+    assert battle_rows([run]) == [{"model_a": "theirs", "model_b": "mine", "winner": "model_a", "qid": "q1",
+                                   "domain": "fiqa", "judge": "openai:a,openai:b", "first_shown": "model_a"}]

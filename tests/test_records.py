@@ -9,6 +9,8 @@ from typing import get_type_hints
 
 import pytest
 
+from metric_arena import JudgeConfig, RunConfig
+
 from lfrqa.checks import check_int
 from lfrqa.errors import InvalidInputType, RagQaArenaError
 from metric_arena import judge_pairs
@@ -40,16 +42,18 @@ KEY = "sk-test-records-0123456789"
 JUDGE = "openai:judge-model"
 
 
-def judged_run(tmp_path, reply, **kwargs):
+def judged_run(tmp_path, reply, **judge_options):
     """A real run folder written by the judge against the local server; returns its verdict lines."""
     out = tmp_path / "run"
     with OpenAIServer(reply) as server:
         judge_pairs(["Paris.", "Blue <rating>2</rating> sky.", "x" * 5, "I don't know."],
                     ["The capital is Paris.", "Rayleigh scattering.", "y", "Patch the tube."],
                     ["Capital of France?", "Why is the sky blue?", "Q3?", "Fix a flat?"],
-                    ids=["q1", "q2", "q3", "q4"], domains=["fiqa", "science", "fiqa", "writing"], judge=JUDGE,
-                    base_url=server.base_url, api_key=KEY, cache_dir=tmp_path / "cache", retry=FAST_RETRY, out=out,
-                    n_boot=10, **kwargs)
+                    ids=["q1", "q2", "q3", "q4"], domains=["fiqa", "science", "fiqa", "writing"],
+                    judge=JudgeConfig(JUDGE, **judge_options),
+                    run=RunConfig(base_url=server.base_url, api_key=KEY, cache_dir=tmp_path / "cache",
+                                  retry=FAST_RETRY),
+                    out=out, n_boot=10)
     return out, [json.loads(line) for line in (out / "verdicts.jsonl").read_text(encoding="utf-8").splitlines()]
 
 
@@ -124,8 +128,8 @@ def test_generate_lines_fit_the_prediction_record_and_read_back(tmp_path):
     rows = retrieved_rows(3)
     rows[2]["question"] = "q2 asks <query>?"
     with OpenAIServer(reply) as server:
-        generate_answers(rows, "openai:gen-model", base_url=server.base_url, api_key=KEY, out=out,
-                         cache_dir=tmp_path / "cache", retry=FAST_RETRY)
+        generate_answers(rows, "openai:gen-model", out=out,
+                         run=RunConfig(base_url=server.base_url, api_key=KEY, cache_dir=tmp_path / "cache", retry=FAST_RETRY))
     lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     for line in lines:
         keys_fit(line, Prediction)
@@ -210,8 +214,8 @@ def test_a_resumed_answer_file_is_read_through_the_prediction_check(tmp_path):
     with OpenAIServer() as server, pytest.raises(RagQaArenaError, match=(
             r"preds.jsonl line 1: missing field 'prompt' \(each row needs qid, answer, model, prompt\)\. It is not an "
             r"answer record of this tool")):
-        generate_answers(retrieved_rows(1), "openai:gen-model", base_url=server.base_url, api_key=KEY, out=out,
-                         cache_dir=tmp_path / "cache", retry=FAST_RETRY)
+        generate_answers(retrieved_rows(1), "openai:gen-model", out=out,
+                         run=RunConfig(base_url=server.base_url, api_key=KEY, cache_dir=tmp_path / "cache", retry=FAST_RETRY))
 
 
 @pytest.mark.parametrize("row, message", [

@@ -107,12 +107,17 @@ def test_the_cache_serves_both_parses_without_mixing_them(tmp_path):
     assert strict["n_failed"] == 3
 
 
-def test_a_request_without_any_reply_stays_failed_under_the_reference_parse(tmp_path):
+def test_a_request_without_any_reply_is_a_tie_under_the_reference_parse_and_still_counted_failed(tmp_path):
     from tests.openai_server import Reply
 
     with OpenAIServer(lambda body, attempt: Reply(status=500)) as server:
         res = run(server, ["one two"], tmp_path, parse="reference")
-    assert res["verdicts"][0]["outcome"] is None and res["n_failed"] == 1 and res["n_differ_from_strict"] == 0
+        strict = run(server, ["one two"], tmp_path)
+    [verdict] = res["verdicts"]
+    assert verdict["outcome"] == "tie" and verdict["failed"] and verdict["failed_as_tie"]  # the reference scores 0
+    assert res["n_failed"] == 1 and res["n_failed_as_tie"] == 1 and res["tie_rate"] == 1.0
+    assert res["n_differ_from_strict"] == 1 and res["n_failed_if_strict"] == 1
+    assert strict["verdicts"][0]["outcome"] is None and strict["n_failed"] == 1  # strict: failed, in no rate
 
 
 def test_unknown_parse_is_named(tmp_path):

@@ -88,7 +88,7 @@ def test_callback_is_explicit_and_its_dependency_is_named():
 
     parameters = inspect.signature(metric_arena.ArenaCallback.__init__).parameters.values()
     assert all(p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters)  # self + keywords
-    with pytest.raises(ValueError, match="every_n_steps must be an integer >= 1, got 0"):
+    with pytest.raises(ValueError, match="every_n_steps must be a positive integer, got 0"):
         metric_arena.ArenaCallback(judge="openai:m", every_n_steps=0, run=metric_arena.RunConfig(api_key="x"))
     probe = ("import sys; sys.modules['transformers'] = None\nimport metric_arena\n"
              "try:\n    metric_arena.ArenaCallback\nexcept ImportError as e:\n    print(type(e).__name__, e)")

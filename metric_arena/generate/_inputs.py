@@ -94,14 +94,14 @@ class GenerationConfig:
     def __post_init__(self) -> None:
         if self.prompt not in GENERATION_TEMPLATES:
             raise RagQaArenaError(f"Unknown prompt version {self.prompt!r}. Available: {', '.join(GENERATION_TEMPLATES)}")
-        check_int("n_passages", self.n_passages, minimum=1)
-        check_int("max_tokens", self.max_tokens, minimum=1)
+        check_int("GenerationConfig(n_passages)", self.n_passages, minimum=1)
+        check_int("GenerationConfig(max_tokens)", self.max_tokens, minimum=1)
         for name in ("temperature", "top_p"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
                 raise InvalidInputType(f"GenerationConfig({name}={value!r}): give a number >= 0")
         if self.max_input_tokens is not None:
-            check_int("max_input_tokens", self.max_input_tokens, minimum=1)
+            check_int("GenerationConfig(max_input_tokens)", self.max_input_tokens, minimum=1)
         if self.options is not None:
             if not isinstance(self.options, Mapping):
                 raise InvalidInputType(f"GenerationConfig(options={self.options!r}): give a dict of backend settings")

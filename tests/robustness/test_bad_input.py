@@ -112,7 +112,7 @@ API_CASES = [
     ("judge_pairs: same judge twice", _judge(judge=["openai:a", "openai:a"]), ValueError, "'openai:a' is given twice"),
     ("judge_pairs: failed flags", _judge(generation_failed=[True, False]), ValueError, "generation_failed has 2"),
     ("judge_pairs: budget", _judge(judge_options={"max_input_tokens": 0}), ValueError,
-     r"JudgeConfig\(max_input_tokens\) must be an integer >= 1, got 0"),
+     r"JudgeConfig\(max_input_tokens\) must be a positive integer, got 0"),
     # generate_answers
     ("generate: empty", _generate(rows=[]), ValueError, "No retrieved rows given"),
     ("generate: one dict", _generate(rows={"qid": "q"}), TypeError, "not one dict: wrap it in a list"),
@@ -127,10 +127,10 @@ API_CASES = [
     ("generate: prompt", _generate(generation_options={"prompt": "v3"}), ValueError,
      "Unknown prompt version 'v3'. Available: v1, v2"),
     ("generate: n_passages", _generate(generation_options={"n_passages": 0}), ValueError,
-     "n_passages must be an integer >= 1, got 0"),
+     r"GenerationConfig\(n_passages\) must be a positive integer, got 0"),
     ("generate: backend", _generate(model="gemini:pro"), ValueError, "Unknown backend 'gemini'"),
     ("generate: budget", _generate(generation_options={"max_input_tokens": -5}), ValueError,
-     "max_input_tokens must be an integer >= 1, got -5"),
+     r"GenerationConfig\(max_input_tokens\) must be a positive integer, got -5"),
     # lfrqa.load
     ("lfrqa.load: domain", _load("medicine"), ValueError, "Unknown LFRQA config 'medicine'. Available: bioasq, fiqa"),
     ("lfrqa.load: split", _load("fiqa", "train"), ValueError, "Unknown split 'train'. Available: test, dev"),
@@ -225,7 +225,7 @@ CLI_CASES = [
     ("judge: missing file", plain("judge", "--predictions", "TMP/none.jsonl", "--out", "TMP"),
      "none.jsonl does not exist"),
     ("judge: budget", judge_with(GOOD_PRED, "--max-input-tokens", "0"),
-     r"max_input_tokens\) must be an integer >= 1, got 0"),
+     "--max-input-tokens must be >= 1, got 0"),
     ("judge: folder as file", plain("judge", "--predictions", "TMP", "--out", "TMP/run"),
      r"Prediction file .* is a folder, not a file: give a JSONL file"),
     # generate
