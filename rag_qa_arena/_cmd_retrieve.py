@@ -13,6 +13,8 @@ _EPILOG = """examples:
   rag-qa-arena retrieve --domain fiqa --retriever bm25 --data-dir data/ --out runs/fiqa.bm25.jsonl
   rag-qa-arena retrieve --domain writing --retriever colbert --index-dir indexes/writing \\
       --nranks 4 --k 5 --out runs/writing.colbert.jsonl
+  rag-qa-arena retrieve --domain writing --data-dir data/ --index-from my-org/lfrqa-writing-colbert \\
+      --index-revision COMMIT --out runs/writing.colbert.jsonl   # shared index (`index push`), not rebuilt
 
 Raw corpora are read from --data-dir (or $LFRQA_DATA_DIR) in their distributed layout:
 lotte/<domain>/test/collection.tsv (or lotte.tar.gz), fiqa/FiQA_train_doc_final.tsv (or BEIR's
@@ -33,8 +35,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--domain", required=True, choices=CORPUS_DOMAINS, help="LFRQA domain (and its corpus)")
     parser.add_argument(
-        "--retriever", required=True, choices=RETRIEVERS,
-        help="colbert: ColBERTv2 PLAID index, as in the paper (GPU advised); bm25: bm25s, CPU only",
+        "--retriever", choices=RETRIEVERS,
+        help="colbert: ColBERTv2 PLAID index, as in the paper (GPU advised); bm25: bm25s, CPU only "
+        "(required unless --index-from gives a shared index, whose retriever it then must match)",
     )
     parser.add_argument("--k", type=int, default=5, help="passages kept per question (default: 5, as in the paper)")
     parser.add_argument("--out", required=True, help="output JSONL file, one line per question")
@@ -43,6 +46,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="folder of the index: loaded if it holds one, else built there from the corpus and kept "
         "(default: built in a temporary folder and dropped)",
     )
+    parser.add_argument(
+        "--index-from", metavar="ORG/NAME_OR_FOLDER",
+        help="search a ready index instead of building one: a Hub dataset repo pushed with `rag-qa-arena index "
+        "push` (downloaded once, cached) or a folder; its files are checked against their sha256 and its "
+        "manifest against this corpus",
+    )
+    parser.add_argument("--index-revision", metavar="REV",
+                        help="commit, branch or tag of the --index-from repo (pin a commit for runs that repeat)")
+    parser.add_argument("--trust-index", action="store_true",
+                        help="use an --index-from index even if its manifest names another corpus or checkpoint")
     parser.add_argument(
         "--checkpoint",
         help="ColBERT checkpoint: a Hugging Face id or a local folder (default: colbert-ir/colbertv2.0)",
@@ -66,13 +79,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.retriever is None and args.index_from is None:
+        raise RagQaArenaError("--retriever is required (bm25 or colbert), unless --index-from gives a shared index")
+    if args.index_from is None and (args.index_revision is not None or args.trust_index):
+        raise RagQaArenaError("--index-revision and --trust-index go with --index-from ORG/NAME_OR_FOLDER")
     options = {}
     if args.retriever == "colbert":
         if args.nranks is not None:
             options["nranks"] = args.nranks
         if args.gpus is not None:
             options["gpus"] = int(args.gpus) if args.gpus.isdigit() else args.gpus
-    elif args.nranks is not None or args.gpus is not None or args.checkpoint is not None:
+    elif args.retriever == "bm25" and (args.nranks is not None or args.gpus is not None or args.checkpoint is not None):
         raise RagQaArenaError("--nranks, --gpus and --checkpoint are ColBERT options; drop them with --retriever bm25")
     metrics = retrieve(
         args.domain,
@@ -90,6 +107,9 @@ def run(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         retriever_options=options,
         show_progress=not args.no_progress,
+        index_from=args.index_from,
+        index_revision=args.index_revision,
+        trust_index=args.trust_index,
     )
     _print_metrics(metrics, args.out)
     return 0
