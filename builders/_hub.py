@@ -274,9 +274,9 @@ def hub_download_errors(repo_id: str, revision: str | None = None) -> Iterator[N
                               "with network access to finish the download") from None
     except (LocalEntryNotFoundError, OfflineModeIsEnabled):
         if constants.HF_HUB_OFFLINE:
-            raise RagQaArenaError(f"cannot download {at}: HF_HUB_OFFLINE is set and no copy is cached{also}; unset "
+            raise RagQaArenaError(f"cannot download {at}: HF_HUB_OFFLINE is set and no complete copy is cached{also}; unset "
                                   "HF_HUB_OFFLINE to reach the Hub, or give a local folder") from None
-        raise RagQaArenaError(f"cannot reach the Hugging Face Hub to download {at} and no copy is cached{also}: "
+        raise RagQaArenaError(f"cannot reach the Hugging Face Hub to download {at} and no complete copy is cached{also}: "
                               "check the network (and HF_ENDPOINT), then run the same command again") from None
     except HfHubHTTPError as error:
         status = getattr(getattr(error, "response", None), "status_code", None)

@@ -58,7 +58,7 @@ def load_index(
     >>> index = load_index("my-org/lfrqa-fiqa-bm25", revision="3f2a…", passages=corpus, domain="fiqa", split="test")  # doctest: +SKIP
     >>> index.search({"q1": "what is an index fund"}, k=5)  # doctest: +SKIP
     """
-    folder, where = _locate(source, revision)
+    folder, where = _locate(source, revision, show_progress=show_progress)
     manifest = read_manifest(folder)
     check_retriever(manifest, retriever, where)
     verify_files(folder, manifest)
@@ -200,7 +200,7 @@ def _push_files(index_dir: Path, repo_id: str) -> dict[str, bytes | Path]:
     return files
 
 
-def _locate(source: str | os.PathLike, revision: str | None) -> tuple[Path, str]:
+def _locate(source: str | os.PathLike, revision: str | None, *, show_progress: bool) -> tuple[Path, str]:
     """The local folder of ``source`` (downloading a Hub repo), and how to name it in errors."""
     text = os.fspath(source)
     path = Path(text).expanduser()
@@ -214,11 +214,20 @@ def _locate(source: str | os.PathLike, revision: str | None) -> tuple[Path, str]
                               "check the path, or give the dataset repo the index was pushed to")
     check_repo_id(text)
     from huggingface_hub import snapshot_download
+    from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
 
-    with hub_download_errors(text, revision):
-        folder = snapshot_download(text, repo_type="dataset", revision=revision)
+    hide = not show_progress and not are_progress_bars_disabled()
+    if hide:
+        disable_progress_bars()
+    try:
+        with hub_download_errors(text, revision):
+            folder = snapshot_download(text, repo_type="dataset", revision=revision)
+    finally:
+        if hide:
+            enable_progress_bars()
     pinned = Path(folder).name
-    print(f"index {text} at commit {pinned} (pin it with --index-revision {pinned})", file=sys.stderr)
+    if revision != pinned:
+        print(f"index {text} at commit {pinned} (pin it with --index-revision {pinned})", file=sys.stderr)
     return Path(folder), f"The index {text}@{pinned}"
 
 
