@@ -1,4 +1,5 @@
-"""``rag-qa-arena retrieve``: top-k RobustQA passages for each LFRQA question (see :func:`retrieval.retrieve`)."""
+"""``rag-qa-arena retrieve``: top-k RobustQA passages for each LFRQA question (see :func:`retrieval.retrieve`),
+and ``rag-qa-arena index push``: share a built index as a Hub dataset repo (see :func:`retrieval.push_index`)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,25 @@ fiqa/corpus.jsonl / fiqa.zip), bioasq/documents.jsonl; with no data folder, LoTT
 downloaded. The questions (and gold documents) are LFRQA's, read with lfrqa.load like every
 other command: from $LFRQA_DATA_DIR, else the checksummed download. Each output line: {"qid", "domain", "question", "passages": [{"pid", "doc_id", "text",
 "score", "rank"}]}, the input of answer generation."""
+
+
+_PUSH = """\
+Upload an index folder built by `rag-qa-arena retrieve --index-dir DIR` (BM25 or ColBERTv2) to the
+Hugging Face dataset repo ORG/NAME in one commit: the index's files, its manifest.json (retriever,
+settings, corpus fingerprint, sha256 of every file) and a generated README.md card. Anyone can then
+search it without building it: `rag-qa-arena retrieve --index-from ORG/NAME --index-revision COMMIT`.
+
+The files are checked against the manifest first (a damaged index is not pushed) and scanned for
+things that look like credentials. The token comes from HF_TOKEN or `hf auth login` and is never
+printed or written. The passage texts stay home (ColBERT's collection.tsv and logs are left out).
+"""
+
+_PUSH_EPILOG = """\
+examples:
+  rag-qa-arena retrieve --domain fiqa --retriever bm25 --data-dir data/ --index-dir indexes/fiqa --out runs/fiqa.jsonl
+  rag-qa-arena index push indexes/fiqa --repo my-org/lfrqa-fiqa-bm25 --dry-run preview/   # the files, no upload
+  rag-qa-arena index push indexes/fiqa --repo my-org/lfrqa-fiqa-bm25 --private
+"""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -76,6 +96,42 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --out")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.set_defaults(func=run)
+    _register_index(subparsers)
+
+
+def _register_index(subparsers: argparse._SubParsersAction) -> None:
+    index = subparsers.add_parser(
+        "index",
+        help="share a built retrieval index on the Hugging Face Hub",
+        description="Retrieval indexes that describe themselves (manifest.json): push one to the Hub, then "
+        "search it anywhere with `retrieve --index-from`.",
+    )
+    commands = index.add_subparsers(dest="index_command", metavar="ACTION")
+    push = commands.add_parser("push", help="upload an index folder as a Hub dataset repo", description=_PUSH,
+                               epilog=_PUSH_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    push.add_argument("index_dir", metavar="INDEX_DIR", help="folder written by `rag-qa-arena retrieve --index-dir`")
+    push.add_argument("--repo", required=True, metavar="ORG/NAME", help="dataset repo to upload to (created if missing)")
+    push.add_argument("--private", action="store_true", help="create the repo as private (an existing repo keeps its visibility)")
+    push.add_argument("--token-from-env", action="store_true",
+                      help="take the token only from $HF_TOKEN (default: HF_TOKEN or the `hf auth login` token)")
+    push.add_argument("--message", metavar="TEXT", help="commit message (default: 'Upload a rag-qa-arena index of INDEX_DIR')")
+    push.add_argument("--dry-run", metavar="DIR",
+                      help="write the folder that would be uploaded to DIR instead (no network, no token)")
+    push.set_defaults(func=_push_index)
+    index.set_defaults(func=lambda args: (index.print_help(), 2)[1])
+
+
+def _push_index(args: argparse.Namespace) -> int:
+    from builders import check_repo_id
+    from retrieval import export_index, push_index
+
+    if args.dry_run:
+        folder = export_index(args.index_dir, args.dry_run, repo_id=check_repo_id(args.repo))
+        print(f"Wrote the files of {args.repo} to {folder} (nothing uploaded)", file=sys.stderr)
+        return 0
+    print(push_index(args.index_dir, args.repo, private=args.private, token_from_env=args.token_from_env,
+                     commit_message=args.message))
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:

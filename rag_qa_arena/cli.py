@@ -16,7 +16,7 @@ from lfrqa.errors import RagQaArenaError
 from lfrqa.files import package_version
 
 # Order in which command groups appear in --help.
-_COMMAND_MODULES = ("data", "retrieve", "index", "generate", "judge", "tournament", "report", "push", "metric")
+_COMMAND_MODULES = ("data", "retrieve", "generate", "judge", "tournament", "report", "push", "metric")
 
 
 def build_parser() -> argparse.ArgumentParser:

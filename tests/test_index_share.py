@@ -377,3 +377,24 @@ def test_unreachable_or_offline_hub_is_one_line(built, tmp_path, no_build, capsy
     err = _one_line(capsys)
     assert "cannot reach the Hugging Face Hub to download org/writing-bm25@main" in err
     assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_index_push_flags_mirror_the_other_push_commands_and_hub_failures_are_one_line(built, tmp_path, monkeypatch,
+                                                                                        capsys):
+    _, index_dir, _, _ = built
+    with pytest.raises(SystemExit) as exit_info:
+        main(["index", "push", "--help"])
+    assert exit_info.value.code == 0
+    text = capsys.readouterr().out
+    for flag in ("INDEX_DIR", "--repo", "--private", "--token-from-env", "--message", "--dry-run"):
+        assert flag in text
+    assert main(["index", "push", str(index_dir), "--repo", "not a repo", "--dry-run", str(tmp_path / "d")]) == 2
+    assert "Bad repo id 'not a repo'" in _one_line(capsys)
+    assert main(["index", "push", str(index_dir), "--repo", "org/x", "--dry-run", str(index_dir)]) == 2
+    assert "is not an empty folder" in _one_line(capsys)
+    token = "hf_" + "Q" * 34
+    monkeypatch.setenv("HF_TOKEN", token)
+    with _hub(tmp_path / "cache", offline=True):
+        assert main(["index", "push", str(index_dir), "--repo", "org/x", "--token-from-env"]) == 2
+    err = _one_line(capsys)
+    assert "cannot upload to org/x: HF_HUB_OFFLINE is set" in err and token not in err
