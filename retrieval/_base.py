@@ -2,7 +2,9 @@
 
 A saved index is a folder holding ``retriever.json`` (which retriever, its settings, how many
 passages), ``pids.json`` (our string passage ids in the retriever's internal order) and the
-retriever's own files. Nothing is pickled. :meth:`Retriever.load` reads any of them.
+retriever's own files. Nothing is pickled. :meth:`Retriever.load` reads any of them. An index that
+:func:`retrieval.retrieve` builds also gets a ``manifest.json`` (``retrieval/_manifest.py``), which lets it
+be shared (``retrieval/_share.py``).
 """
 
 from __future__ import annotations

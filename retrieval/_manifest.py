@@ -153,10 +153,10 @@ def check_retriever(manifest: Mapping[str, Any], kind: str | None, where: str) -
 
 def check_corpus(manifest: Mapping[str, Any], corpus: Mapping[str, Any], where: str) -> None:
     """Refuse an index built from another corpus than ``corpus`` (see :func:`describe_corpus`),
-    naming every field that differs."""
+    naming every field that differs (a domain or split of None is not compared)."""
     built = manifest["corpus"]
     differences = [f"{key} {built.get(key)!r} in the index, {corpus[key]!r} here"
-                   for key in _CORPUS_KEYS if built.get(key) != corpus[key]]
+                   for key in _CORPUS_KEYS if corpus[key] is not None and built.get(key) != corpus[key]]
     if differences:
         raise IndexMismatch(f"{where} was built from another corpus ({'; '.join(differences)}): point "
                             "--domain/--split/--data-dir at the corpus it indexes, or pass --trust-index to use it anyway")

@@ -50,10 +50,11 @@ def load_index(
     """A shared index, ready to search: ``source`` is a Hub dataset repo ``ORG/NAME`` (downloaded
     once into the Hugging Face cache, at ``revision``: a commit, branch or tag) or a local folder.
 
-    Every file is checked against the manifest's sha256 first. With ``passages`` (the corpus you
-    will read texts from, in order), the manifest's corpus (``domain``, ``split``, passage count and
-    fingerprint), its retriever (``retriever``) and its ColBERT checkpoint must match, unless
-    ``trust=True``. Raises :class:`~lfrqa.errors.RagQaArenaError` with one line naming the difference.
+    Every file is checked against the manifest's sha256 first. The manifest's retriever must be
+    ``retriever`` (when given); with ``passages`` (the corpus you will read texts from, in order) its
+    corpus must match them (passage count and fingerprint, and ``domain``/``split`` when given), and
+    its ColBERT checkpoint the one that will encode queries, unless ``trust=True``. Raises
+    :class:`~lfrqa.errors.RagQaArenaError` with one line naming the difference.
 
     >>> index = load_index("my-org/lfrqa-fiqa-bm25", revision="3f2a…", passages=corpus, domain="fiqa", split="test")  # doctest: +SKIP
     >>> index.search({"q1": "what is an index fund"}, k=5)  # doctest: +SKIP

@@ -113,6 +113,14 @@ def test_retrieve_from_the_shared_folder_equals_the_fresh_build_without_building
     first = json.loads(fresh.read_text().splitlines()[0])
     hits = index.search({first["qid"]: first["question"]}, k=5)[first["qid"]]
     assert [pid for pid, _ in hits] == [p["pid"] for p in first["passages"]]
+    assert load_index(shared, passages=corpus, show_progress=False).pids == index.pids  # domain/split not given
+    from lfrqa.errors import RagQaArenaError
+
+    rows = [{"pid": pid, "text": text} for pid, text in zip(corpus["pid"], corpus["text"])]
+    rows[5]["text"] += " edited"
+    with pytest.raises(RagQaArenaError, match=r"another corpus \(fingerprint 'sha256:"):
+        load_index(shared, passages=rows, domain="writing", split="test")
+    assert load_index(shared, passages=rows, trust=True).pids == index.pids
     metrics = retrieve("writing", tmp_path / "api.jsonl", data_dir=data_dir, index_from=shared, limit=40,
                        show_progress=False)
     assert (tmp_path / "api.jsonl").read_text() == fresh.read_text() and metrics["retriever"] == "bm25"
