@@ -113,8 +113,8 @@ def read_manifest(index_dir: str | os.PathLike) -> dict[str, Any]:
     if not file.is_file():
         what = "an index without a manifest (built before manifests existed)" if (index_dir / META_FILE).is_file() \
             else "not an index"
-        raise IndexMismatch(f"{index_dir} is {what}: it has no {MANIFEST_FILE}; build it with "
-                            "`rag-qa-arena retrieve --index-dir DIR ...` (which writes one)")
+        raise IndexMismatch(f"{index_dir} is {what}: it has no {MANIFEST_FILE}; build the index into a new "
+                            "folder with `rag-qa-arena retrieve --index-dir NEW_DIR ...`, which writes one")
     try:
         manifest = json.loads(file.read_text(encoding="utf-8"), parse_constant=_no_constant)
     except (ValueError, UnicodeDecodeError) as error:

@@ -20,7 +20,7 @@ from builders import check_domain_split, doc_id_of
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import atomic_write, dumps_json, json_line, loads_json
 from retrieval._base import META_FILE, Retriever
-from retrieval._manifest import describe_corpus, write_manifest
+from retrieval._manifest import MANIFEST_FILE, describe_corpus, write_manifest
 from retrieval._metrics import DEFAULT_KS, evaluate
 from retrieval._share import load_index
 
@@ -218,6 +218,8 @@ def _retriever(choice, corpus, index_dir, checkpoint, options, show_progress, de
         engine = ColBERTRetriever(
             checkpoint or DEFAULT_CHECKPOINT, index_dir=index_dir, show_progress=show_progress, **options
         )
+    if index_dir is not None:  # a manifest describes a complete index only: none until this one is saved
+        (Path(index_dir) / MANIFEST_FILE).unlink(missing_ok=True)
     started = time.perf_counter()
     engine.index(corpus)
     seconds = time.perf_counter() - started
