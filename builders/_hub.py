@@ -251,6 +251,7 @@ def hub_download_errors(repo_id: str, revision: str | None = None) -> Iterator[N
     not cached, no network) into a one-line :class:`RagQaArenaError` naming the repo and the fix."""
     from huggingface_hub import constants
     from huggingface_hub.errors import (
+        GatedRepoError,
         HfHubHTTPError,
         IncompleteSnapshotError,
         LocalEntryNotFoundError,
@@ -266,6 +267,9 @@ def hub_download_errors(repo_id: str, revision: str | None = None) -> Iterator[N
     except RevisionNotFoundError:
         raise RagQaArenaError(f"the Hub dataset repo {repo_id} has no revision {revision!r}: give a commit, branch "
                               "or tag it has") from None
+    except GatedRepoError:
+        raise RagQaArenaError(f"the Hub dataset repo {repo_id} is gated: accept its conditions on its Hub page, then "
+                              "log in with `hf auth login` (or set HF_TOKEN)") from None
     except RepositoryNotFoundError:
         raise RagQaArenaError(f"no Hub dataset repo {repo_id}{also}, or it is private and the token cannot see it: "
                               "check the name, or log in with `hf auth login` (or set HF_TOKEN)") from None
@@ -274,10 +278,10 @@ def hub_download_errors(repo_id: str, revision: str | None = None) -> Iterator[N
                               "with network access to finish the download") from None
     except (LocalEntryNotFoundError, OfflineModeIsEnabled):
         if constants.HF_HUB_OFFLINE:
-            raise RagQaArenaError(f"cannot download {at}: HF_HUB_OFFLINE is set and no complete copy is cached{also}; unset "
-                                  "HF_HUB_OFFLINE to reach the Hub, or give a local folder") from None
-        raise RagQaArenaError(f"cannot reach the Hugging Face Hub to download {at} and no complete copy is cached{also}: "
-                              "check the network (and HF_ENDPOINT), then run the same command again") from None
+            raise RagQaArenaError(f"cannot download {at}: HF_HUB_OFFLINE is set and no complete copy is cached"
+                                  f"{also}; unset HF_HUB_OFFLINE to reach the Hub, or give a local folder") from None
+        raise RagQaArenaError(f"cannot reach the Hugging Face Hub to download {at} and no complete copy is cached"
+                              f"{also}: check the network (and HF_ENDPOINT), then run the same command again") from None
     except HfHubHTTPError as error:
         status = getattr(getattr(error, "response", None), "status_code", None)
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__

@@ -281,6 +281,9 @@ class FakeHub:
                         revision, _, name = path[len(prefix):].partition("/")
                         break
                 else:
+                    if path.startswith("/api/datasets/org/gated/"):
+                        return self._send(401, b'{"error": "Access to this repo is restricted"}',
+                                          [("X-Error-Code", "GatedRepo")], head)
                     return self._send(404, b'{"error": "Repository not found"}', [("X-Error-Code", "RepoNotFound")], head)
                 if revision not in ("main", hub.commit):
                     return self._send(404, b'{"error": "Revision not found"}', [("X-Error-Code", "RevisionNotFound")], head)
@@ -339,6 +342,8 @@ def test_download_from_the_hub_is_cached_pinned_and_verified(built, tmp_path, no
             assert "has no revision 'v9': give a commit, branch or tag it has" in _one_line(capsys)
             assert _from(data_dir, "org/nothing-here", tmp_path / "o.jsonl") == 2
             assert "no Hub dataset repo org/nothing-here" in _one_line(capsys)
+            assert _from(data_dir, "org/gated", tmp_path / "o.jsonl") == 2
+            assert "org/gated is gated: accept its conditions" in _one_line(capsys)
             assert not (tmp_path / "o.jsonl").exists()
     finally:
         hub.close()
