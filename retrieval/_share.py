@@ -66,6 +66,9 @@ def load_index(
     if passages is not None and not trust:
         check_corpus(manifest, describe_corpus(passages, domain=domain, split=split), where)
     options: dict[str, Any] = {"show_progress": show_progress}
+    if checkpoint is not None and "checkpoint" not in manifest:
+        raise RagQaArenaError(f"{where} is a {manifest['retriever']['kind']!r} index, which uses no checkpoint: "
+                              "drop --checkpoint (checkpoint=)")
     if checkpoint is not None:
         options["checkpoint"] = str(checkpoint)
     loaded = Retriever.load(folder, **options)

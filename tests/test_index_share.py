@@ -201,6 +201,8 @@ def test_not_an_index_another_retriever_and_bad_flags(built, tmp_path, no_build,
     assert "'no/such/place' is neither an existing folder nor a Hub repo id ORG/NAME" in _one_line(capsys)
     assert _from(data_dir, shared, tmp_path / "o.jsonl", "--retriever", "colbert") == 2
     assert "is a 'bm25' index, not a 'colbert' one: pass --retriever bm25" in _one_line(capsys)
+    assert _from(data_dir, shared, tmp_path / "o.jsonl", "--checkpoint", str(tmp_path)) == 2
+    assert "is a 'bm25' index, which uses no checkpoint: drop --checkpoint" in _one_line(capsys)
     assert _from(data_dir, shared, tmp_path / "o.jsonl", "--index-revision", COMMIT) == 2
     assert "is a local folder: drop --index-revision" in _one_line(capsys)
     assert _from(data_dir, shared, tmp_path / "o.jsonl", "--index-dir", str(tmp_path / "i")) == 2
