@@ -24,6 +24,7 @@ __all__ = [
     "env_secrets",
     "find_secrets",
     "folder_files",
+    "hub_download_errors",
     "hub_errors",
     "push_dataset",
     "resolve_token",
@@ -285,3 +286,50 @@ def hub_errors(repo_id: str) -> Iterator[None]:
     except _connection_errors():
         raise RagQaArenaError(f"cannot reach the Hugging Face Hub to upload to {repo_id}: check the network "
                               "(and HF_ENDPOINT), then run the same command again") from None
+
+
+@contextlib.contextmanager
+def hub_download_errors(repo_id: str, revision: str | None = None) -> Iterator[None]:
+    """Turn a failed download of the dataset repo ``repo_id`` (no such repo or revision, offline and
+    not cached, no network) into a one-line :class:`RagQaArenaError` naming the repo and the fix."""
+    from huggingface_hub import constants
+    from huggingface_hub.errors import (
+        GatedRepoError,
+        HfHubHTTPError,
+        IncompleteSnapshotError,
+        LocalEntryNotFoundError,
+        OfflineModeIsEnabled,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
+
+    at = f"{repo_id}@{revision}" if revision else repo_id
+    also = f" (no local folder {repo_id} exists either)"
+    try:
+        yield
+    except RevisionNotFoundError:
+        raise RagQaArenaError(f"the Hub dataset repo {repo_id} has no revision {revision!r}: give a commit, branch "
+                              "or tag it has") from None
+    except GatedRepoError:
+        raise RagQaArenaError(f"the Hub dataset repo {repo_id} is gated: accept its conditions on its Hub page, then "
+                              "log in with `hf auth login` (or set HF_TOKEN)") from None
+    except RepositoryNotFoundError:
+        raise RagQaArenaError(f"no Hub dataset repo {repo_id}{also}, or it is private and the token cannot see it: "
+                              "check the name, or log in with `hf auth login` (or set HF_TOKEN)") from None
+    except IncompleteSnapshotError:
+        raise RagQaArenaError(f"the cached copy of {at} is incomplete and the Hub cannot be reached: run again "
+                              "with network access to finish the download") from None
+    except (LocalEntryNotFoundError, OfflineModeIsEnabled):
+        if constants.HF_HUB_OFFLINE:
+            raise RagQaArenaError(f"cannot download {at}: HF_HUB_OFFLINE is set and no complete copy is cached"
+                                  f"{also}; unset HF_HUB_OFFLINE to reach the Hub, or give a local folder") from None
+        raise RagQaArenaError(f"cannot reach the Hugging Face Hub to download {at} and no complete copy is cached"
+                              f"{also}: check the network (and HF_ENDPOINT), then run the same command again") from None
+    except HfHubHTTPError as error:
+        status = getattr(getattr(error, "response", None), "status_code", None)
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise RagQaArenaError(f"the Hugging Face Hub refused the download of {at} (HTTP {status}): {reason}; check "
+                              "the repo id and the token (HF_TOKEN or `hf auth login`)") from None
+    except _connection_errors():
+        raise RagQaArenaError(f"cannot reach the Hugging Face Hub to download {at}: check the network (and "
+                              "HF_ENDPOINT), then run the same command again") from None

@@ -10,12 +10,12 @@ verified copy left in the download cache by an earlier download.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import download_errors
+from lfrqa.files import sha256_file as sha256_of
 
 PINNED_REPO = "awslabs/rag-qa-arena"
 PINNED_COMMIT = "9dd32dc344237a78108771b8e862ee9151647f61"
@@ -62,14 +62,6 @@ def source_location(relpath: str, data_dir: str | os.PathLike | None = None) -> 
             f"or unset {DATA_DIR_ENV} to download them from {BASE_URL + relpath}."
         )
     return str(path)
-
-
-def sha256_of(path: str | os.PathLike) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def verify(relpath: str, path: str | os.PathLike) -> Path:

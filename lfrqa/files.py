@@ -14,6 +14,7 @@ but the errors).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -37,6 +38,7 @@ __all__ = [
     "lone_surrogate",
     "package_version",
     "saved_dataset",
+    "sha256_file",
 ]
 
 DISTRIBUTION = "rag-qa-arena"
@@ -208,6 +210,15 @@ def _strict(value):
     if isinstance(value, (list, tuple)):
         return [_strict(v) for v in value]
     return value
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    """Hex sha256 of the file at ``path``, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def write_error(error: OSError, path: str | os.PathLike) -> OSError:

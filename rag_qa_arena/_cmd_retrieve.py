@@ -1,4 +1,5 @@
-"""``rag-qa-arena retrieve``: top-k RobustQA passages for each LFRQA question (see :func:`retrieval.retrieve`)."""
+"""``rag-qa-arena retrieve``: top-k RobustQA passages for each LFRQA question (see :func:`retrieval.retrieve`),
+and ``rag-qa-arena index push``: share a built index as a Hub dataset repo (see :func:`retrieval.push_index`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ _EPILOG = """examples:
   rag-qa-arena retrieve --domain fiqa --retriever bm25 --data-dir data/ --out runs/fiqa.bm25.jsonl
   rag-qa-arena retrieve --domain writing --retriever colbert --index-dir indexes/writing \\
       --nranks 4 --k 5 --out runs/writing.colbert.jsonl
+  rag-qa-arena retrieve --domain writing --data-dir data/ --index-from my-org/lfrqa-writing-colbert \\
+      --index-revision COMMIT --out runs/writing.colbert.jsonl   # shared index (`index push`), not rebuilt
 
 Raw corpora are read from --data-dir (or $LFRQA_DATA_DIR) in their distributed layout:
 lotte/<domain>/test/collection.tsv (or lotte.tar.gz), fiqa/FiQA_train_doc_final.tsv (or BEIR's
@@ -20,6 +23,25 @@ fiqa/corpus.jsonl / fiqa.zip), bioasq/documents.jsonl; with no data folder, LoTT
 downloaded. The questions (and gold documents) are LFRQA's, read with lfrqa.load like every
 other command: from $LFRQA_DATA_DIR, else the checksummed download. Each output line: {"qid", "domain", "question", "passages": [{"pid", "doc_id", "text",
 "score", "rank"}]}, the input of answer generation."""
+
+
+_PUSH = """\
+Upload an index folder built by `rag-qa-arena retrieve --index-dir DIR` (BM25 or ColBERTv2) to the
+Hugging Face dataset repo ORG/NAME in one commit: the index's files, its manifest.json (retriever,
+settings, corpus fingerprint, sha256 of every file) and a generated README.md card. Anyone can then
+search it without building it: `rag-qa-arena retrieve --index-from ORG/NAME --index-revision COMMIT`.
+
+The files are checked against the manifest first (a damaged index is not pushed) and scanned for
+things that look like credentials. The token comes from HF_TOKEN or `hf auth login` and is never
+printed or written. The passage texts stay home (ColBERT's collection.tsv and logs are left out).
+"""
+
+_PUSH_EPILOG = """\
+examples:
+  rag-qa-arena retrieve --domain fiqa --retriever bm25 --data-dir data/ --index-dir indexes/fiqa --out runs/fiqa.jsonl
+  rag-qa-arena index push indexes/fiqa --repo my-org/lfrqa-fiqa-bm25 --dry-run preview/   # the files, no upload
+  rag-qa-arena index push indexes/fiqa --repo my-org/lfrqa-fiqa-bm25 --private
+"""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -33,8 +55,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--domain", required=True, choices=CORPUS_DOMAINS, help="LFRQA domain (and its corpus)")
     parser.add_argument(
-        "--retriever", required=True, choices=RETRIEVERS,
-        help="colbert: ColBERTv2 PLAID index, as in the paper (GPU advised); bm25: bm25s, CPU only",
+        "--retriever", choices=RETRIEVERS,
+        help="colbert: ColBERTv2 PLAID index, as in the paper (GPU advised); bm25: bm25s, CPU only "
+        "(required unless --index-from gives a shared index, whose retriever it then must match)",
     )
     parser.add_argument("--k", type=int, default=5, help="passages kept per question (default: 5, as in the paper)")
     parser.add_argument("--out", required=True, help="output JSONL file, one line per question")
@@ -43,6 +66,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="folder of the index: loaded if it holds one, else built there from the corpus and kept "
         "(default: built in a temporary folder and dropped)",
     )
+    parser.add_argument(
+        "--index-from", metavar="ORG/NAME_OR_FOLDER",
+        help="search a ready index instead of building one: a Hub dataset repo pushed with `rag-qa-arena index "
+        "push` (downloaded once, cached) or a folder; its files are checked against their sha256 and its "
+        "manifest against this corpus",
+    )
+    parser.add_argument("--index-revision", metavar="REV",
+                        help="commit, branch or tag of the --index-from repo (pin a commit for runs that repeat)")
+    parser.add_argument("--trust-index", action="store_true",
+                        help="use an --index-from index even if its manifest names another corpus or checkpoint")
     parser.add_argument(
         "--checkpoint",
         help="ColBERT checkpoint: a Hugging Face id or a local folder (default: colbert-ir/colbertv2.0)",
@@ -63,16 +96,56 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --out")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.set_defaults(func=run)
+    _register_index(subparsers)
+
+
+def _register_index(subparsers: argparse._SubParsersAction) -> None:
+    index = subparsers.add_parser(
+        "index",
+        help="share a built retrieval index on the Hugging Face Hub",
+        description="Retrieval indexes that describe themselves (manifest.json): push one to the Hub, then "
+        "search it anywhere with `retrieve --index-from`.",
+    )
+    commands = index.add_subparsers(dest="index_command", metavar="ACTION")
+    push = commands.add_parser("push", help="upload an index folder as a Hub dataset repo", description=_PUSH,
+                               epilog=_PUSH_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    push.add_argument("index_dir", metavar="INDEX_DIR", help="folder written by `rag-qa-arena retrieve --index-dir`")
+    push.add_argument("--repo", required=True, metavar="ORG/NAME", help="dataset repo to upload to (created if missing)")
+    push.add_argument("--private", action="store_true", help="create the repo as private (an existing repo keeps its visibility)")
+    push.add_argument("--token-from-env", action="store_true",
+                      help="take the token only from $HF_TOKEN (default: HF_TOKEN or the `hf auth login` token)")
+    push.add_argument("--message", metavar="TEXT", help="commit message (default: 'Upload a rag-qa-arena index of INDEX_DIR')")
+    push.add_argument("--dry-run", metavar="DIR",
+                      help="write the folder that would be uploaded to DIR instead (no network, no token)")
+    push.set_defaults(func=_push_index)
+    index.set_defaults(func=lambda args: (index.print_help(), 2)[1])
+
+
+def _push_index(args: argparse.Namespace) -> int:
+    from builders import check_repo_id
+    from retrieval import export_index, push_index
+
+    if args.dry_run:
+        folder = export_index(args.index_dir, args.dry_run, repo_id=check_repo_id(args.repo))
+        print(f"Wrote the files of {args.repo} to {folder} (nothing uploaded)", file=sys.stderr)
+        return 0
+    print(push_index(args.index_dir, args.repo, private=args.private, token_from_env=args.token_from_env,
+                     commit_message=args.message))
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.retriever is None and args.index_from is None:
+        raise RagQaArenaError("--retriever is required (bm25 or colbert), unless --index-from gives a shared index")
+    if args.index_from is None and (args.index_revision is not None or args.trust_index):
+        raise RagQaArenaError("--index-revision and --trust-index go with --index-from ORG/NAME_OR_FOLDER")
     options = {}
     if args.retriever == "colbert":
         if args.nranks is not None:
             options["nranks"] = args.nranks
         if args.gpus is not None:
             options["gpus"] = int(args.gpus) if args.gpus.isdigit() else args.gpus
-    elif args.nranks is not None or args.gpus is not None or args.checkpoint is not None:
+    elif args.retriever == "bm25" and (args.nranks is not None or args.gpus is not None or args.checkpoint is not None):
         raise RagQaArenaError("--nranks, --gpus and --checkpoint are ColBERT options; drop them with --retriever bm25")
     metrics = retrieve(
         args.domain,
@@ -90,6 +163,9 @@ def run(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         retriever_options=options,
         show_progress=not args.no_progress,
+        index_from=args.index_from,
+        index_revision=args.index_revision,
+        trust_index=args.trust_index,
     )
     _print_metrics(metrics, args.out)
     return 0

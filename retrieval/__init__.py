@@ -14,7 +14,11 @@ from retrieval._bm25 import BM25Retriever
 from retrieval._colbert import ColBERTRetriever
 from retrieval._metrics import evaluate
 from retrieval._pipeline import RETRIEVERS, retrieve
+from retrieval._share import export_index, load_index, push_index
 
-__all__ = ["RETRIEVERS", "BM25Retriever", "ColBERTRetriever", "Retriever", "evaluate", "retrieve"]
+__all__ = [
+    "RETRIEVERS", "BM25Retriever", "ColBERTRetriever", "Retriever", "evaluate", "export_index", "load_index",
+    "push_index", "retrieve",
+]
 
 export_names(globals())

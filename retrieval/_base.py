@@ -2,7 +2,9 @@
 
 A saved index is a folder holding ``retriever.json`` (which retriever, its settings, how many
 passages), ``pids.json`` (our string passage ids in the retriever's internal order) and the
-retriever's own files. Nothing is pickled. :meth:`Retriever.load` reads any of them.
+retriever's own files. Nothing is pickled. :meth:`Retriever.load` reads any of them. An index that
+:func:`retrieval.retrieve` builds also gets a ``manifest.json`` (``retrieval/_manifest.py``), which lets it
+be shared (``retrieval/_share.py``).
 """
 
 from __future__ import annotations
@@ -39,6 +41,10 @@ class Retriever(abc.ABC):
 
     #: Name written to ``retriever.json`` and accepted by the CLI's ``--retriever``.
     kind: ClassVar[str] = ""
+    #: The distribution that builds and searches the index (its version goes into the manifest).
+    library: ClassVar[str] = ""
+    #: Entries of a saved index folder that stay home when the index is shared (logs, corpus copies).
+    local_only: ClassVar[tuple[str, ...]] = ()
     _registry: ClassVar[dict[str, type[Retriever]]] = {}
 
     def __init_subclass__(cls, **kwargs):
@@ -76,9 +82,28 @@ class Retriever(abc.ABC):
             raise RagQaArenaError(f"{path} holds a {kind!r} index, not a {cls.kind!r} one; load it with Retriever.load")
         return target._load(path, meta, **options)
 
+    @staticmethod
+    def kinds() -> tuple[str, ...]:
+        """The names of the known retrievers."""
+        return tuple(sorted(Retriever._registry))
+
+    @staticmethod
+    def local_only_of(kind: str) -> tuple[str, ...]:
+        """What a ``kind`` index folder keeps home when shared (see :attr:`local_only`)."""
+        target = Retriever._registry.get(kind)
+        return target.local_only if target is not None else ()
+
     @classmethod
     @abc.abstractmethod
     def _load(cls, path: Path, meta: dict, **options: Any) -> Retriever: ...
+
+    def describe(self) -> dict[str, Any]:
+        """What the manifest records about how this index was built: ``{"settings": ...}``, plus
+        ``"checkpoint": {"name", "revision"}`` for a retriever with a model."""
+        return {"settings": self.settings()}
+
+    def settings(self) -> dict[str, Any]:
+        return {}
 
     # -- shared helpers ------------------------------------------------------------------------
     def __len__(self) -> int:

@@ -37,6 +37,7 @@ class BM25Retriever(Retriever):
     """
 
     kind = "bm25"
+    library = "bm25s"
 
     def __init__(
         self,
@@ -58,6 +59,10 @@ class BM25Retriever(Retriever):
 
     def settings(self) -> dict[str, Any]:
         return {"k1": self.k1, "b": self.b, "method": self.method, "stemmer": self.stemmer, "lower": self.lower}
+
+    def describe(self) -> dict[str, Any]:
+        stopwords = self.stopwords if isinstance(self.stopwords, (str, type(None))) else f"{len(self.stopwords)} words"
+        return {"settings": {**self.settings(), "stopwords": stopwords}}
 
     def index(self, passages: Iterable[Mapping[str, Any]]) -> None:
         bm25s = _import_bm25s()

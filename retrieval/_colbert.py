@@ -30,6 +30,7 @@ ColBERT compiles four small C++ extensions the first time it searches (~100 s, c
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import sys
@@ -72,6 +73,8 @@ class ColBERTRetriever(Retriever):
     """
 
     kind = "colbert"
+    library = "colbert-ai"
+    local_only = ("runs", "collection.tsv")  # logs, and a copy of the corpus that search never reads
 
     def __init__(
         self,
@@ -112,6 +115,16 @@ class ColBERTRetriever(Retriever):
 
     def settings(self) -> dict[str, Any]:
         return {"checkpoint": self.checkpoint, "nbits": self.nbits, "index_options": self.index_options}
+
+    def describe(self) -> dict[str, Any]:
+        """Settings as ColBERT used them (read back from the PLAID metadata) and the checkpoint's revision."""
+        settings = {"nbits": self.nbits, "index_options": self.index_options}
+        metadata = self.index_dir / _PLAID / "metadata.json" if self.index_dir is not None else None
+        if metadata is not None and metadata.is_file():
+            config = json.loads(metadata.read_text(encoding="utf-8")).get("config", {})
+            settings.update({key: config[key] for key in ("dim", "doc_maxlen", "query_maxlen", "similarity")
+                             if key in config})
+        return {"settings": settings, "checkpoint": checkpoint_identity(self.checkpoint)}
 
     # -- indexing ------------------------------------------------------------------------------
     def index(self, passages: Iterable[Mapping[str, Any]]) -> None:
@@ -214,6 +227,8 @@ class ColBERTRetriever(Retriever):
             path.mkdir(parents=True, exist_ok=True)
             for name in (_PLAID, _COLLECTION):
                 source, target = self.index_dir / name, path / name
+                if not source.exists():  # collection.tsv stays home when an index is shared
+                    continue
                 if source.is_dir():
                     shutil.copytree(source, target, dirs_exist_ok=True)
                 else:
@@ -296,6 +311,27 @@ def _check_checkpoint(checkpoint: str) -> None:
             f"Cannot load the ColBERT checkpoint {checkpoint!r} ({reason.rstrip('.')}). Give --checkpoint (checkpoint=) "
             "a local checkpoint folder, or run once with network access so that the Hub id is cached"
         ) from None
+
+
+def checkpoint_identity(checkpoint: str) -> dict[str, str | None]:
+    """``{"name", "revision"}`` of a checkpoint: a local folder's revision is the sha256 of its files,
+    a Hub id's the commit of the copy transformers resolves (None when it cannot be resolved)."""
+    from lfrqa.files import sha256_file
+
+    folder = Path(checkpoint)
+    if folder.is_dir():
+        import hashlib
+
+        digest = hashlib.sha256()
+        for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")):
+            digest.update(f"{path.relative_to(folder).as_posix()}\0{sha256_file(path)}\n".encode())
+        return {"name": folder.name, "revision": "sha256:" + digest.hexdigest()}
+    revision = None
+    with contextlib.suppress(OSError, ValueError):
+        from transformers import AutoConfig
+
+        revision = getattr(AutoConfig.from_pretrained(checkpoint), "_commit_hash", None)
+    return {"name": checkpoint, "revision": revision}
 
 
 def _length(passages) -> int | None:

@@ -11,6 +11,7 @@ import contextlib
 import json
 import os
 import sys
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,9 @@ from lfrqa.checks import check_int
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import atomic_write, dumps_json, json_line, loads_json
 from retrieval._base import META_FILE, Retriever
+from retrieval._manifest import MANIFEST_FILE, describe_corpus, write_manifest
 from retrieval._metrics import DEFAULT_KS, evaluate
+from retrieval._share import load_index
 
 RETRIEVERS: tuple[str, ...] = ("colbert", "bm25")
 
@@ -29,7 +32,7 @@ def retrieve(
     domain: str,
     out: str | os.PathLike,
     *,
-    retriever: str | Retriever = "bm25",
+    retriever: str | Retriever | None = None,
     k: int = 5,
     index_dir: str | os.PathLike | None = None,
     checkpoint: str | os.PathLike | None = None,
@@ -44,6 +47,9 @@ def retrieve(
     retriever_options: Mapping[str, Any] | None = None,
     show_progress: bool = True,
     lfrqa_data_dir: str | os.PathLike | None = None,
+    index_from: str | os.PathLike | None = None,
+    index_revision: str | None = None,
+    trust_index: bool = False,
 ) -> dict[str, Any]:
     """Retrieve the top-``k`` passages of ``domain``'s corpus for each question, write them to ``out``,
     and return the retrieval metrics against the questions' gold documents (also written to
@@ -54,7 +60,10 @@ def retrieve(
     for bioasq, built from your BioASQ files, ``data_dir`` is the default), unless ``questions``
     gives rows with ``qid``, ``question`` and optionally ``gold_doc_ids``/``domain``. The index is loaded
     from ``index_dir`` when it holds one, else built from ``builders.load_corpus(domain, ...)`` (and
-    saved to ``index_dir`` when given). Metrics cover ``ks`` up to ``k``, and ``k``.
+    saved to ``index_dir`` with a ``manifest.json`` when given), or taken ready-built from
+    ``index_from`` (a Hub repo ``ORG/NAME`` at ``index_revision``, or a folder; see
+    :func:`retrieval.load_index`), checked against this corpus unless ``trust_index``. ``retriever``
+    defaults to ``"bm25"``, or to the shared index's. Metrics cover ``ks`` up to ``k``, and ``k``.
 
     >>> metrics = retrieve("fiqa", "runs/fiqa.bm25.jsonl", retriever="bm25", data_dir="data/")  # doctest: +SKIP
     >>> metrics["hit@5"], metrics["recall@5"], metrics["per_domain"]["fiqa"]["n"]  # doctest: +SKIP
@@ -64,6 +73,11 @@ def retrieve(
     check_int("limit", limit, minimum=1, optional=True)
     if batch_size < 1:
         raise RagQaArenaError(f"batch_size must be at least 1, got {batch_size!r}")
+    if index_from is not None and (index_dir is not None or isinstance(retriever, Retriever)):
+        raise RagQaArenaError("index_from (--index-from) reads a shared index: drop index_dir (--index-dir) "
+                              "and pass the retriever by name")
+    if isinstance(retriever, str) and retriever not in RETRIEVERS:
+        raise RagQaArenaError(f"Unknown retriever {retriever!r}. Available: {', '.join(RETRIEVERS)}")
     out = Path(out)
     if resume and overwrite:
         raise RagQaArenaError("Pass either resume or overwrite, not both")
@@ -77,7 +91,12 @@ def retrieve(
         from builders import load_corpus
 
         corpus = load_corpus(domain, split=split, data_dir=data_dir)
-    engine = _retriever(retriever, corpus, index_dir, checkpoint, retriever_options or {}, show_progress)
+    if index_from is not None:
+        engine = load_index(index_from, revision=index_revision, passages=corpus, domain=domain, split=split,
+                            retriever=retriever, checkpoint=checkpoint, trust=trust_index, show_progress=show_progress)
+    else:
+        engine = _retriever(retriever or "bm25", corpus, index_dir, checkpoint, retriever_options or {}, show_progress,
+                            describe=lambda: describe_corpus(corpus, domain=domain, split=split))
     _check_same_corpus(engine, corpus, index_dir)
 
     done = _prepare_output(out, overwrite=overwrite)
@@ -173,7 +192,7 @@ def _questions(domain, split, data_dir, questions, limit) -> list[dict[str, Any]
     return rows
 
 
-def _retriever(choice, corpus, index_dir, checkpoint, options, show_progress) -> Retriever:
+def _retriever(choice, corpus, index_dir, checkpoint, options, show_progress, describe) -> Retriever:
     if isinstance(choice, Retriever):
         if not len(choice):
             choice.index(corpus)
@@ -198,9 +217,14 @@ def _retriever(choice, corpus, index_dir, checkpoint, options, show_progress) ->
         engine = ColBERTRetriever(
             checkpoint or DEFAULT_CHECKPOINT, index_dir=index_dir, show_progress=show_progress, **options
         )
+    if index_dir is not None:  # a manifest describes a complete index only: none until this one is saved
+        (Path(index_dir) / MANIFEST_FILE).unlink(missing_ok=True)
+    started = time.perf_counter()
     engine.index(corpus)
+    seconds = time.perf_counter() - started
     if index_dir is not None:
         engine.save(index_dir)
+        write_manifest(index_dir, engine, corpus=describe(), build_seconds=seconds)
     return engine
 
 

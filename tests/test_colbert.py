@@ -166,3 +166,41 @@ def test_bad_gpu_request(checkpoint, passages):
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="nranks=2 needs GPUs"):
             ColBERTRetriever(checkpoint, nranks=2, show_progress=False).index(passages[:10])
+
+
+def test_a_shared_colbert_index_is_searched_as_built(writing_dir, checkpoint, tmp_path, monkeypatch, capsys):  # noqa: F811
+    """`retrieve` writes a manifest naming the checkpoint; the pushed folder (no collection.tsv, no
+    logs) gives the fresh build's results without indexing; another checkpoint is refused."""
+    data_dir, _ = writing_dir
+    index_dir, shared = tmp_path / "index", tmp_path / "shared"
+    base = ["retrieve", "--domain", "writing", "--data-dir", str(data_dir), "--limit", "20", "--k", "3",
+            "--no-progress"]
+    assert main(base + ["--retriever", "colbert", "--checkpoint", str(checkpoint), "--index-dir", str(index_dir),
+                        "--gpus", "0", "--out", str(tmp_path / "fresh.jsonl")]) == 0
+    manifest = json.loads((index_dir / "manifest.json").read_text())
+    assert manifest["retriever"]["kind"] == "colbert" and manifest["retriever"]["library"] == "colbert-ai"
+    assert manifest["checkpoint"]["name"] == "tiny-colbert" and manifest["checkpoint"]["revision"].startswith("sha256:")
+    assert manifest["settings"]["nbits"] == 2 and manifest["settings"]["dim"] == 32
+    assert manifest["settings"]["doc_maxlen"] == 128
+    assert "plaid/metadata.json" in manifest["files"] and "pids.json" in manifest["files"]
+    assert not any(name.startswith("runs/") or name == "collection.tsv" for name in manifest["files"])
+    assert main(["index", "push", str(index_dir), "--repo", "org/writing-colbert", "--dry-run", str(shared)]) == 0
+    assert not (shared / "collection.tsv").exists() and (shared / "README.md").is_file()
+    before = sorted(p.relative_to(shared).as_posix() for p in shared.rglob("*"))
+
+    def refuse(self, passages):
+        raise AssertionError("an index was built")
+
+    monkeypatch.setattr(ColBERTRetriever, "index", refuse)
+    capsys.readouterr()
+    assert main(base + ["--index-from", str(shared), "--out", str(tmp_path / "shared.jsonl")]) == 0
+    assert (tmp_path / "shared.jsonl").read_text() == (tmp_path / "fresh.jsonl").read_text()
+    assert sorted(p.relative_to(shared).as_posix() for p in shared.rglob("*")) == before  # nothing written there
+
+    other = make_tiny_checkpoint(tmp_path / "other-colbert", words=WORDS, seed=1)
+    capsys.readouterr()
+    assert main(base + ["--index-from", str(shared), "--checkpoint", str(other), "--out", str(tmp_path / "x.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "was encoded with checkpoint 'tiny-colbert'" in err and "--trust-index" in err
+    assert main(base + ["--index-from", str(shared), "--retriever", "bm25", "--out", str(tmp_path / "x.jsonl")]) == 2
+    assert "is a 'colbert' index, not a 'bm25' one" in capsys.readouterr().err

@@ -1,0 +1,222 @@
+"""The manifest of a saved index (``manifest.json``, strict JSON): which retriever built it and how,
+from which corpus, when and on what hardware, and the sha256 of every file that belongs to it.
+
+With it an index folder describes itself: it can be shared, downloaded, checked byte for byte, and
+matched against the corpus a user points at before it is searched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import sys
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from lfrqa.errors import RagQaArenaError
+from lfrqa.files import atomic_write, dumps_json, package_version, sha256_file
+from retrieval._base import META_FILE, Retriever
+
+MANIFEST_FILE = "manifest.json"
+CARD_FILE = "README.md"
+MANIFEST_FORMAT = "rag-qa-arena/index-manifest"
+MANIFEST_VERSION = 1
+_NOT_INDEX_FILES = {MANIFEST_FILE, CARD_FILE, ".gitattributes"}
+_REQUIRED = {
+    "format": str, "format_version": int, "retriever": dict, "settings": dict, "corpus": dict,
+    "package_version": str, "built_at": str, "build_seconds": (int, float), "hardware": dict, "files": dict,
+}
+_CORPUS_KEYS = ("domain", "split", "n_passages", "fingerprint")
+
+
+class IndexMismatch(RagQaArenaError):
+    """An index that is damaged, or was built for another corpus or with another retriever."""
+
+
+def corpus_fingerprint(passages: Iterable[Mapping[str, Any]]) -> str:
+    """``"sha256:<hex>"`` of the ordered passages (ids and texts): equal exactly when the same
+    passages come in the same order.
+
+    >>> corpus_fingerprint([{"pid": "1-0", "text": "a"}]) == corpus_fingerprint([{"pid": "1-0", "text": "b"}])
+    False
+    """
+    digest = hashlib.sha256()
+    select = getattr(passages, "select_columns", None)
+    if select is not None and hasattr(passages, "iter"):
+        batches = ((b["pid"], b["text"]) for b in select(["pid", "text"]).iter(batch_size=10_000))
+    else:
+        rows = [(row["pid"], row["text"]) for row in passages]
+        batches = iter([([p for p, _ in rows], [t for _, t in rows])])
+    for pids, texts in batches:
+        for pid, text in zip(pids, texts):
+            pid_bytes, text_bytes = pid.encode("utf-8"), text.encode("utf-8")
+            digest.update(b"%d:%b%d:%b" % (len(pid_bytes), pid_bytes, len(text_bytes), text_bytes))
+    return "sha256:" + digest.hexdigest()
+
+
+def describe_corpus(passages, *, domain: str | None, split: str | None) -> dict[str, Any]:
+    """The manifest's ``corpus`` entry for ``passages`` (ordered ``{"pid", "text"}`` rows)."""
+    return {"domain": domain, "split": split, "n_passages": len(passages),
+            "fingerprint": corpus_fingerprint(passages)}
+
+
+def index_files(index_dir: Path, kind: str) -> list[str]:
+    """The files that make up the saved index in ``index_dir`` (relative POSIX paths, sorted):
+    everything but the manifest, a card, temporary files and what the retriever keeps local."""
+    local = set(Retriever.local_only_of(kind))
+    files = []
+    for path in sorted(index_dir.rglob("*")):
+        relative = path.relative_to(index_dir)
+        if not path.is_file() or relative.parts[0] in local or relative.as_posix() in _NOT_INDEX_FILES:
+            continue
+        if any(part.startswith(".") for part in relative.parts):  # atomic-write leftovers, caches
+            continue
+        files.append(relative.as_posix())
+    return files
+
+
+def write_manifest(index_dir: str | os.PathLike, retriever: Retriever, *, corpus: Mapping[str, Any],
+                   build_seconds: float) -> dict[str, Any]:
+    """Write ``manifest.json`` for the index ``retriever`` saved in ``index_dir``; return it."""
+    index_dir = Path(index_dir)
+    described = retriever.describe()
+    manifest: dict[str, Any] = {
+        "format": MANIFEST_FORMAT,
+        "format_version": MANIFEST_VERSION,
+        "retriever": {"kind": retriever.kind, "library": retriever.library,
+                      "library_version": _version(retriever.library)},
+        **({"checkpoint": described["checkpoint"]} if "checkpoint" in described else {}),
+        "settings": described["settings"],
+        "corpus": {key: corpus[key] for key in _CORPUS_KEYS},
+        "package_version": package_version(),
+        "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "build_seconds": round(float(build_seconds), 3),
+        "hardware": hardware(),
+        "files": {name: {"sha256": sha256_file(index_dir / name), "size": (index_dir / name).stat().st_size}
+                  for name in index_files(index_dir, retriever.kind)},
+    }
+    atomic_write(index_dir / MANIFEST_FILE, dumps_json(manifest))
+    return manifest
+
+
+def read_manifest(index_dir: str | os.PathLike) -> dict[str, Any]:
+    """The manifest of ``index_dir``, checked field by field; a one-line error when there is none or it is bad."""
+    index_dir = Path(index_dir)
+    file = index_dir / MANIFEST_FILE
+    if not index_dir.is_dir():
+        raise IndexMismatch(f"{index_dir} is not a folder: give the folder of an index built by "
+                            "`rag-qa-arena retrieve --index-dir DIR`, or a Hub repo ORG/NAME")
+    if not file.is_file():
+        what = "an index without a manifest (built before manifests existed)" if (index_dir / META_FILE).is_file() \
+            else "not an index"
+        raise IndexMismatch(f"{index_dir} is {what}: it has no {MANIFEST_FILE}; build the index into a new "
+                            "folder with `rag-qa-arena retrieve --index-dir NEW_DIR ...`, which writes one")
+    try:
+        manifest = json.loads(file.read_text(encoding="utf-8"), parse_constant=_no_constant)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise IndexMismatch(f"{file} is not valid strict JSON ({error}): the index is damaged; "
+                            "download or build it again") from None
+    problem = _manifest_problem(manifest)
+    if problem:
+        raise IndexMismatch(f"{file} is not a version-{MANIFEST_VERSION} index manifest ({problem}): "
+                            "download or build the index again")
+    return manifest
+
+
+def verify_files(index_dir: str | os.PathLike, manifest: Mapping[str, Any]) -> None:
+    """Check that every file the manifest lists is in ``index_dir`` with its size and sha256."""
+    index_dir = Path(index_dir)
+    for name, entry in manifest["files"].items():
+        path = index_dir / name
+        if not path.is_file():
+            raise IndexMismatch(f"{path} is missing (the manifest of {index_dir} lists it): the index is incomplete; "
+                                "download or copy it again")
+        if path.stat().st_size != entry["size"] or sha256_file(path) != entry["sha256"]:
+            raise IndexMismatch(f"{path} differs from the file the index was built with (sha256 or size differs "
+                                "from its manifest): it was edited or damaged; download or copy the index again")
+
+
+def check_retriever(manifest: Mapping[str, Any], kind: str | None, where: str) -> None:
+    """Refuse a manifest of another retriever than ``kind`` (None: any known one)."""
+    built = manifest["retriever"]["kind"]
+    if built not in Retriever.kinds():
+        raise IndexMismatch(f"{where} was built by retriever {built!r}, which this version does not know "
+                            f"(known: {', '.join(Retriever.kinds())}): upgrade rag-qa-arena")
+    if kind is not None and built != kind:
+        raise IndexMismatch(f"{where} is a {built!r} index, not a {kind!r} one: pass --retriever {built} "
+                            "(or leave --retriever out)")
+
+
+def check_corpus(manifest: Mapping[str, Any], corpus: Mapping[str, Any], where: str) -> None:
+    """Refuse an index built from another corpus than ``corpus`` (see :func:`describe_corpus`),
+    naming every field that differs (a domain or split of None is not compared)."""
+    built = manifest["corpus"]
+    differences = [f"{key} {built.get(key)!r} in the index, {corpus[key]!r} here"
+                   for key in _CORPUS_KEYS if corpus[key] is not None and built.get(key) != corpus[key]]
+    if differences:
+        raise IndexMismatch(f"{where} was built from another corpus ({'; '.join(differences)}): point "
+                            "--domain/--split/--data-dir at the corpus it indexes, or pass --trust-index to use it anyway")
+
+
+def check_checkpoint(manifest: Mapping[str, Any], actual: Mapping[str, Any], where: str) -> None:
+    """Refuse a ColBERT checkpoint other than the one that encoded the index."""
+    built = manifest.get("checkpoint") or {}
+    if built.get("revision") and actual.get("revision"):
+        same = built["revision"] == actual["revision"]
+    else:
+        same = built.get("name") == actual.get("name")
+    if not same:
+        raise IndexMismatch(
+            f"{where} was encoded with checkpoint {built.get('name')!r} (revision {built.get('revision')}), "
+            f"not {actual.get('name')!r} (revision {actual.get('revision')}): pass --checkpoint with the index's "
+            "checkpoint, or --trust-index to search with this one anyway")
+
+
+def hardware() -> dict[str, Any]:
+    """Where the index is built: platform, Python, CPU count and the GPUs torch sees (if torch is loaded)."""
+    gpus: list[str] = []
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    return {"platform": platform.platform(), "machine": platform.machine(), "python": platform.python_version(),
+            "cpu_count": os.cpu_count(), "gpus": gpus}
+
+
+def _version(distribution: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(distribution)
+    except PackageNotFoundError:
+        return None
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not strict JSON")
+
+
+def _manifest_problem(manifest: Any) -> str | None:
+    if not isinstance(manifest, dict):
+        return "not an object"
+    for key, kind in _REQUIRED.items():
+        if not isinstance(manifest.get(key), kind) or isinstance(manifest.get(key), bool):
+            return f"field {key!r} missing or of the wrong type"
+    if manifest["format"] != MANIFEST_FORMAT or manifest["format_version"] != MANIFEST_VERSION:
+        return f"format {manifest['format']!r} version {manifest['format_version']!r}"
+    if not isinstance(manifest["retriever"].get("kind"), str):
+        return "no retriever kind"
+    corpus = manifest["corpus"]
+    if not isinstance(corpus.get("n_passages"), int) or not isinstance(corpus.get("fingerprint"), str):
+        return "corpus without n_passages or fingerprint"
+    for name, entry in manifest["files"].items():
+        path = Path(name)
+        if path.is_absolute() or ".." in path.parts or not isinstance(entry, dict) \
+                or not isinstance(entry.get("sha256"), str) or not isinstance(entry.get("size"), int):
+            return f"bad file entry {name!r}"
+    if not manifest["files"]:
+        return "no files listed"
+    return None

@@ -1,0 +1,252 @@
+"""Share a built index on the Hugging Face Hub and search it anywhere without building it again.
+
+An index folder written by :func:`retrieval.retrieve` holds a ``manifest.json`` (see
+``retrieval/_manifest.py``). :func:`push_index` uploads the folder as a dataset repo (one commit
+through the package's one Hub upload: secret scan, one-line errors) with a generated card;
+:func:`export_index` writes exactly what would go up; :func:`load_index` takes a Hub repo (cached
+download pinned to a revision) or a folder, checks every file against the manifest and the manifest
+against the corpus, and returns a ready :class:`~retrieval.Retriever`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from builders import check_repo_id, hub_download_errors, upload_files
+from lfrqa.errors import RagQaArenaError
+from retrieval._base import Retriever
+from retrieval._manifest import (
+    CARD_FILE,
+    MANIFEST_FILE,
+    IndexMismatch,
+    check_checkpoint,
+    check_corpus,
+    check_retriever,
+    describe_corpus,
+    read_manifest,
+    verify_files,
+)
+
+__all__ = ["export_index", "index_card", "load_index", "push_index"]
+
+
+def load_index(
+    source: str | os.PathLike,
+    *,
+    revision: str | None = None,
+    passages: Iterable[Mapping[str, Any]] | None = None,
+    domain: str | None = None,
+    split: str | None = None,
+    retriever: str | None = None,
+    checkpoint: str | None = None,
+    trust: bool = False,
+    show_progress: bool = True,
+) -> Retriever:
+    """A shared index, ready to search: ``source`` is a Hub dataset repo ``ORG/NAME`` (downloaded
+    once into the Hugging Face cache, at ``revision``: a commit, branch or tag) or a local folder.
+
+    Every file is checked against the manifest's sha256 first. The manifest's retriever must be
+    ``retriever`` (when given); with ``passages`` (the corpus you will read texts from, in order) its
+    corpus must match them (passage count and fingerprint, and ``domain``/``split`` when given), and
+    its ColBERT checkpoint the one that will encode queries, unless ``trust=True``. Raises
+    :class:`~lfrqa.errors.RagQaArenaError` with one line naming the difference.
+
+    >>> index = load_index("my-org/lfrqa-fiqa-bm25", revision="3f2a…", passages=corpus, domain="fiqa", split="test")  # doctest: +SKIP
+    >>> index.search({"q1": "what is an index fund"}, k=5)  # doctest: +SKIP
+    """
+    folder, where = _locate(source, revision, show_progress=show_progress)
+    manifest = read_manifest(folder)
+    check_retriever(manifest, retriever, where)
+    verify_files(folder, manifest)
+    if passages is not None and not trust:
+        check_corpus(manifest, describe_corpus(passages, domain=domain, split=split), where)
+    options: dict[str, Any] = {"show_progress": show_progress}
+    if checkpoint is not None and "checkpoint" not in manifest:
+        raise RagQaArenaError(f"{where} is a {manifest['retriever']['kind']!r} index, which uses no checkpoint: "
+                              "drop --checkpoint (checkpoint=)")
+    if checkpoint is not None:
+        options["checkpoint"] = str(checkpoint)
+    loaded = Retriever.load(folder, **options)
+    if loaded.kind != manifest["retriever"]["kind"]:
+        raise IndexMismatch(f"{where}: retriever.json holds a {loaded.kind!r} index but the manifest says "
+                            f"{manifest['retriever']['kind']!r}; the folder is damaged: download or build it again")
+    if "checkpoint" in manifest and not trust:
+        check_checkpoint(manifest, loaded.describe().get("checkpoint") or {}, where)
+    return loaded
+
+
+def export_index(index_dir: str | os.PathLike, out: str | os.PathLike, *, repo_id: str | None = None) -> Path:
+    """Write to ``out`` (new or empty) exactly the folder :func:`push_index` uploads: the index's
+    files, its manifest and a ``README.md`` card (its examples name ``repo_id``). Returns ``out``."""
+    files = _push_files(Path(index_dir), repo_id or "ORG/NAME")
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise FileExistsError(f"{out} exists and is not an empty folder: pick a new folder for the files")
+    for name, data in files.items():
+        target = out / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(data, Path):
+            shutil.copyfile(data, target)
+        else:
+            target.write_bytes(data)
+    return out
+
+
+def push_index(
+    index_dir: str | os.PathLike,
+    repo_id: str,
+    *,
+    private: bool = False,
+    token: str | None = None,
+    token_from_env: bool = False,
+    commit_message: str | None = None,
+    api=None,
+) -> str:
+    """Upload the index in ``index_dir`` (with its manifest and a generated card) to the dataset
+    repo ``repo_id`` in one commit; returns the commit URL. Files are checked against the manifest
+    and scanned for credentials first; the token comes from ``token``, ``$HF_TOKEN`` or ``hf auth login``.
+
+    >>> push_index("indexes/fiqa", "my-org/lfrqa-fiqa-bm25", private=True)  # doctest: +SKIP
+    """
+    check_repo_id(repo_id)
+    files = _push_files(Path(index_dir), repo_id)
+    message = commit_message or f"Upload a rag-qa-arena index of {Path(index_dir).resolve().name}"
+    return upload_files(repo_id, files, private=private, token=token, token_from_env=token_from_env, api=api,
+                        commit_message=message)
+
+
+def index_card(manifest: Mapping[str, Any], *, repo_id: str) -> str:
+    """The dataset card of a shared index (``huggingface_hub.DatasetCard`` text, YAML metadata first)."""
+    from huggingface_hub import DatasetCard, DatasetCardData
+
+    kind = manifest["retriever"]["kind"]
+    corpus = manifest["corpus"]
+    domain, split = corpus.get("domain") or "custom", corpus.get("split") or "test"
+    data = DatasetCardData(
+        pretty_name=f"{kind} index of the RobustQA {domain} corpus ({split})",
+        task_categories=["text-retrieval"],
+        tags=["rag-qa-arena", "lfrqa", "retrieval-index", kind],
+        size_categories=_size_category(corpus["n_passages"]),
+        viewer=False,
+    )
+    size = sum(entry["size"] for entry in manifest["files"].values())
+    checkpoint = manifest.get("checkpoint")
+    library = manifest["retriever"]
+    hardware = manifest["hardware"]
+    gpus = ", ".join(hardware.get("gpus") or []) or "none"
+    rows = [
+        ("retriever", f"{kind} ({library.get('library')} {library.get('library_version')})"),
+        *([("checkpoint", f"`{checkpoint.get('name')}` (revision `{checkpoint.get('revision')}`)")] if checkpoint else []),
+        ("settings", "`" + ", ".join(f"{k}={v}" for k, v in manifest["settings"].items()) + "`"),
+        ("corpus", f"{domain} / {split}: {corpus['n_passages']:,} passages"),
+        ("corpus fingerprint", f"`{corpus['fingerprint']}`"),
+        ("index size", f"{_human(size)} in {len(manifest['files'])} files (sha256 of each in `{MANIFEST_FILE}`)"),
+        ("build time", f"{manifest['build_seconds']:.2f} s"),
+        ("built on", f"{hardware.get('platform')}, {hardware.get('cpu_count')} CPUs, GPUs: {gpus}"),
+        ("built at", f"{manifest['built_at']} with rag-qa-arena {manifest['package_version']}"),
+    ]
+    table = "\n".join(f"| {name} | {value} |" for name, value in rows)
+    checkpoint_flag = f" --checkpoint {checkpoint.get('name')}" if checkpoint else ""
+    text = f"""---
+{data.to_yaml()}
+---
+
+# {data.pretty_name}
+
+A prebuilt **{kind}** index over the {corpus['n_passages']:,} 100-word passages of the RobustQA
+**{domain}** corpus ({split}), built by [rag-qa-arena](https://github.com/awslabs/rag-qa-arena) for the
+LFRQA questions. Search it without building it again. The passages' texts are not in this repo: they
+come from your own copy of the corpus, which is checked against the fingerprint below before searching.
+
+## Use it
+
+```bash
+pip install rag-qa-arena{'"[colbert]"' if kind == 'colbert' else ''}
+rag-qa-arena retrieve --domain {domain} --split {split} --data-dir data/ \\
+    --index-from {repo_id} --index-revision COMMIT{checkpoint_flag} --k 5 --out runs/{domain}.{kind}.jsonl
+```
+
+```python
+from builders import load_corpus
+from retrieval import load_index
+
+corpus = load_corpus("{domain}", split="{split}", data_dir="data/")
+index = load_index("{repo_id}", revision="COMMIT", passages=corpus, domain="{domain}", split="{split}")
+index.search({{"q1": "your question"}}, k=5)   # {{qid: [(pid, score), ...]}}
+```
+
+Pin `COMMIT` to this repo's commit so that every run searches the same bytes. The download is
+cached; every file is checked against its sha256 in `{MANIFEST_FILE}`, and an index built from
+another corpus, by another retriever or with another checkpoint is refused (one line naming what
+differs; `--trust-index` to use it anyway).
+
+## How it was built
+
+| | |
+|---|---|
+{table}
+"""
+    return str(DatasetCard(text))
+
+
+def _push_files(index_dir: Path, repo_id: str) -> dict[str, bytes | Path]:
+    manifest = read_manifest(index_dir)
+    check_retriever(manifest, None, str(index_dir))
+    verify_files(index_dir, manifest)
+    files: dict[str, bytes | Path] = {name: index_dir / name for name in manifest["files"]}
+    files[MANIFEST_FILE] = index_dir / MANIFEST_FILE
+    files[CARD_FILE] = index_card(manifest, repo_id=repo_id).encode("utf-8")
+    return files
+
+
+def _locate(source: str | os.PathLike, revision: str | None, *, show_progress: bool) -> tuple[Path, str]:
+    """The local folder of ``source`` (downloading a Hub repo), and how to name it in errors."""
+    text = os.fspath(source)
+    path = Path(text).expanduser()
+    if path.exists():
+        if revision is not None:
+            raise RagQaArenaError(f"--index-revision ({revision!r}) pins a Hub repo, but {text} is a local folder: "
+                                  "drop --index-revision")
+        return path, f"The index at {text}"
+    if text.count("/") != 1 or text.startswith((".", "/", "~")):
+        raise RagQaArenaError(f"Index {text!r} is neither an existing folder nor a Hub repo id ORG/NAME: "
+                              "check the path, or give the dataset repo the index was pushed to")
+    check_repo_id(text)
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+
+    hide = not show_progress and not are_progress_bars_disabled()
+    if hide:
+        disable_progress_bars()
+    try:
+        with hub_download_errors(text, revision):
+            folder = snapshot_download(text, repo_type="dataset", revision=revision)
+    finally:
+        if hide:
+            enable_progress_bars()
+    pinned = Path(folder).name
+    if revision != pinned:
+        print(f"index {text} at commit {pinned} (pin it with --index-revision {pinned})", file=sys.stderr)
+    return Path(folder), f"The index {text}@{pinned}"
+
+
+def _size_category(n: int) -> str:
+    for limit, name in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
+                        (10_000_000, "1M<n<10M")):
+        if n < limit:
+            return name
+    return "10M<n<100M"
+
+
+def _human(size: int) -> str:
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GiB"
