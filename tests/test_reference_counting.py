@@ -194,3 +194,17 @@ def test_the_no_answer_view_states_its_rule_and_offers_the_reference_scripts_rul
     [system] = view["systems"]
     assert system["no_answer_rate"] == 0.5 and system["no_answer_rate_reference"] == 0.5
     assert system["n_no_answer_reference"] == 2
+
+
+@pytest.mark.parametrize("parse", ["strict", "reference"])
+def test_a_long_reply_is_read_whole_before_it_is_cut_for_storage(tmp_path, parse):
+    reply = "<thinking>" + "the second answer cites more sources " * 243 + "</thinking><rating>2</rating>"
+    assert 9_000 < len(reply) < 9_100  # longer than the 8,192 characters kept for a 256-token judgment
+    with OpenAIServer(lambda body, attempt: reply) as server:
+        run = RunConfig(base_url=server.base_url, api_key="k", cache_dir=tmp_path / "c", retry=NO_RETRY)
+        first = judge_pairs(["a"], ["b"], ["one two"], ids=["q"], judge=JudgeConfig("openai:j", parse=parse), run=run)
+        again = judge_pairs(["a"], ["b"], ["one two"], ids=["q"], judge=JudgeConfig("openai:j", parse=parse), run=run)
+    for result in (first, again):  # fresh, then from the cache
+        [judgment] = result["verdicts"][0]["judgments"]
+        assert judgment["rating"] == 2 and judgment["oversized"] == len(reply) and len(judgment["raw"]) == 8192
+    assert first["verdicts"][0]["outcome"] == "loss" and again["n_sent"] == 0  # "one two": the prediction is Answer 1

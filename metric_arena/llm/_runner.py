@@ -18,8 +18,10 @@ For each request the runner
    ``RetryPolicy.fail_fast_after`` seconds since its first attempt.
 
 A reply longer than :func:`max_reply_chars` (32 characters per requested token, at least 4,096)
-is cut there before it is checked or stored, and flagged (``Completion.original_chars``, counted
-as ``"oversized"``): one broken server cannot bloat a run folder or the cache.
+is checked whole (``validate``), then cut to that length for storage, keeping its beginning and its
+last 1,024 characters (where a judge writes its rating), and flagged (``Completion.original_chars``,
+counted as ``"oversized"``): one broken server cannot bloat a run folder or the cache, and a long
+reply with its rating at the end still counts.
 
 The cache is called through :meth:`CompletionCache.off_loop` (its own worker thread): a cache
 busy with another process's write never blocks the event loop.
@@ -66,9 +68,13 @@ __all__ = ["FatalBackendError", "RequestResult", "RetryPolicy", "Runner", "max_r
 
 FatalBackendError = (AuthenticationFailed, ModelNotFound, ServerUnreachable)
 #: What is kept of a reply: 32 characters per requested token, and at least 4,096 (a 256-token
-#: judgment keeps 8,192). A longer reply is cut there and flagged (``original_chars``).
+#: judgment keeps 8,192). A longer reply keeps its beginning and its last :data:`KEPT_TAIL_CHARS`
+#: characters (where a judge's rating is), joined by :data:`CUT_MARK`, and is flagged (``original_chars``).
 KEPT_CHARS_PER_TOKEN = 32
 MIN_KEPT_CHARS = 4096
+KEPT_TAIL_CHARS = 1024
+#: Between the kept beginning and end of a cut reply: no digit and no tag, so no parser reads it as a rating.
+CUT_MARK = "\n[…]\n"
 #: Seconds between looks at the cache while another run sends the same request (jittered).
 CLAIM_POLL = 0.2
 
@@ -252,7 +258,7 @@ class Runner:
         try:
             while True:
                 try:
-                    completion = self._kept(await self._send(backend, request, key if claimed else None), request)
+                    full = await self._send(backend, request, key if claimed else None)
                     break
                 except _Busy:
                     entry = await self._wait_for_other(key, validate)
@@ -260,9 +266,10 @@ class Runner:
                         self.n_cached += 1
                         self.n_shared += 1
                         return entry.completion(), entry.valid, True
-            if completion.finish_reason == "length":
+            if full.finish_reason == "length":
                 self.errors["truncated"] += 1  # cut at max_tokens: the caller decides what it means
-            valid = True if validate is None else bool(validate(completion))
+            valid = True if validate is None else bool(validate(full))  # the whole reply, before any cut
+            completion = self._kept(full, request)
             if self.cache is not None:
                 cache, owner = self.cache, self._owner
 
@@ -313,12 +320,16 @@ class Runner:
         return None
 
     def _kept(self, completion: Completion, request: ChatRequest) -> Completion:
-        """``completion`` cut to :func:`max_reply_chars` (and flagged) when the reply is longer."""
+        """``completion`` cut to :func:`max_reply_chars` (and flagged) when the reply is longer: its
+        beginning and its last :data:`KEPT_TAIL_CHARS` characters, joined by :data:`CUT_MARK`."""
         cap = max_reply_chars(request.max_tokens)
-        if len(completion.text) <= cap:
+        text = completion.text
+        if len(text) <= cap:
             return completion
         self.errors["oversized"] += 1
-        return replace(completion, text=completion.text[:cap], original_chars=len(completion.text))
+        tail = min(KEPT_TAIL_CHARS, cap // 4)
+        kept = text[: cap - tail - len(CUT_MARK)] + CUT_MARK + text[-tail:]
+        return replace(completion, text=kept, original_chars=len(text))
 
     async def _send(self, backend: Backend, request: ChatRequest, key: str | None = None) -> Completion:
         """The backend's reply, after retries; with ``key``, each attempt first claims it in the cache
