@@ -88,6 +88,21 @@ def test_in_text_markers_win_over_citation_numbers(by_qid, lfrqa_data_dir):
     assert row["citations"] != raw["citation_numbers"]
 
 
+def test_the_card_names_every_query_over_80_gold_documents_and_the_corpus_sizes(lfrqa_data_dir):
+    import builders
+
+    card = (Path(__file__).resolve().parent.parent / "dataset_card.md").read_text(encoding="utf-8")
+    rows = lfrqa.load("all", data_dir=str(lfrqa_data_dir))
+    over = {q: len(g) for q, g in zip(rows["qid"], rows["gold_doc_ids"]) if len(g) > 80}
+    assert over == {"technology-forum-test-816": 85, "technology-forum-test-929": 90}
+    for qid, n in over.items():
+        assert f"`{qid}` ({n}" in card
+    assert "14,214" in card and f"{len(rows):,}" in card
+    stats = card.split("## Statistics (test, as loaded)")[1].split("`rag-qa-arena data stats`")[0]
+    for domain, size in builders.CORPUS_DOCUMENTS.items():
+        assert re.search(rf"\| {domain} \|.*\| {size:,} \|", stats), domain
+
+
 def test_dataset_card_quirk_table_matches_the_audit(lfrqa_data_dir):
     card = (Path(__file__).resolve().parent.parent / "dataset_card.md").read_text(encoding="utf-8")
     table = card.split("<!-- quirk-table:start -->")[1].split("<!-- quirk-table:end -->")[0].strip().splitlines()
