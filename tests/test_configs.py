@@ -227,3 +227,24 @@ def test_a_session_refuses_prompts_over_the_budget_without_sending(tmp_path):
 
 def test_make_backend_still_builds_one_backend_for_a_spec():
     assert make_backend("openai:m", base_url="http://127.0.0.1:9/v1", api_key="k").spec == "openai:m"
+
+
+class _FoldingJudge(_Recorder):
+    """A local judge whose chat template took no system turn: its replies say so."""
+
+    async def complete(self, request: ChatRequest) -> Completion:
+        return Completion("<rating>1</rating>", "stop", None, system_folded=True)
+
+
+def test_a_folded_system_prompt_is_recorded_in_the_judgment_and_the_summary(tmp_path):
+    judge = _FoldingJudge("hf", batched=True)
+    predictions, references, questions, ids = _pairs(3)
+    result = judge_pairs(predictions, references, questions, ids=ids, judge=JudgeConfig(judge),
+                         run=RunConfig(cache_dir=tmp_path / "cache"), out=tmp_path / "run")
+    assert all(j["system_folded"] is True for v in result["verdicts"] for j in v["judgments"])
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert result["n_system_folded"] == summary["n_system_folded"] == 3
+    plain = judge_pairs(predictions, references, questions, ids=ids, judge=JudgeConfig(_Recorder("hf", batched=True)),
+                        run=RunConfig(use_cache=False))
+    assert plain["n_system_folded"] == 0 and all("system_folded" not in j for v in plain["verdicts"]
+                                                  for j in v["judgments"])

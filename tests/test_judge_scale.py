@@ -16,7 +16,8 @@ from collections import Counter
 import pytest
 
 from metric_arena import JudgeConfig, RunConfig, judge_pairs
-from metric_arena.judge import PLAN_FILE, judge_batch_requests, submit_judge_batch
+from metric_arena.judge import judge_batch_requests, submit_judge_batch
+from metric_arena.judge._batch import PLAN_FILE
 from metric_arena.llm import RateLimiter
 from metric_arena.llm import RetryPolicy
 from metric_arena.stats import pair_schedule

@@ -72,6 +72,7 @@ from metric_arena.generate._inputs import GenerationConfig, check_model, neutral
 from metric_arena.generate._output import exclusive, previous_lines, summary_path
 from metric_arena.llm import Backend, RunConfig, Session, synchronous
 from metric_arena.prompts import clean_response, is_no_answer
+from metric_arena.records import Prediction
 
 __all__ = ["agenerate_answers", "generate_answers"]
 
@@ -117,7 +118,7 @@ def _resume(out: Path, rows: list[dict], settings: _Settings, overwrite: bool) -
     return previous, resumed
 
 
-def _record(row: Mapping, result, settings: _Settings) -> dict:
+def _record(row: Mapping, result, settings: _Settings) -> Prediction:
     failed = not result.valid or result.completion is None
     completion = result.completion
     record = {

@@ -66,7 +66,6 @@ Pairs that are not sent
 
 from lfrqa.exports import export_names
 from metric_arena.judge._batch import (
-    PLAN_FILE,
     CacheOnlyBackend,
     collect_judge_batch,
     judge_batch_requests,
@@ -75,7 +74,6 @@ from metric_arena.judge._batch import (
 )
 from metric_arena.judge._config import JudgeConfig, JudgeSpec, judge_config
 from metric_arena.judge._cost import (
-    expected_judge_reply_tokens,
     format_estimate,
     judge_dry_run,
 )
@@ -87,7 +85,6 @@ from metric_arena.judge._inputs import (
 )
 from metric_arena.judge._parse import (
     PARSES,
-    judge_outcome,
     outcome_of,
     parse_rating,
     reask_count,
@@ -98,8 +95,6 @@ from metric_arena.judge._plan import (
     ORDERS,
     answer_positions,
     judge_request,
-    pair_requests,
-    planned_requests,
 )
 from metric_arena.judge._run import ajudge_pairs, judge_pairs
 from metric_arena.judge._tournament import (
@@ -114,7 +109,6 @@ __all__ = [
     "DEFAULT_JUDGE",
     "ORDERS",
     "PARSES",
-    "PLAN_FILE",
     "CacheOnlyBackend",
     "JudgeConfig",
     "JudgeInputs",
@@ -124,21 +118,17 @@ __all__ = [
     "atournament",
     "answer_positions",
     "collect_judge_batch",
-    "expected_judge_reply_tokens",
     "format_estimate",
     "judge_batch_requests",
     "judge_batch_status",
     "judge_config",
     "judge_dry_run",
-    "judge_outcome",
     "judge_pairs",
     "judge_request",
     "lfrqa_rows",
-    "pair_requests",
     "load_tournament",
     "outcome_of",
     "parse_rating",
-    "planned_requests",
     "prepare_judge_inputs",
     "read_predictions",
     "reask_count",

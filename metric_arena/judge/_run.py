@@ -25,6 +25,7 @@ from metric_arena.judge._plan import DEFAULT_JUDGE, PairInputs, check_pair_input
 from metric_arena.judge._records import RunWriter, summarize_verdicts
 from metric_arena.llm import Backend, RunConfig, Session, synchronous
 from metric_arena.prompts import is_no_answer, is_no_answer_reference
+from metric_arena.records import Judgment, Verdict
 from metric_arena.stats import IntervalStopper, first_plurality_vote, majority_vote
 
 __all__ = ["ajudge_pairs", "judge_pairs"]
@@ -40,11 +41,11 @@ class _PairJudge:
         self.pairs, self.config, self.session = pairs, config, session
         self.system, self.opponent, self.data_dir = system, opponent, data_dir
 
-    def _verdict(self, i: int, outcome: str | None, **fields) -> dict:
+    def _verdict(self, i: int, outcome: str | None, **fields) -> Verdict:
         return {"qid": self.pairs.ids[i], "domain": self.pairs.domains[i], "system_a": self.system,
                 "system_b": self.opponent, "outcome": outcome, "failed": outcome is None, **fields}
 
-    async def judge(self, i: int) -> dict:
+    async def judge(self, i: int) -> Verdict:
         """The verdict of pair ``i`` (every judge, every order the policy asks for)."""
         if self.pairs.skipped[i]:
             return self._verdict(i, None, flipped=None, no_answer_a=False, judgments=[], error=_NOT_GENERATED)
@@ -80,7 +81,7 @@ class _PairJudge:
         return verdict
 
 
-def _judgment(backend: Backend, position: int, result, parse: str = "strict") -> dict:
+def _judgment(backend: Backend, position: int, result, parse: str = "strict") -> Judgment:
     rating = read_rating(result.text, parse, valid=result.valid)
     return {
         "judge": backend.spec,
@@ -93,8 +94,7 @@ def _judgment(backend: Backend, position: int, result, parse: str = "strict") ->
         **({"error": result.error} if result.error and rating is None else {}),
         **({"oversized": result.completion.original_chars} if result.completion and result.completion.original_chars
            else {}),
-        **({"system_folded": True} if result.completion is not None and getattr(result.completion, "system_folded",
-                                                                              False) else {}),
+        **({"system_folded": True} if result.completion is not None and result.completion.system_folded else {}),
     }
 
 
