@@ -24,7 +24,7 @@ push writes to Parquet.
 >>> check_verdict({"qid": "7", "system_a": "A", "system_b": "LFRQA", "outcome": "won"}, "verdicts.jsonl:1")
 Traceback (most recent call last):
 ...
-lfrqa.errors.RagQaArenaError: verdicts.jsonl:1: unknown outcome 'won'. Allowed: win, tie, loss, or null for a failed pair
+lfrqa.RagQaArenaError: verdicts.jsonl:1: unknown outcome 'won'. Allowed: win, tie, loss, or null for a failed pair
 """
 
 
