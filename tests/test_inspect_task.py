@@ -38,6 +38,22 @@ def retrieved(tmp_path_factory) -> Path:
     return path
 
 
+def _installed_from_this_checkout() -> bool:
+    """Whether the installed rag-qa-arena is the editable install of this checkout. Then the subprocess
+    must not get the checkout on PYTHONPATH: the ``*.egg-info`` that ``pip install -e`` leaves there
+    would hide the editable install's metadata, and Inspect then gives the task no package name."""
+    from importlib.metadata import distributions
+
+    for dist in distributions(name="rag-qa-arena"):  # the egg-info in the checkout and the installed one
+        try:
+            url = json.loads(dist.read_text("direct_url.json") or "{}").get("url", "")
+        except ValueError:
+            continue
+        if url.removeprefix("file://") == str(ROOT):
+            return True
+    return False
+
+
 def _entry_point_dir(tmp_path: Path) -> str | None:
     """A folder holding a distribution that declares pyproject.toml's ``inspect_ai`` entry point,
     when the installed metadata does not have it yet (an editable install made before it existed)."""
@@ -63,7 +79,8 @@ def test_inspect_eval_cli_judges_against_lfrqa_with_the_papers_messages(tmp_path
     with OpenAIServer() as server:
         env = {**os.environ, "LOCAL_BASE_URL": server.base_url, "LOCAL_API_KEY": "test-local-key",
                "INSPECT_LOG_DIR": str(tmp_path / "logs"), "PYTHONPATH": os.pathsep.join(
-                   p for p in (str(ROOT), _entry_point_dir(tmp_path), os.environ.get("PYTHONPATH")) if p)}
+                   p for p in (None if _installed_from_this_checkout() else str(ROOT), _entry_point_dir(tmp_path),
+                               os.environ.get("PYTHONPATH")) if p)}
         done = subprocess.run(
             [sys.executable, "-m", "inspect_ai", "eval", "rag_qa_arena/lfrqa", "--model", "mockllm/model",
              "--model-role", "grader=openai-api/local/judge", "-T", "domain=science", "-T", f"retrieved={retrieved}",
