@@ -198,3 +198,28 @@ def test_length_views_bins_and_longer_wins():
 def test_style_control_rejects_mismatched_feature_names():
     with pytest.raises(Exception, match="feature_names has 1"):
         style_controlled_bradley_terry([("a", "b", "win")], np.zeros((1, 2)), feature_names=["length"])
+
+
+def test_length_aware_reward_takes_out_the_judges_length_advantage(tmp_path):
+    from metric_arena.train import reward_function
+
+    rng = np.random.default_rng(3)
+    n = 150
+    ref_words = rng.integers(10, 80, n)
+    refs = [" ".join(["ref"] * int(w)) for w in ref_words]
+    concise, verbose = answers(rng, ref_words, 1.0, 0.3), answers(rng, ref_words, 2.0, 0.3)
+    cols = dict(question=[f"question {i}?" for i in range(n)] * 2, answer=refs * 2, qid=[f"q{i}" for i in range(n)] * 2)
+    gaps = {}
+    with OpenAIServer(length_biased(3.0)) as server:
+        for control in (None, "regress"):
+            reward = reward_function(judge=JudgeConfig("openai:biased"), length_control=control,
+                                     run=RunConfig(base_url=server.base_url, api_key="k", max_concurrency=16,
+                                                   cache_dir=str(tmp_path / "cache")))
+            scores = reward(prompts=["p"] * 2 * n, completions=concise + verbose, **cols)
+            gaps[control] = np.mean(scores[n:]) - np.mean(scores[:n])
+            if control:
+                assert reward.length_slope > 0.3
+    assert gaps[None] > 0.10
+    assert abs(gaps["regress"]) < 0.5 * gaps[None]
+    with pytest.raises(Exception, match="length_control='trim' is not known. Available: None"):
+        reward_function(judge="openai:x", length_control="trim")
