@@ -22,6 +22,9 @@ Also: systems judged on different questions are flagged as not directly comparab
 "I couldn't find an answer" replies per system and domain, the rates with and without those
 pairs, and the leaderboard rebuilt without them (the paper's Tables 9 and 5); with --retrieved,
 per system and domain, how often the passages held a gold document and the rates split by it.
+Length: words per answer (and LFRQA's), how often the longer answer wins, rates by length ratio to
+LFRQA's answer, length-controlled rates (at equal length) and style-controlled ratings; runs judged
+before lengths were recorded are back-filled with --predictions SYSTEM=FILE.
 
 Writes to OUT: leaderboard.json (one entry per system), report.json (everything), win_rates.png,
 ratings.png and leaderboard.html (one self-contained file: open it in any browser, offline).
@@ -76,7 +79,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots (the HTML then has none)")
     parser.add_argument("--battles", metavar="FILE",
                         help="also write every battle to FILE (.jsonl or .parquet): model_a, model_b, winner, qid, "
-                             "domain, judge, first_shown, as Chatbot-Arena-style notebooks read them")
+                             "domain, judge, first_shown, as Chatbot-Arena-style notebooks read them, then words_a, words_b, "
+                             "tokens_a, ... (each answer's length and style)")
     parser.set_defaults(func=_run)
 
 def _run(args: argparse.Namespace) -> int:
