@@ -148,7 +148,7 @@ def main() -> int:
     parser.add_argument("--questions", type=int, default=600)
     parser.add_argument("--bias", type=float, default=3.0, help="the judge's log-odds per unit of (L1-L2)/(L1+L2)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--n-boot", type=int, default=500)
+    parser.add_argument("--n-boot", type=int, default=1000)
     parser.add_argument("--coverage", type=int, default=0, metavar="RUNS", help="simulated runs for LC coverage")
     args = parser.parse_args()
     rows, answers = build(args.questions, args.seed)

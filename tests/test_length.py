@@ -223,3 +223,18 @@ def test_length_aware_reward_takes_out_the_judges_length_advantage(tmp_path):
     assert abs(gaps["regress"]) < 0.5 * gaps[None]
     with pytest.raises(Exception, match="length_control='trim' is not known. Available: None"):
         reward_function(judge="openai:x", length_control="trim")
+
+
+def test_style_control_without_style_differences_is_the_plain_bradley_terry_fit():
+    from metric_arena.stats import BattleCounts, fit_bradley_terry
+
+    rng = random.Random(4)
+    battles = [(a, b, rng.choice(["win", "win", "tie", "loss"])) for a, b in [("A", "LFRQA"), ("B", "LFRQA"),
+                                                                              ("A", "B")] * 60]
+    plain = fit_bradley_terry(BattleCounts.from_battles(battles), anchor="LFRQA")
+    styled = style_controlled_bradley_terry(battles, np.zeros((len(battles), 1)), feature_names=["length"],
+                                            anchor="LFRQA", n_boot=20)
+    for player, rating in plain.items():
+        assert styled["ratings"][player]["rating"] == pytest.approx(rating, abs=0.01)
+        low, high = styled["ratings"][player]["rating_ci"]
+        assert low <= styled["ratings"][player]["rating"] <= high

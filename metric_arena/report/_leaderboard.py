@@ -366,6 +366,8 @@ def _no_answer_view(board: Leaderboard, loaded: list[Run], reference_runs: dict[
             "leaderboard": view}
 
 
+#: Bootstrap rounds of the style-controlled fit at most (one fit per round over every battle).
+STYLE_ROUNDS = 200
 LENGTH_KEYS = ("avg_words", "reference_avg_words", "p_longer_wins", "lc_win_rate", "lc_win_rate_ci",
                "lc_win_tie_rate", "lc_win_tie_rate_ci", "length_coef_win", "length_coef_win_tie")
 
@@ -382,8 +384,10 @@ def _length_views(board: Leaderboard, loaded: list[Run], reference_runs: dict[st
     reference_words = {v["qid"]: v["style_b"]["words"] for run in reference_runs.values() for v in run.verdicts
                        if has_style(v)}
     battles, features = style_battles(verdicts)
+    rounds = min(stats["n_boot"], STYLE_ROUNDS)
     fit = style_controlled_bradley_terry(battles, features, feature_names=["length", "markdown"],
-                                         anchor=board.reference if board.settings["anchor"] else None, **stats)
+                                         anchor=board.reference if board.settings["anchor"] else None,
+                                         **{**stats, "n_boot": rounds})
     for entry in board.entries:
         block = reports.get(entry["system"])
         if block is not None and block["n_with_lengths"]:
@@ -397,6 +401,7 @@ def _length_views(board: Leaderboard, loaded: list[Run], reference_runs: dict[st
         entry["style_controlled_rating_ci"] = rating["rating_ci"] if rating else None
     return {"reference_avg_words": sum(reference_words.values()) / len(reference_words) if reference_words else None,
             "n_battles_with_lengths": len(battles), "style_features": ["length", "markdown"],
+            "style_bootstrap_rounds": rounds,
             "style_coefficients": fit["coefficients"], "style_coefficients_ci": fit["coefficients_ci"],
             "style_features_note": "normalised differences (a - b) / (a + b) of words and of markdown elements "
                                    "(headers + list items + bold, smoothed by 1), standardised; log-odds per SD"}

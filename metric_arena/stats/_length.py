@@ -48,12 +48,13 @@ def normalized_difference(a, b, *, smooth: float = 0.0) -> np.ndarray:
 
 
 def logistic_fit(x: np.ndarray, y: np.ndarray, *, weights: np.ndarray | None = None, ridge: float = _RIDGE,
-                 max_iter: int = 50) -> np.ndarray:
+                 max_iter: int = 50, start: np.ndarray | None = None) -> np.ndarray:
     """Coefficients of a logistic regression of ``y`` (0..1, soft labels allowed) on the columns of ``x``,
-    by Newton's method with a small ridge penalty (finite coefficients under separation)."""
+    by Newton's method with a small ridge penalty (finite coefficients under separation); ``start``:
+    initial coefficients (a bootstrap round starts from the point estimate)."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     w = np.ones(len(y)) if weights is None else np.asarray(weights, dtype=float)
-    beta = np.zeros(x.shape[1])
+    beta = np.zeros(x.shape[1]) if start is None else np.array(start, dtype=float)
     penalty = ridge * np.eye(x.shape[1])
     for _ in range(max_iter):
         p = 1.0 / (1.0 + np.exp(-np.clip(x @ beta, -30, 30)))
@@ -80,15 +81,18 @@ def _design(f: np.ndarray, domains: Sequence[str] | None, no_answer: np.ndarray)
     return np.column_stack(columns)
 
 
-def _lc_fit(x: np.ndarray, win: np.ndarray, win_tie: np.ndarray) -> tuple[float, float, float, float]:
-    """(lc_win, lc_win_tie, win length coefficient, win+tie length coefficient) on one (re)sample."""
+def _lc_fit(x: np.ndarray, win: np.ndarray, win_tie: np.ndarray,
+            starts: tuple[np.ndarray | None, np.ndarray | None] = (None, None)) -> tuple[tuple, list[np.ndarray]]:
+    """((lc_win, lc_win_tie, win length coefficient, win+tie length coefficient), both fits' coefficients)
+    on one (re)sample."""
     at_zero = x.copy()
     at_zero[:, 1] = 0.0
-    out = []
-    for y in (win, win_tie):
-        beta = logistic_fit(x, y)
+    out, betas = [], []
+    for y, start in zip((win, win_tie), starts):
+        beta = logistic_fit(x, y, start=start)
+        betas.append(beta)
         out.append((float(_sigmoid(at_zero @ beta).mean()), float(beta[1])))
-    return out[0][0], out[1][0], out[0][1], out[1][1]
+    return (out[0][0], out[1][0], out[0][1], out[1][1]), betas
 
 
 def length_controlled_rates(outcomes: Sequence[str | None], f: Sequence[float], *,
@@ -118,9 +122,9 @@ def length_controlled_rates(outcomes: Sequence[str | None], f: Sequence[float], 
     x = _design(f_arr, doms, flags)
     win = (out == "win").astype(float)
     win_tie = (out != "loss").astype(float)
-    lc_win, lc_win_tie, coef_win, coef_win_tie = _lc_fit(x, win, win_tie)
+    (lc_win, lc_win_tie, coef_win, coef_win_tie), betas = _lc_fit(x, win, win_tie)
     rng = np.random.default_rng(seed)
-    boots = np.array([_lc_fit(x[idx], win[idx], win_tie[idx])[:2]
+    boots = np.array([_lc_fit(x[idx], win[idx], win_tie[idx], tuple(betas))[0][:2]
                       for idx in (rng.integers(0, len(keep), len(keep)) for _ in range(n_boot))]).reshape(-1, 2)
     result = {**empty, "win_rate": float(win.mean()), "win_tie_rate": float(win_tie.mean()),
               "lc_win_rate": lc_win, "lc_win_tie_rate": lc_win_tie,
@@ -190,30 +194,65 @@ def style_controlled_bradley_terry(battles: Sequence[tuple[str, str, str]], feat
                               f"{len(feature_names)}: name each column once")
     index = {p: i for i, p in enumerate(names)}
     anchor_i = index[anchor] if anchor is not None else None
-    players_x = np.zeros((len(battles), len(names)))
-    score = np.empty(len(battles))
-    for k, (a, b, outcome) in enumerate(battles):
-        players_x[k, index[a]], players_x[k, index[b]] = 1.0, -1.0
-        score[k] = {"win": 1.0, "tie": 0.5, "loss": 0.0}[outcome]
+    first = np.array([index[a] for a, _, _ in battles], dtype=np.intp)
+    second = np.array([index[b] for _, b, _ in battles], dtype=np.intp)
+    score = np.array([{"win": 1.0, "tie": 0.5, "loss": 0.0}[o] for _, _, o in battles])
     std = features.std(axis=0)
     std[std == 0] = 1.0
-    keep_cols = [i for i in range(len(names)) if i != anchor_i]
-    x = np.column_stack([players_x[:, keep_cols], features / std])
+    design = _PairDesign(first, second, features / std, len(names), anchor_i)
 
-    def fit(rows: np.ndarray) -> np.ndarray:
-        beta = logistic_fit(x[rows], score[rows], ridge=1e-4)
-        theta = np.zeros(len(names))
-        theta[keep_cols] = beta[:len(keep_cols)]
+    def fit(weights: np.ndarray, start: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        beta = design.fit(score, weights, start)
+        theta = beta[:len(names)].copy()
         if anchor_i is None:
             theta -= theta.mean()
-        return np.concatenate([initial + theta * scale / math.log(base), beta[len(keep_cols):]])
+        return np.concatenate([initial + theta * scale / math.log(base), beta[len(names):]]), beta
 
-    point = fit(np.arange(len(battles)))
+    point, start = fit(np.ones(len(battles)))
     rng = np.random.default_rng(seed)
-    boots = np.array([fit(rng.integers(0, len(battles), len(battles))) for _ in range(n_boot)]).reshape(n_boot, -1)
+    boots = np.array([fit(np.bincount(rng.integers(0, len(battles), len(battles)), minlength=len(battles))
+                          .astype(float), start)[0] for _ in range(n_boot)]).reshape(n_boot, len(point))
     cis = [_holding(percentile_interval(boots[:, k], confidence), float(point[k])) if n_boot else None
            for k in range(len(point))]
     ratings = {p: {"rating": float(point[i]), "rating_ci": cis[i]} for i, p in enumerate(names)}
     m = len(names)
     return {"ratings": ratings, "coefficients": {n: float(point[m + k]) for k, n in enumerate(feature_names)},
             "coefficients_ci": {n: cis[m + k] for k, n in enumerate(feature_names)}}
+
+
+class _PairDesign:
+    """The Bradley–Terry design (``+1`` first player, ``-1`` second) plus dense style features, fitted by
+    Newton's method on sums over battles (``np.bincount``), never building the players' dense columns."""
+
+    def __init__(self, first: np.ndarray, second: np.ndarray, features: np.ndarray, n_players: int,
+                 anchor: int | None) -> None:
+        self.first, self.second, self.features, self.m = first, second, features, n_players
+        self.free = np.array([i for i in range(n_players) if i != anchor] + list(range(n_players, n_players
+                                                                                        + features.shape[1])))
+
+    def _by_player(self, values: np.ndarray) -> np.ndarray:
+        return (np.bincount(self.first, values, self.m) - np.bincount(self.second, values, self.m))
+
+    def fit(self, y: np.ndarray, w: np.ndarray, start: np.ndarray | None, ridge: float = 1e-4) -> np.ndarray:
+        m, k = self.m, self.features.shape[1]
+        beta = np.zeros(m + k) if start is None else start.copy()
+        for _ in range(50):
+            eta = beta[self.first] - beta[self.second] + self.features @ beta[m:]
+            p = _sigmoid(eta)
+            r, v = w * (y - p), w * p * (1 - p)
+            gradient = np.concatenate([self._by_player(r), self.features.T @ r]) - ridge * beta
+            pairs = np.bincount(self.first * m + self.second, v, m * m).reshape(m, m)
+            pairs = pairs + pairs.T
+            hessian = np.zeros((m + k, m + k))
+            hessian[:m, :m] = np.diag(pairs.sum(axis=1)) - pairs
+            cross = np.column_stack([self._by_player(v * self.features[:, j]) for j in range(k)])
+            hessian[:m, m:], hessian[m:, :m] = cross, cross.T
+            hessian[m:, m:] = (self.features * v[:, None]).T @ self.features
+            hessian += ridge * np.eye(m + k)
+            free = self.free
+            step = np.zeros(m + k)
+            step[free] = np.linalg.solve(hessian[np.ix_(free, free)], gradient[free])
+            beta += step
+            if np.max(np.abs(step)) < 1e-8:
+                break
+        return beta
