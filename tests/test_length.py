@@ -238,3 +238,32 @@ def test_style_control_without_style_differences_is_the_plain_bradley_terry_fit(
         assert styled["ratings"][player]["rating"] == pytest.approx(rating, abs=0.01)
         low, high = styled["ratings"][player]["rating_ci"]
         assert low <= styled["ratings"][player]["rating"] <= high
+
+
+def test_a_tournament_report_holds_style_controlled_ratings(tmp_path, lfrqa_data_dir):
+    import lfrqa
+    from metric_arena.judge import tournament
+    from metric_arena.report import write_report
+
+    ds = lfrqa.load("fiqa", data_dir=str(lfrqa_data_dir))
+    rows = [ds[i] for i in range(40)]
+    rng = np.random.default_rng(5)
+    ref_words = [len(r["answer"].split()) for r in rows]
+    files = {}
+    for name, ratio in (("concise", 1.0), ("verbose", 2.5)):
+        texts = answers(rng, ref_words, ratio, 0.3)
+        files[name] = tmp_path / f"{name}.jsonl"
+        files[name].write_text("".join(json.dumps({"qid": r["qid"], "answer": t}) + "\n" for r, t in zip(rows, texts)))
+    with OpenAIServer(length_biased(3.0)) as server:
+        tournament(list(files.values()), out=tmp_path / "runs", judge=JudgeConfig("openai:biased", order="random"),
+                   run=RunConfig(base_url=server.base_url, api_key="k", cache_dir=tmp_path / "cache"), sample=40,
+                   n_boot=20, data_dir=lfrqa_data_dir)
+    board = write_report(sorted((tmp_path / "runs").glob("*/")), tmp_path / "lb", n_boot=100, plots=False)
+    entries = {e["system"]: e for e in json.loads((tmp_path / "lb" / "leaderboard.json").read_text())}
+    for name in ("concise", "verbose", "LFRQA"):
+        assert entries[name]["style_controlled_rating"] is not None and entries[name]["avg_words"] > 0
+        low, high = entries[name]["style_controlled_rating_ci"]
+        assert low <= entries[name]["style_controlled_rating"] <= high
+    assert entries["LFRQA"]["style_controlled_rating"] == 1000
+    assert board.length["n_battles_with_lengths"] == 40 * 3
+    assert set(board.length["style_coefficients"]) == {"length", "markdown"}
