@@ -122,7 +122,7 @@ def test_adding_a_system_never_moves_another_systems_lc_rate(biased_runs):
     assert alone["concise"]["lc_win_rate_ci"] == together["concise"]["lc_win_rate_ci"]
 
 
-def test_report_back_fills_older_runs_from_prediction_files_and_lfrqa(tmp_path, lfrqa_data_dir):
+def test_report_back_fills_older_runs_from_prediction_files_and_lfrqa(tmp_path, lfrqa_data_dir, capsys):
     import lfrqa
 
     ds = lfrqa.load("science", data_dir=lfrqa_data_dir)
@@ -150,6 +150,8 @@ def test_report_back_fills_older_runs_from_prediction_files_and_lfrqa(tmp_path, 
     out = tmp_path / "lb"
     assert main(["report", str(run), "--out", str(out), "--n-boot", "20", "--no-plots", "--data-dir",
                  str(lfrqa_data_dir), "--predictions", f"old={preds}", "--battles", str(tmp_path / "b.jsonl")]) == 0
+    printed = capsys.readouterr()
+    assert "Length: LFRQA answers" in printed.out and "old: answer lengths back-filled for 6 of 6" in printed.err
     entries = {e["system"]: e for e in json.loads((out / "leaderboard.json").read_text())}
     assert entries["old"]["avg_words"] == 3.5
     assert entries["LFRQA"]["avg_words"] == pytest.approx(np.mean([len(r["answer"].split()) for r in rows]))
