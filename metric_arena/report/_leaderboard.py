@@ -375,10 +375,11 @@ LENGTH_KEYS = ("avg_words", "reference_avg_words", "p_longer_wins", "lc_win_rate
 def _length_views(board: Leaderboard, loaded: list[Run], reference_runs: dict[str, Run], stats: dict) -> dict | None:
     """Each entry's length figures (:func:`metric_arena.style.length_report`, flat ``LENGTH_KEYS`` and the
     whole block as ``length``) and style-controlled ratings; None when no verdict records lengths."""
-    verdicts = [v for run in loaded for v in run.verdicts if has_style(v)]
+    verdicts = [v for run in loaded for v in run.verdicts if has_style(v) and v.get("outcome") is not None]
     if not verdicts:
-        board.warnings.append("no verdict records answer lengths (runs judged before lengths were recorded): pass "
-                              "--predictions NAME=FILE to back-fill them, or re-run the judge (cached)")
+        if not any(has_style(v) for run in loaded for v in run.verdicts):
+            board.warnings.append("no verdict records answer lengths (runs judged before lengths were recorded): "
+                                  "pass --predictions NAME=FILE to back-fill them, or re-run the judge (cached)")
         return None
     reports = {name: length_report(run.verdicts, **stats) for name, run in reference_runs.items()}
     reference_words = {v["qid"]: v["style_b"]["words"] for run in reference_runs.values() for v in run.verdicts
@@ -386,11 +387,12 @@ def _length_views(board: Leaderboard, loaded: list[Run], reference_runs: dict[st
     battles, features = style_battles(verdicts)
     rounds = min(stats["n_boot"], STYLE_ROUNDS)
     fit = style_controlled_bradley_terry(battles, features, feature_names=["length", "markdown"],
-                                         anchor=board.reference if board.settings["anchor"] else None,
+                                         anchor=board.reference if any(board.reference in b[:2] for b in battles)
+                                         else None,
                                          **{**stats, "n_boot": rounds})
     for entry in board.entries:
         block = reports.get(entry["system"])
-        if block is not None and block["n_with_lengths"]:
+        if block is not None and block["avg_words"] is not None:
             entry.update({k: block[k] for k in LENGTH_KEYS}, length=block)
             if block["warning"]:
                 board.warnings.append(f"{entry['system']}: {block['warning']} (its judge's verdicts depend on length)")

@@ -192,7 +192,11 @@ def style_controlled_bradley_terry(battles: Sequence[tuple[str, str, str]], feat
     if features.shape[1] != len(feature_names):
         raise RagQaArenaError(f"style features have {features.shape[1]} columns but feature_names has "
                               f"{len(feature_names)}: name each column once")
+    if not battles:
+        raise RagQaArenaError("style_controlled_bradley_terry needs at least one battle")
     index = {p: i for i, p in enumerate(names)}
+    if anchor is not None and anchor not in index:
+        raise RagQaArenaError(f"anchor {anchor!r} plays no battle. Players: {', '.join(names)}; give one of them or None")
     anchor_i = index[anchor] if anchor is not None else None
     first = np.array([index[a] for a, _, _ in battles], dtype=np.intp)
     second = np.array([index[b] for _, b, _ in battles], dtype=np.intp)
