@@ -36,6 +36,7 @@ from lfrqa.files import json_line, lone_surrogate
 
 __all__ = [
     "OUTCOMES",
+    "AnswerStyle",
     "Judgment",
     "Outcome",
     "Prediction",
@@ -49,6 +50,7 @@ __all__ = [
     "judgment_type",
     "prediction_schema",
     "retrieved_schema",
+    "style_type",
     "verdict_schema",
     "verdicts_table",
 ]
@@ -79,6 +81,17 @@ class Judgment(_JudgmentFields, total=False):
     system_folded: bool  # True: the chat template took no system turn, so it was folded into the user's
 
 
+class AnswerStyle(TypedDict):
+    """Length and style counts of one judged answer (:func:`metric_arena.style.answer_style`)."""
+
+    words: int  # whitespace words, as the paper counts
+    tokens: int  # o200k_base tokens
+    headers: int  # markdown header lines
+    list_items: int  # markdown list items
+    bold: int  # bold spans
+    citations: int  # citation markers such as [1]
+
+
 class _VerdictFields(TypedDict):
     qid: str
     domain: str | None
@@ -99,6 +112,8 @@ class Verdict(_VerdictFields, total=False):
     outcome_strict: Outcome | None  # parse "reference": the outcome read the strict way
     failed_as_tie: bool  # parse "reference": no judge answered; a tie in every rate, as the reference counts it
     no_answer_a_reference: bool  # system_a's answer holds the reference scripts' no-answer phrase
+    style_a: AnswerStyle  # system_a's answer as the judge saw it: words, tokens, markdown and citation counts
+    style_b: AnswerStyle  # the same for system_b's answer
 
 
 class _PredictionFields(TypedDict):
@@ -276,6 +291,13 @@ def judgment_type():
     ])
 
 
+def style_type():
+    """The Arrow struct of an :class:`AnswerStyle`."""
+    import pyarrow as pa
+
+    return pa.struct([(name, pa.int64()) for name in AnswerStyle.__annotations__])
+
+
 def verdict_schema():
     """The Arrow schema of a :class:`Verdict` (every field; absent ones are null)."""
     import pyarrow as pa
@@ -285,6 +307,7 @@ def verdict_schema():
         ("outcome", pa.string()), ("failed", pa.bool_()), ("flipped", pa.bool_()), ("no_answer_a", pa.bool_()),
         ("judgments", pa.list_(judgment_type())), ("error", pa.string()), ("neutralized", pa.bool_()),
         ("outcome_strict", pa.string()), ("failed_as_tie", pa.bool_()), ("no_answer_a_reference", pa.bool_()),
+        ("style_a", style_type()), ("style_b", style_type()),
     ])
 
 

@@ -22,6 +22,9 @@ Also: systems judged on different questions are flagged as not directly comparab
 "I couldn't find an answer" replies per system and domain, the rates with and without those
 pairs, and the leaderboard rebuilt without them (the paper's Tables 9 and 5); with --retrieved,
 per system and domain, how often the passages held a gold document and the rates split by it.
+Length: words per answer (and LFRQA's), how often the longer answer wins, rates by length ratio to
+LFRQA's answer, length-controlled rates (at equal length) and style-controlled ratings; runs judged
+before lengths were recorded are back-filled with --predictions SYSTEM=FILE.
 
 Writes to OUT: leaderboard.json (one entry per system), report.json (everything), win_rates.png,
 ratings.png and leaderboard.html (one self-contained file: open it in any browser, offline).
@@ -67,11 +70,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--data-dir", metavar="DIR",
                         help="LFRQA's pinned files, for the gold documents of --retrieved (default: $LFRQA_DATA_DIR, "
                              "else the checksummed download)")
+    parser.add_argument(
+        "--predictions", nargs="+", metavar="SYSTEM=FILE",
+        help="prediction files of systems whose run folders predate recorded answer lengths: their verdicts are "
+             "back-filled (LFRQA's answers come from --data-dir) for the length views",
+    )
     parser.add_argument("--title", default="RAG-QA Arena leaderboard", help="title of the HTML page")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots (the HTML then has none)")
     parser.add_argument("--battles", metavar="FILE",
                         help="also write every battle to FILE (.jsonl or .parquet): model_a, model_b, winner, qid, "
-                             "domain, judge, first_shown, as Chatbot-Arena-style notebooks read them")
+                             "domain, judge, first_shown, as Chatbot-Arena-style notebooks read them, then words_a, words_b, "
+                             "tokens_a, ... (each answer's length and style)")
     parser.set_defaults(func=_run)
 
 def _run(args: argparse.Namespace) -> int:
@@ -84,8 +93,11 @@ def _run(args: argparse.Namespace) -> int:
         TimeElapsedColumn,
     )
 
-    from metric_arena.report import write_report
+    from metric_arena.report import backfill_styles, load_runs, write_report
 
+    runs, skipped = load_runs(args.runs)
+    backfill_styles(runs, predictions=_named_files(args.predictions), reference=args.reference,
+                    data_dir=args.data_dir)
     if Path(args.out).exists() and not Path(args.out).is_dir():
         raise RagQaArenaError(f"--out {args.out} is a file: give a folder for the report (created if missing)")
     err = Console(stderr=True)
@@ -101,7 +113,7 @@ def _run(args: argparse.Namespace) -> int:
             bar.update(tasks[stage], completed=done, total=total)
 
         board = write_report(
-            args.runs,
+            runs,
             args.out,
             reference=args.reference,
             n_boot=args.n_boot,
@@ -122,7 +134,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.battles:
         from metric_arena.report import write_battles
 
-        n = write_battles(board.runs, args.battles)
+        n = write_battles(runs, args.battles)
         print(f"Wrote {n:,} battles to {args.battles}", file=sys.stderr)
     for table in analysis_tables(board):
         out.print(table)
@@ -132,12 +144,23 @@ def _run(args: argparse.Namespace) -> int:
             f"Agreement with human labels ({a['judge']}): n={a['n']}, Cohen's kappa={decimal(a['kappa'], 3)}, "
             f"Pearson r={decimal(a['pearson'], 3)}"
         )
-    for warning in board.warnings:
+    for warning in skipped + board.warnings:
         err.print(f"[yellow]warning:[/yellow] {warning}", highlight=False, markup=True)
     folder = Path(args.out)
     written = [p for p in ("leaderboard.json", "report.json", "ratings.png", "win_rates.png", "leaderboard.html") if (folder / p).exists()]
     print(f"Wrote {', '.join(str(folder / p) for p in written)}", file=sys.stderr)
     return 0
+
+
+def _named_files(items: list[str] | None) -> dict[str, str]:
+    named = {}
+    for item in items or []:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise RagQaArenaError(f"--predictions {item!r}: give SYSTEM=FILE, the system's name as in its run "
+                                  "folder and the prediction file it was judged on")
+        named[name] = path
+    return named
 
 
 def elo_study_table(board):
@@ -213,8 +236,8 @@ def leaderboard_table(board):
 # ------------------------------------------------------------------------------------------
 def analysis_tables(board) -> list:
     """Every table that applies to ``board``, in the order ``report`` prints them."""
-    tables = [paired_table(board), question_sets_table(board), no_answer_table(board), retrieval_table(board),
-              judge_agreement_table(board)]
+    tables = [paired_table(board), length_table(board), question_sets_table(board), no_answer_table(board),
+              retrieval_table(board), judge_agreement_table(board)]
     return [t for t in tables if t is not None]
 
 
@@ -253,6 +276,35 @@ def paired_table(board):
         shown = "n/a" if not p.get("n") or not finite(pvalue) else ("< 0.001" if pvalue < 0.001 else f"{pvalue:.3f}")
         table.add_row(Text(p["system_a"]), Text(p["system_b"]), "win rate" if p["metric"] == "win_rate" else "win+tie",
                       diff, interval, shown, f"{p.get('n', 0):,}")
+    return table
+
+
+def length_table(board):
+    """Length views: words per answer, how often the longer answer wins, rates by length ratio to the
+    reference, length-controlled rates and the style-controlled rating."""
+    from rich.table import Table
+    from rich.text import Text
+
+    view = getattr(board, "length", None)
+    if not view:
+        return None
+    table = Table(title=f"Length: {board.reference} answers {decimal(view['reference_avg_words'], 0)} words on "
+                        "average", caption="Win % by length ratio to the reference answer (<0.8x, 0.8-1.25x, "
+                        ">1.25x); LC: length-controlled rates (same length as the reference), interval below; "
+                        "coef: log-odds of a win per unit of (Ls-Lr)/(Ls+Lr); style-controlled rating: "
+                        "Bradley-Terry with length and markdown differences held equal")
+    for name in ("System", "Words", "Longer wins %", "Win % <0.8x", "0.8-1.25x", ">1.25x", "LC win %",
+                 "LC win+tie %", "Coef", "Style-ctrl rating"):
+        table.add_column(name, justify="left" if name == "System" else "right")
+    for e in board.entries:
+        if e.get("avg_words") is None:
+            continue
+        bins = (e.get("length") or {}).get("by_length_ratio") or {}
+        style = e.get("style_controlled_rating")
+        table.add_row(Text(e["system"]), decimal(e["avg_words"], 0), percent(e.get("p_longer_wins")),
+                      *(percent((bins.get(b) or {}).get("win_rate")) for b in ("shorter", "similar", "longer")),
+                      _rate(e, "lc_win_rate", count=False), _rate(e, "lc_win_tie_rate", count=False),
+                      decimal(e.get("length_coef_win"), 2), "–" if style is None else f"{style:.0f}")
     return table
 
 

@@ -11,6 +11,7 @@ import json
 import pytest
 
 from metric_arena.report import battle_rows, write_battles
+from metric_arena.style import STYLE_FIELDS
 
 JUDGE = "openai:gpt-4o"
 
@@ -46,6 +47,11 @@ EXPECTED = [
 ]
 
 
+# Rows without recorded lengths carry the length and style columns as nulls.
+NO_STYLE = {f"{name}_{side}": None for name in STYLE_FIELDS for side in "ab"}
+EXPECTED = [{**row, **NO_STYLE} for row in EXPECTED]
+
+
 @pytest.fixture
 def run_dir(tmp_path):
     run = tmp_path / "mine"
@@ -77,4 +83,4 @@ def test_several_judges_are_named_together(tmp_path):
            "judgments": [judgment(2, "loss", "openai:b"), judgment(2, "loss", "openai:a")]}
     (run / "verdicts.jsonl").write_text(json.dumps(row) + "\n", encoding="utf-8")
     assert battle_rows([run]) == [{"model_a": "theirs", "model_b": "mine", "winner": "model_a", "qid": "q1",
-                                   "domain": "fiqa", "judge": "openai:a,openai:b", "first_shown": "model_a"}]
+                                   "domain": "fiqa", "judge": "openai:a,openai:b", "first_shown": "model_a", **NO_STYLE}]

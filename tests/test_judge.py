@@ -317,7 +317,7 @@ def test_run_folder_follows_the_contract(tmp_path):
     assert lines == res["verdicts"]
     first = lines[0]
     assert set(first) == {"qid", "domain", "system_a", "system_b", "outcome", "failed", "flipped", "no_answer_a",
-                          "judgments"}
+                          "judgments", "style_a", "style_b"}
     assert first["system_a"] == "my-system" and first["system_b"] == "LFRQA" and first["flipped"] is None
     assert set(first["judgments"][0]) == {"judge", "a_position", "rating", "outcome", "raw", "attempts", "cached"}
     assert [v["no_answer_a"] for v in lines] == [False, True, False]

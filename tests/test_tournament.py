@@ -13,6 +13,7 @@ from lfrqa.errors import RagQaArenaError
 from metric_arena import JudgeConfig, RunConfig
 from metric_arena.judge import tournament
 from metric_arena.report import battle_rows, write_report
+from metric_arena.style import STYLE_FIELDS
 from rag_qa_arena.cli import main
 from tests.openai_server import OpenAIServer, Reply
 from tests.test_end_to_end import arena_server_reply
@@ -86,7 +87,8 @@ def test_battles_file_has_one_row_per_judged_pair(predictions, tmp_path, capsys)
     assert "Ratings against LFRQA only, and with the complete pairs" in out
     rows = [json.loads(line) for line in (tmp_path / "battles.jsonl").read_text().splitlines()]
     assert len(rows) == 3 * 20 - 1 + 3 * 6  # the weak system's failed line is no battle
-    assert set(rows[0]) == {"model_a", "model_b", "winner", "qid", "domain", "judge", "first_shown"}
+    assert set(rows[0]) == {"model_a", "model_b", "winner", "qid", "domain", "judge", "first_shown",
+                            *(f"{name}_{side}" for name in STYLE_FIELDS for side in "ab")}
     assert {r["winner"] for r in rows} <= {"model_a", "model_b", "tie"}
     assert {r["first_shown"] for r in rows} <= {"model_a", "model_b"} and {r["judge"] for r in rows} == {"openai:judge"}
     pairs = {(r["model_a"], r["model_b"]) for r in rows}

@@ -27,6 +27,7 @@ from metric_arena.llm import Backend, RunConfig, Session, synchronous
 from metric_arena.prompts import is_no_answer, is_no_answer_reference
 from metric_arena.records import Judgment, Verdict
 from metric_arena.stats import IntervalStopper, first_plurality_vote, majority_vote
+from metric_arena.style import verdict_style
 
 __all__ = ["ajudge_pairs", "judge_pairs"]
 
@@ -60,7 +61,8 @@ class _PairJudge:
                      for (backend, position, _), result in zip(jobs, results)]
         per_judge = [judge_outcome(judgments, backend.spec) for backend in backends]
         flips = [flip for o, flip in per_judge if o is not None]
-        fields: dict = {"no_answer_a": is_no_answer(planned.a_text), "judgments": judgments}
+        fields: dict = {"no_answer_a": is_no_answer(planned.a_text), "judgments": judgments,
+                        **verdict_style(planned.a_text, planned.b_text)}
         if planned.neutralized:
             fields["neutralized"] = True
         if is_no_answer_reference(planned.a_text):

@@ -21,7 +21,7 @@ from metric_arena.report._push import (
     verdicts_parquet,
 )
 from metric_arena.report._retrieval import retrieval_analysis
-from metric_arena.report._runs import REFERENCE, Run, load_run, load_runs
+from metric_arena.report._runs import REFERENCE, Run, backfill_styles, load_run, load_runs
 from metric_arena.report._write import write_report
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "REFERENCE",
     "Leaderboard",
     "Run",
+    "backfill_styles",
     "battle_rows",
     "build_eval_result_files",
     "build_leaderboard",

@@ -57,7 +57,9 @@ from metric_arena.stats import (
     cohen_kappa,
     judge_outcomes,
     paired_comparison,
+    style_controlled_bradley_terry,
 )
+from metric_arena.style import has_style, length_report, style_battles
 
 __all__ = ["Leaderboard", "ProgressCallback", "build_leaderboard", "judge_agreement"]
 
@@ -87,6 +89,7 @@ class Leaderboard:
     no_answer: dict | None = None
     retrieval: dict | None = None
     judge_agreement: dict | None = None  # ensemble runs: pairwise kappa between their judges
+    length: dict | None = None  # length views: LFRQA's words per answer, style-controlled ratings' coefficients
 
     def to_dict(self) -> dict:
         """Everything as plain JSON-ready data."""
@@ -110,6 +113,7 @@ class Leaderboard:
             "no_answer": self.no_answer,
             "retrieval": self.retrieval,
             "judge_agreement": self.judge_agreement,
+            "length": self.length,
         }
 
 
@@ -301,6 +305,8 @@ def _add_analyses(board: Leaderboard, loaded: list[Run], reference_runs: dict[st
     """Fill ``question_sets``, ``no_answer`` and ``retrieval`` and each entry's share of them."""
     board.question_sets = _question_sets(board, reference_runs)
     board.judge_agreement = judge_agreement(loaded)
+    if no_answer_view:  # (not again for the leaderboard rebuilt without no-answer pairs)
+        board.length = _length_views(board, loaded, reference_runs, stats)
     if no_answer_view:
         board.no_answer = _no_answer_view(board, loaded, reference_runs, stats)
     if retrieved is not None:
@@ -358,6 +364,49 @@ def _no_answer_view(board: Leaderboard, loaded: list[Run], reference_runs: dict[
                                   "rating_without_ci": excluded.get("rating_ci")}
     return {"rule": RULE, "denominator": DENOMINATOR, "n_pairs_excluded": n_excluded, "systems": systems,
             "leaderboard": view}
+
+
+#: Bootstrap rounds of the style-controlled fit at most (one fit per round over every battle).
+STYLE_ROUNDS = 200
+LENGTH_KEYS = ("avg_words", "reference_avg_words", "p_longer_wins", "lc_win_rate", "lc_win_rate_ci",
+               "lc_win_tie_rate", "lc_win_tie_rate_ci", "length_coef_win", "length_coef_win_tie")
+
+
+def _length_views(board: Leaderboard, loaded: list[Run], reference_runs: dict[str, Run], stats: dict) -> dict | None:
+    """Each entry's length figures (:func:`metric_arena.style.length_report`, flat ``LENGTH_KEYS`` and the
+    whole block as ``length``) and style-controlled ratings; None when no verdict records lengths."""
+    verdicts = [v for run in loaded for v in run.verdicts if has_style(v) and v.get("outcome") is not None]
+    if not verdicts:
+        if not any(has_style(v) for run in loaded for v in run.verdicts):
+            board.warnings.append("no verdict records answer lengths (runs judged before lengths were recorded): "
+                                  "pass --predictions NAME=FILE to back-fill them, or re-run the judge (cached)")
+        return None
+    reports = {name: length_report(run.verdicts, **stats) for name, run in reference_runs.items()}
+    reference_words = {v["qid"]: v["style_b"]["words"] for run in reference_runs.values() for v in run.verdicts
+                       if has_style(v)}
+    battles, features = style_battles(verdicts)
+    rounds = min(stats["n_boot"], STYLE_ROUNDS)
+    fit = style_controlled_bradley_terry(battles, features, feature_names=["length", "markdown"],
+                                         anchor=board.reference if any(board.reference in b[:2] for b in battles)
+                                         else None,
+                                         **{**stats, "n_boot": rounds})
+    for entry in board.entries:
+        block = reports.get(entry["system"])
+        if block is not None and block["avg_words"] is not None:
+            entry.update({k: block[k] for k in LENGTH_KEYS}, length=block)
+            if block["warning"]:
+                board.warnings.append(f"{entry['system']}: {block['warning']} (its judge's verdicts depend on length)")
+        elif entry["system"] == board.reference and reference_words:
+            entry["avg_words"] = sum(reference_words.values()) / len(reference_words)
+        rating = fit["ratings"].get(entry["system"])
+        entry["style_controlled_rating"] = rating["rating"] if rating else None
+        entry["style_controlled_rating_ci"] = rating["rating_ci"] if rating else None
+    return {"reference_avg_words": sum(reference_words.values()) / len(reference_words) if reference_words else None,
+            "n_battles_with_lengths": len(battles), "style_features": ["length", "markdown"],
+            "style_bootstrap_rounds": rounds,
+            "style_coefficients": fit["coefficients"], "style_coefficients_ci": fit["coefficients_ci"],
+            "style_features_note": "normalised differences (a - b) / (a + b) of words and of markdown elements "
+                                   "(headers + list items + bold, smoothed by 1), standardised; log-odds per SD"}
 
 
 def judge_agreement(runs: list[Run]) -> dict | None:

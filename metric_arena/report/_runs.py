@@ -9,11 +9,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import loads_json
-from metric_arena.records import Verdict, check_verdict
+from lfrqa.files import iter_records, loads_json
+from metric_arena.prompts import clean_response
+from metric_arena.records import Verdict, check_prediction, check_verdict
 from metric_arena.stats import summarize
+from metric_arena.style import has_style, verdict_style
 
-__all__ = ["REFERENCE", "Run", "empty_rates", "load_run", "load_runs", "run_rates"]
+__all__ = ["REFERENCE", "Run", "backfill_styles", "empty_rates", "load_run", "load_runs", "run_rates"]
 
 REFERENCE = "LFRQA"
 #: What ``judge --overwrite`` writes beside the verdicts until its new set is complete.
@@ -114,6 +116,54 @@ def load_runs(paths: Sequence[Run | str | os.PathLike]) -> tuple[list[Run], list
     if not loaded and first_error is not None:
         raise first_error
     return loaded, warnings
+
+
+def backfill_styles(runs: Sequence[Run], *, predictions: dict[str, str | os.PathLike] | None = None,
+                    reference: str = REFERENCE, data_dir: str | os.PathLike | None = None) -> list[str]:
+    """Give the verdicts of older runs (written before verdicts recorded lengths) their ``style_a`` and
+    ``style_b``, in place, from the systems' prediction files (``{system: file}``) and LFRQA's answers
+    (``lfrqa.load("all", data_dir=data_dir)``) for ``reference``; answers are cleaned as the judge
+    cleans them. Returns one line per run filled or left without lengths (also added to its warnings)."""
+    predictions = dict(predictions or {})
+    lacking = [run for run in runs if any(v.get("outcome") is not None and not has_style(v) for v in run.verdicts)]
+    texts: dict[str, dict[str, str]] = {}
+    notes = []
+    for run in lacking:
+        sides = (run.system, run.opponent)
+        missing = [name for name in sides if name != reference and name not in predictions]
+        if missing:
+            note = (f"{run.path.name}: its verdicts do not record answer lengths and cannot be back-filled: pass "
+                    + " ".join(f"--predictions {name}=FILE" for name in missing) + " (the answers it judged)")
+        else:
+            for name in sides:
+                if name not in texts:
+                    texts[name] = (_reference_answers(data_dir) if name == reference
+                                   else _prediction_answers(predictions[name]))
+            filled = 0
+            for verdict in run.verdicts:
+                a, b = texts[run.system].get(verdict["qid"]), texts[run.opponent].get(verdict["qid"])
+                if not has_style(verdict) and a is not None and b is not None:
+                    verdict.update(verdict_style(clean_response(a), clean_response(b)))
+                    filled += 1
+            note = f"{run.path.name}: answer lengths back-filled for {filled} of {len(run.verdicts)} verdicts"
+        run.warnings.append(note)
+        notes.append(note)
+    return notes
+
+
+def _prediction_answers(path: str | os.PathLike) -> dict[str, str]:
+    answers = {}
+    for where, row in iter_records(path, hint='Each line must be one {"qid": ..., "answer": ...} object'):
+        checked = check_prediction(row, where)
+        answers[checked["qid"]] = checked["answer"] or ""
+    return answers
+
+
+def _reference_answers(data_dir: str | os.PathLike | None) -> dict[str, str]:
+    import lfrqa
+
+    dataset = lfrqa.load("all", data_dir=data_dir)
+    return dict(zip(dataset["qid"], dataset["answer"]))
 
 
 def _read_summary(summary_path: Path) -> dict | None:

@@ -20,6 +20,14 @@ from metric_arena.stats._agreement import (
     majority_vote,
 )
 from metric_arena.stats._correlation import kendall_tau, spearman_rho
+from metric_arena.stats._length import (
+    LENGTH_BINS,
+    length_controlled_rates,
+    length_views,
+    logistic_fit,
+    normalized_difference,
+    style_controlled_bradley_terry,
+)
 from metric_arena.stats._paired import paired_comparison, sign_test
 from metric_arena.stats._rates import bootstrap_interval, percentile_interval, summarize
 from metric_arena.stats._ratings import (
@@ -42,6 +50,7 @@ from metric_arena.stats._sequential import RoundPlan, SequentialRanking, confide
 __all__ = [
     "BASE",
     "INITIAL",
+    "LENGTH_BINS",
     "SCALE",
     "BattleCounts",
     "IntervalStopper",
@@ -57,16 +66,21 @@ __all__ = [
     "judge_outcomes",
     "kappa_interval",
     "kendall_tau",
+    "length_controlled_rates",
+    "length_views",
+    "logistic_fit",
     "load_human_labels",
     "majority_labels",
     "first_plurality_vote",
     "majority_vote",
+    "normalized_difference",
     "paired_comparison",
     "percentile_interval",
     "pair_schedule",
     "sign_test",
     "spearman_rho",
     "stratified_sample",
+    "style_controlled_bradley_terry",
     "summarize",
     "wilson_interval",
 ]

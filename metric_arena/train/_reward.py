@@ -30,9 +30,13 @@ from typing import Any
 from lfrqa.errors import InvalidInputType, RagQaArenaError
 from metric_arena.judge import DEFAULT_JUDGE, JudgeSpec
 from metric_arena.llm import RunConfig
+from metric_arena.prompts import clean_response
 from metric_arena.train._judge import ArenaJudge
 
-__all__ = ["DEFAULT_SCORES", "ArenaReward", "completion_text", "reward_function"]
+__all__ = ["DEFAULT_SCORES", "LENGTH_CONTROLS", "ArenaReward", "completion_text", "reward_function"]
+
+#: ``length_control`` values: None (the judge's reward as it is) or "regress" (its fitted length advantage removed).
+LENGTH_CONTROLS = (None, "regress")
 
 #: Reward of each outcome of the completion against the reference.
 DEFAULT_SCORES = {"win": 1.0, "tie": 0.5, "loss": 0.0}
@@ -90,7 +94,12 @@ class ArenaReward:
     """
 
     def __init__(self, judge: ArenaJudge, *, scores: Mapping[str, float], reference_column: str,
-                 question_column: str, id_column: str | None, name: str) -> None:
+                 question_column: str, id_column: str | None, name: str, length_control: str | None = None) -> None:
+        if length_control not in LENGTH_CONTROLS:
+            raise RagQaArenaError(f"length_control={length_control!r} is not known. Available: None (the judge's "
+                                  "reward as it is) or 'regress' (remove the fitted length advantage)")
+        self.length_control = length_control
+        self._length_sums = [0.0] * 5  # n, sum f, sum r, sum f^2, sum f*r over every rewarded completion
         self.judge = judge
         self.scores = _check_scores(scores)
         for what, column in (("reference_column", reference_column), ("question_column", question_column)):
@@ -146,6 +155,8 @@ class ArenaReward:
             self.errors.update(result.get("errors") or {})
         per_completion = [outcomes.get(pair_id) for pair_id in pair_ids]
         rewards = [None if o is None else self.scores[o] for o in per_completion]
+        if self.length_control == "regress":
+            rewards = self._without_length(rewards, answers, references)
         tally = Counter("failed" if o is None else o for o in per_completion)
         self.counts.update(calls=1, completions=n, **tally)
         if log_metric is not None and n:
@@ -154,6 +165,27 @@ class ArenaReward:
         if log_extra is not None:
             log_extra(f"{self.__name__}_outcome", [o if o is not None else "failed" for o in per_completion])
         return rewards
+
+    @property
+    def length_slope(self) -> float:
+        """The least-squares slope of the reward on ``f = (L_c - L_r) / (L_c + L_r)`` (words of the
+        cleaned completion and reference) over every completion rewarded so far; 0 before two distinct f."""
+        n, sf, sr, sff, sfr = self._length_sums
+        spread = n * sff - sf * sf
+        return (n * sfr - sf * sr) / spread if n > 1 and spread > 1e-12 else 0.0
+
+    def _without_length(self, rewards: list[float | None], answers: list[str], references: list) -> list[float | None]:
+        """``reward - slope * f``: the judge's fitted length advantage taken out (slope refitted with this batch)."""
+        fs = []
+        for answer, reference in zip(answers, references):
+            a, r = len(clean_response(answer).split()), len(clean_response(str(reference)).split())
+            fs.append((a - r) / (a + r) if a + r else 0.0)
+        for f, reward in zip(fs, rewards):
+            if reward is not None:
+                for k, value in enumerate((1.0, f, reward, f * f, f * reward)):
+                    self._length_sums[k] += value
+        slope = self.length_slope
+        return [None if r is None else r - slope * f for r, f in zip(rewards, fs)]
 
     def close(self) -> None:
         """Free what the judge holds (a local judge model)."""
@@ -170,6 +202,7 @@ def reward_function(
     id_column: str | None = "qid",
     scores: Mapping[str, float] = DEFAULT_SCORES,
     name: str = "rag_qa_arena",
+    length_control: str | None = None,
 ) -> ArenaReward:
     """The RAG-QA Arena judge as a reward function for TRL's ``GRPOTrainer(reward_funcs=[...])``.
 
@@ -187,6 +220,14 @@ def reward_function(
     (``rewards/<name>/mean``); through TRL's ``log_metric`` it also logs the shares
     ``<name>/win|tie|loss|failed``.
 
+    ``length_control="regress"`` (opt-in): judges prefer longer answers, and a policy trained on
+    their verdicts learns to pad. With it, each reward becomes ``reward - slope * f`` where ``f =
+    (L_c - L_r) / (L_c + L_r)`` compares the completion's words with the reference's and ``slope``
+    (``reward.length_slope``) is the least-squares slope of the rewards on ``f`` over every
+    completion rewarded so far: the length advantage the judge shows in this run is taken out, so a
+    completion earns reward by what it says, not by how long it is. Part of length's effect may be
+    legitimate (the rubric values completeness); leave it None to keep the judge's reward as it is.
+
     >>> from trl import GRPOTrainer                                        # doctest: +SKIP
     >>> reward = reward_function(judge=JudgeConfig("openai:gpt-4o-mini", parse="reference"),
     ...                          run=RunConfig(max_concurrency=64), scores={"win": 1, "tie": 0, "loss": -1})  # doctest: +SKIP
@@ -194,4 +235,4 @@ def reward_function(
     """
     settings = ArenaJudge(judge=judge, run=run, data_dir=data_dir)
     return ArenaReward(settings, scores=scores, reference_column=reference_column, question_column=question_column,
-                       id_column=id_column, name=name)
+                       id_column=id_column, name=name, length_control=length_control)

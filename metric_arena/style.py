@@ -1,0 +1,99 @@
+"""Length and style of answers: what a verdict records of each answer, and the length views of verdicts.
+
+Every verdict carries ``style_a`` and ``style_b``: the counts of :func:`answer_style` for the two
+answers the judge saw (cleaned the reference's way): ``words`` (whitespace words, as the paper counts),
+``tokens`` (``o200k_base``, offline through ``bpe_openai``), ``headers`` (markdown ``#`` lines),
+``list_items`` (``-``/``*``/``+``/``1.`` lines), ``bold`` (``**...**``/``__...__`` spans) and
+``citations`` (markers such as ``[1]`` or ``[2, 3]``).
+
+>>> style = answer_style("## Tips\\n- **Rest** well [1]\\n- Drink water [2, 3]")
+>>> {k: style[k] for k in ("words", "headers", "list_items", "bold", "citations")}
+{'words': 11, 'headers': 1, 'list_items': 2, 'bold': 1, 'citations': 2}
+
+:func:`length_report` turns one system's verdicts against the reference into the descriptive views and
+the length-controlled rates (:mod:`metric_arena.stats`); :func:`style_battles` gives the style
+differences of any battles for the style-controlled Bradley–Terry fit.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from metric_arena.llm import get_encoding
+from metric_arena.stats import length_controlled_rates, length_views, normalized_difference
+
+__all__ = ["STYLE_FIELDS", "TOKEN_ENCODING", "answer_style", "has_style", "length_report", "style_battles",
+           "verdict_style"]
+
+#: The counts :func:`answer_style` gives, in order.
+STYLE_FIELDS = ("words", "tokens", "headers", "list_items", "bold", "citations")
+#: The encoding ``tokens`` counts with (OpenAI's ``o200k_base``, as gpt-4o uses).
+TOKEN_ENCODING = "o200k_base"
+_HEADER = re.compile(r"^ {0,3}#{1,6}\s+\S", re.M)
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+\S", re.M)
+_BOLD = re.compile(r"\*\*(?=\S)[^*\n]+?\*\*|__(?=\S)[^_\n]+?__")
+_CITATION = re.compile(r"\[\d{1,3}(?:\s*[,;–-]\s*\d{1,3})*\]")
+
+
+def answer_style(text: str | None) -> dict[str, int]:
+    """``{words, tokens, headers, list_items, bold, citations}`` of one answer (all 0 for None)."""
+    text = text or ""
+    encoding, _ = get_encoding("gpt-4o")
+    return {"words": len(text.split()), "tokens": len(encoding.encode(text)) if text else 0,
+            "headers": len(_HEADER.findall(text)), "list_items": len(_LIST_ITEM.findall(text)),
+            "bold": len(_BOLD.findall(text)), "citations": len(_CITATION.findall(text))}
+
+
+def verdict_style(a_text: str | None, b_text: str | None) -> dict[str, dict[str, int]]:
+    """The ``style_a`` and ``style_b`` fields of a verdict on answers ``a_text`` and ``b_text``."""
+    return {"style_a": answer_style(a_text), "style_b": answer_style(b_text)}
+
+
+def has_style(verdict: Mapping) -> bool:
+    """Whether a verdict row carries both answers' counts."""
+    return all(isinstance(verdict.get(side), Mapping) and "words" in verdict[side] for side in ("style_a", "style_b"))
+
+
+def markdown(style: Mapping) -> int:
+    """Markdown elements of an answer: headers + list items + bold spans."""
+    return int(style.get("headers", 0)) + int(style.get("list_items", 0)) + int(style.get("bold", 0))
+
+
+def style_battles(verdicts: Sequence[Mapping]) -> tuple[list[tuple[str, str, str]], np.ndarray]:
+    """Judged verdicts that carry styles as battles ``(system_a, system_b, outcome)`` and their
+    features ``[length, markdown]``: normalised differences (a minus b) of words and of markdown
+    elements (:func:`markdown`, smoothed by 1 so that two plain answers differ by 0)."""
+    rows = [v for v in verdicts if v.get("outcome") is not None and has_style(v)]
+    battles = [(v["system_a"], v["system_b"], v["outcome"]) for v in rows]
+    length = normalized_difference([v["style_a"]["words"] for v in rows], [v["style_b"]["words"] for v in rows])
+    marks = normalized_difference([markdown(v["style_a"]) for v in rows], [markdown(v["style_b"]) for v in rows],
+                                  smooth=1.0)
+    return battles, np.column_stack([length, marks]) if rows else np.zeros((0, 2))
+
+
+def length_report(verdicts: Sequence[Mapping], *, n_boot: int = 1000, seed: int = 0, confidence: float = 0.95) -> dict:
+    """One system's length views against the reference, from its verdicts (``system_a`` the system).
+
+    The fields of :func:`metric_arena.stats.length_views` and of
+    :func:`metric_arena.stats.length_controlled_rates` (``lc_win_rate(_ci)``, ``lc_win_tie_rate(_ci)``,
+    ``length_coef_win``, ``length_coef_win_tie``, ``warning``), plus ``avg_tokens``,
+    ``reference_avg_tokens`` and ``n_with_lengths``; verdicts without styles are left out.
+    """
+    rows = [v for v in verdicts if has_style(v)]
+    outcomes = [v.get("outcome") for v in rows]
+    words = [v["style_a"]["words"] for v in rows]
+    reference_words = [v["style_b"]["words"] for v in rows]
+    judged = [v for v in rows if v.get("outcome") is not None]
+    view = length_views(outcomes, words, reference_words)
+    has_domains = any(v.get("domain") for v in rows)
+    lc = length_controlled_rates(outcomes, normalized_difference(words, reference_words),
+                                 domains=[v.get("domain") or "unknown" for v in rows] if has_domains else None,
+                                 no_answer=[bool(v.get("no_answer_a")) for v in rows],
+                                 n_boot=n_boot, seed=seed, confidence=confidence)
+    tokens = {"avg_tokens": float(np.mean([v["style_a"].get("tokens", 0) for v in judged])) if judged else None,
+              "reference_avg_tokens": (float(np.mean([v["style_b"].get("tokens", 0) for v in judged]))
+                                       if judged else None)}
+    return {"n_with_lengths": len(rows), **view, **tokens, **{k: v for k, v in lc.items() if k != "n"}}
