@@ -183,13 +183,26 @@ def test_unmatched_pairs_are_counted_and_named(judged, tmp_path):
     (cut / "verdicts.jsonl").write_text("\n".join(lines[:-4]) + "\n")
     card = calibrate_judges(reference=[runs[RULE] / "strong", runs[RULE] / "weak"], candidate=[cut], n_boot=100,
                             out=tmp_path / "card")
-    assert "P(prefer longer answer) | n/a" in (tmp_path / "card" / "judge_card.md").read_text()
     assert card["unmatched"]["reference_only"] == 4 + N and card["unmatched"]["candidate_only"] == 0
     named = {(p["system"], p["qid"]) for p in card["unmatched"]["reference_only_pairs"]}
     dropped = json.loads(lines[-1])["qid"]
     assert ("strong", dropped) in named
-    assert card["p_prefer_longer"]["reference"] is None  # no prediction files: no lengths
+    assert card["p_prefer_longer"]["reference"] is not None  # the verdict rows carry each answer's words
+    assert card["settings"]["lengths"] == "verdict rows (style_a, style_b)"
     assert card["rank_correlation"]["note"].startswith("only 1 system")
+    # A run judged before verdicts carried lengths, without prediction files: no lengths, said as n/a.
+    def without_lengths(source, name):
+        folder = tmp_path / name
+        folder.mkdir()
+        rows = [{k: v for k, v in json.loads(line).items() if k not in ("style_a", "style_b")}
+                for line in (source / "verdicts.jsonl").read_text().splitlines()]
+        (folder / "verdicts.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+        return folder
+
+    card = calibrate_judges(reference=[without_lengths(runs[RULE] / "strong", "old-ref")],
+                            candidate=[without_lengths(cut, "old-cand")], n_boot=100, out=tmp_path / "card2")
+    assert "P(prefer longer answer) | n/a" in (tmp_path / "card2" / "judge_card.md").read_text()
+    assert card["p_prefer_longer"]["reference"] is None
 
 
 def test_push_dry_run_writes_the_card_and_matched_verdicts_as_parquet(judged, tmp_path):

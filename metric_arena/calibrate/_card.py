@@ -61,8 +61,8 @@ def build_card(
                      "pairs": "verdicts matched by system, opponent and qid; statistics on the pairs both judges "
                               "judged (failed pairs left out)",
                      "answer_length": "whitespace words after the reference implementation's cleanup",
-                     "lengths": None if lengths is None else "verdict rows (words_a, words_b)"
-                                if judged and "words_a" in matched.rows[judged[0]][0] else
+                     "lengths": None if lengths is None else "verdict rows (style_a, style_b)"
+                                if judged and "style_a" in matched.rows[judged[0]][0] else
                                 "prediction files and LFRQA answers"},
         "package_version": package_version(),
         "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),

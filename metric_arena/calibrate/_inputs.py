@@ -22,12 +22,22 @@ def _words(text: str) -> int:
     return len(clean_response(text).split())
 
 
+def _has_words(verdict: Mapping) -> bool:
+    return all(isinstance(verdict.get(side), Mapping) and "words" in verdict[side] for side in ("style_a", "style_b"))
+
+
+def _verdict_words(key: Key, verdict: Mapping) -> tuple[int, int]:
+    """The words of ``key``'s system and opponent from a verdict row, whichever side the row holds them on."""
+    a, b = int(verdict["style_a"]["words"]), int(verdict["style_b"]["words"])
+    return (a, b) if verdict.get("system_a") == key[0] else (b, a)
+
+
 def answer_words(keys: list[Key], verdicts: Mapping[Key, dict], predictions: Mapping[str, str | os.PathLike] | None,
                  data_dir: str | os.PathLike | None) -> dict[Key, tuple[int, int]] | None:
     """``{(system, opponent, qid): (words of system's answer, words of opponent's)}``; None when neither
-    the verdicts (``words_a``/``words_b``) nor prediction files give the lengths."""
-    if keys and all("words_a" in verdicts[k] and "words_b" in verdicts[k] for k in keys):
-        return {k: (int(verdicts[k]["words_a"]), int(verdicts[k]["words_b"])) for k in keys}
+    the verdicts (``style_a``/``style_b``, written since 0.2) nor prediction files give the lengths."""
+    if keys and all(_has_words(verdicts[k]) for k in keys):
+        return {k: _verdict_words(k, verdicts[k]) for k in keys}
     if not predictions:
         return None
     texts = {name: read_predictions(path) for name, path in predictions.items()}
