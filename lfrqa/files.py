@@ -37,6 +37,7 @@ __all__ = [
     "loads_json",
     "lone_surrogate",
     "package_version",
+    "refuse_output_over_input",
     "saved_dataset",
     "sha256_file",
 ]
@@ -323,6 +324,42 @@ def exclusive_lock(lock_path: str | os.PathLike, *, busy: str):
         yield
     finally:
         lock.release()
+
+
+def _real(path: str | os.PathLike) -> Path:
+    return Path(os.path.realpath(os.path.abspath(os.fspath(path))))
+
+
+def refuse_output_over_input(output: tuple[str, str | os.PathLike | None], inputs, *,
+                             written: tuple[str, ...] | None = ()) -> None:
+    """Refuse an output that would replace an input, with or without ``--overwrite``.
+
+    ``output``: ``(flag, path)``; ``inputs``: ``(flag, path)`` pairs (None paths are skipped).
+    ``written``: for a folder output, the names of the files written in it (an input equal to one
+    of them, or the folder itself, is refused); None: the whole folder is the output (an input
+    anywhere inside it is refused); ``()`` (default): the output is a file. Paths are compared after
+    resolving links, and by inode where both exist (a hard link is the same file).
+    """
+    flag, out = output
+    if out is None:
+        return
+    root = _real(out)
+    targets = [root] + [_real(root / name) for name in written or ()]
+    for in_flag, path in inputs:
+        if path is None:
+            continue
+        source = _real(path)
+        clash = source in targets or (written is None and root in source.parents)
+        if not clash:
+            for target in targets:
+                with contextlib.suppress(OSError):
+                    if os.path.samefile(source, target):
+                        clash = True
+                        break
+        if clash:
+            raise RagQaArenaError(
+                f"{flag} {out} would write over the input {in_flag} {path}: an output never replaces an input, "
+                f"even with --overwrite. Choose another {flag}")
 
 
 def package_version() -> str:

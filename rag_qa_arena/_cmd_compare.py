@@ -59,6 +59,12 @@ def _run_calibrate(args: argparse.Namespace) -> int:
         if not name or not path or name in predictions:
             raise RagQaArenaError(f"--predictions {item!r}: give SYSTEM=FILE or FILE, one file per system")
         predictions[name] = path
+    from lfrqa.files import refuse_output_over_input
+
+    refuse_output_over_input(("--out", args.out),
+                             [("--reference", run) for run in args.reference] + [("--candidate", run) for run in args.candidate]
+                             + [("--predictions", path) for path in predictions.values()],
+                             written=("judge_card.json", "judge_card.md", "matched_verdicts.jsonl"))
     card = calibrate_judges(reference=args.reference, candidate=args.candidate, out=args.out, data_dir=args.data_dir,
                             predictions=predictions or None, n_boot=args.n_boot, seed=args.seed, confidence=args.confidence)
     print(card_summary(card))

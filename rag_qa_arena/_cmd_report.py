@@ -74,6 +74,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "domain, judge, first_shown, as Chatbot-Arena-style notebooks read them")
     parser.set_defaults(func=_run)
 
+#: What `report` writes into --out.
+_REPORT_FILES = ("leaderboard.json", "report.json", "ratings.png", "win_rates.png", "leaderboard.html")
+#: What a run folder holds that `report` reads.
+_RUN_FILES = ("verdicts.jsonl", "summary.json", ".verdicts.replacing.jsonl")
+
+
+def _refuse_outputs_over_inputs(args: argparse.Namespace) -> None:
+    """--out and --battles never write over a run folder's files, --human-labels or --retrieved."""
+    from lfrqa.files import refuse_output_over_input
+
+    inputs = [("RUN_DIR", Path(run) / name) for run in args.runs for name in _RUN_FILES]
+    inputs += [("--human-labels", args.human_labels)]
+    inputs += [("--retrieved", item.partition("=")[2] if "=" in item and not Path(item).exists() else item)
+               for item in args.retrieved or []]
+    refuse_output_over_input(("--out", args.out), inputs, written=_REPORT_FILES)
+    refuse_output_over_input(("--battles", args.battles), inputs + [("--out", Path(args.out) / name)
+                                                                      for name in _REPORT_FILES])
+
+
 def _run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import (
@@ -88,6 +107,7 @@ def _run(args: argparse.Namespace) -> int:
 
     if Path(args.out).exists() and not Path(args.out).is_dir():
         raise RagQaArenaError(f"--out {args.out} is a file: give a folder for the report (created if missing)")
+    _refuse_outputs_over_inputs(args)
     err = Console(stderr=True)
     tasks: dict[str, int] = {}
     with Progress(

@@ -147,6 +147,12 @@ def run(args: argparse.Namespace) -> int:
             options["gpus"] = int(args.gpus) if args.gpus.isdigit() else args.gpus
     elif args.retriever == "bm25" and (args.nranks is not None or args.gpus is not None or args.checkpoint is not None):
         raise RagQaArenaError("--nranks, --gpus and --checkpoint are ColBERT options; drop them with --retriever bm25")
+    from pathlib import Path
+
+    from lfrqa.files import refuse_output_over_input
+
+    for written in (args.out, Path(args.out).with_name(Path(args.out).stem + ".metrics.json")):
+        refuse_output_over_input(("--out", written), [("--questions", args.questions)])
     metrics = retrieve(
         args.domain,
         args.out,

@@ -154,6 +154,9 @@ def run_tournament(args: argparse.Namespace) -> int:
         return _dry_run(args, systems, judge_settings(judges, args, build=False), run_settings(args))
     if not args.out:
         raise RagQaArenaError("--out RUNS_DIR is required (the folder for the run folders), or use --dry-run")
+    from lfrqa.files import refuse_output_over_input
+
+    refuse_output_over_input(("--out", args.out), [("PRED_FILE", path) for path in systems.values()], written=None)
     result = run_reporting_failures(
         lambda: tournament(
             systems, out=args.out, judge=judge_settings(judges, args, build=False), run=run_settings(args),

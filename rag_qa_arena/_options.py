@@ -88,8 +88,8 @@ def check_backend_args(args: argparse.Namespace) -> None:
     """Reject a ``--max-concurrency`` below 1 or a ``--timeout`` that is not positive."""
     if args.max_concurrency < 1:
         raise RagQaArenaError(f"--max-concurrency must be >= 1, got {args.max_concurrency}")
-    if args.timeout <= 0:
-        raise RagQaArenaError(f"--timeout must be > 0 seconds, got {args.timeout:g}")
+    if not (args.timeout > 0 and math.isfinite(args.timeout)):
+        raise RagQaArenaError(f"--timeout must be a positive, finite number of seconds (e.g. 120), got {args.timeout:g}")
 
 
 def api_key(args: argparse.Namespace) -> str | None:
