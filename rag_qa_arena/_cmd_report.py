@@ -177,11 +177,16 @@ def elo_study_table(board):
 
     def cell(view, player):
         rating = view["ratings"].get(player)
-        return "n/a" if rating is None else f"{rating['rating']:.0f} [{rating['rating_ci'][0]:.0f}, {rating['rating_ci'][1]:.0f}]"
+        if rating is None:
+            return "n/a"
+        ci = rating["rating_ci"]
+        return f"{rating['rating']:.0f}" + (" [no interval]" if ci is None else f" [{ci[0]:.0f}, {ci[1]:.0f}]")
+
+    from metric_arena.stats import intervals_separated as separated_intervals
 
     def separated(view, upper, lower):
         a, b = view["ratings"].get(upper), view["ratings"].get(lower)
-        return "n/a" if not (a and b) else ("yes" if a["rating_ci"][0] > b["rating_ci"][1] else "no")
+        return "n/a" if not (a and b) else ("yes" if separated_intervals(a["rating_ci"], b["rating_ci"]) else "no")
 
     for k, player in enumerate(full["ranking"]):
         lower = full["ranking"][k + 1] if k + 1 < len(full["ranking"]) else None
@@ -215,7 +220,8 @@ def leaderboard_table(board):
         rating = Text("–")
         if e["rating"] is not None:
             rating = Text(f"{e['rating']:.0f}\n")
-            rating.append(f"{e['rating_ci'][0]:.0f}-{e['rating_ci'][1]:.0f}", style="dim")
+            ci = e.get("rating_ci")
+            rating.append("no interval" if ci is None else f"{ci[0]:.0f}-{ci[1]:.0f}", style="dim")
         table.add_row(
             "–" if e.get("rank") is None else str(e["rank"]),
             Text(e["system"], style="bold red" if e.get("reference") else "bold"),  # Text: names are never markup
