@@ -95,6 +95,7 @@ def _refuse_outputs_over_inputs(args: argparse.Namespace) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from rich.console import Console
+    from rich.markup import escape
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -153,7 +154,7 @@ def _run(args: argparse.Namespace) -> int:
             f"Pearson r={decimal(a['pearson'], 3)}"
         )
     for warning in board.warnings:
-        err.print(f"[yellow]warning:[/yellow] {warning}", highlight=False, markup=True)
+        err.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False, markup=True, soft_wrap=True)
     folder = Path(args.out)
     written = [p for p in ("leaderboard.json", "report.json", "ratings.png", "win_rates.png", "leaderboard.html") if (folder / p).exists()]
     print(f"Wrote {', '.join(str(folder / p) for p in written)}", file=sys.stderr)
