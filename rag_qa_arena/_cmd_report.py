@@ -137,16 +137,16 @@ def _run(args: argparse.Namespace) -> int:
             data_dir=args.data_dir,
         )
     out = Console()
-    out.print(leaderboard_table(board))
+    print_table(out, leaderboard_table(board))
     if board.elo_study:
-        out.print(elo_study_table(board))
+        print_table(out, elo_study_table(board))
     if args.battles:
         from metric_arena.report import write_battles
 
         n = write_battles(board.runs, args.battles)
         print(f"Wrote {n:,} battles to {args.battles}", file=sys.stderr)
     for table in analysis_tables(board):
-        out.print(table)
+        print_table(out, table)
     if board.agreement:
         a = board.agreement
         out.print(
@@ -159,6 +159,34 @@ def _run(args: argparse.Namespace) -> int:
     written = [p for p in ("leaderboard.json", "report.json", "ratings.png", "win_rates.png", "leaderboard.html") if (folder / p).exists()]
     print(f"Wrote {', '.join(str(folder / p) for p in written)}", file=sys.stderr)
     return 0
+
+
+#: Columns that hold system (or judge) names: never cut, whatever the terminal's width.
+_NAME_COLUMNS = ("System", "Higher", "Next", "Judge")
+
+
+def print_table(console, table) -> None:
+    """Print ``table`` with its name columns whole: they never wrap or end in "…"; other columns
+    wrap first, and a table still too wide for the terminal is printed wider (the terminal folds
+    the lines) rather than cutting a name."""
+    from rich.cells import cell_len
+    from rich.text import Text
+
+    for column in table.columns:
+        if str(column.header) in _NAME_COLUMNS:
+            widest = max((cell_len(cell.plain if isinstance(cell, Text) else str(cell)) for cell in column.cells),
+                         default=0)
+            column.no_wrap, column.min_width = True, max(widest, cell_len(str(column.header)))
+    need = console.measure(table, options=console.options.update_width(100_000)).minimum
+    if need <= console.width:
+        console.print(table)
+        return
+    width = console.width
+    console.width = need  # wider than the terminal: its lines fold, no name is cut
+    try:
+        console.print(table)
+    finally:
+        console.width = width
 
 
 def elo_study_table(board):
