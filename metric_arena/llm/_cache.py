@@ -90,8 +90,9 @@ _COLUMNS = "text, finish_reason, usage, valid, original_chars, system_folded"
 
 
 # Requests being sent right now, by key: another process that needs the same answer waits for it
-# instead of paying for it again. ``owner`` is "host:pid:token"; a claim lapses at ``expires`` or
-# when its owner's process is gone.
+# instead of paying for it again. ``owner`` is "host:pid:start:token" (older caches: "host:pid:token");
+# a claim lapses at ``expires`` or when its owner's process is gone (a pid now used by another
+# process, or a zombie, counts as gone).
 _CLAIMS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS claims (
     key TEXT PRIMARY KEY,
@@ -102,15 +103,53 @@ CREATE TABLE IF NOT EXISTS claims (
 
 
 def claim_owner() -> str:
-    """A new owner name for :meth:`CompletionCache.claim`: this host, this process, a random token."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+    """A new owner name for :meth:`CompletionCache.claim`: this host, this process (its pid and its
+    start: boot id and start time, so that a later process given the same pid is never taken for
+    it), a random token."""
+    return f"{socket.gethostname()}:{os.getpid()}:{process_identity(os.getpid()) or ''}:{uuid.uuid4().hex[:12]}"
+
+
+def process_identity(pid: int) -> str | None:
+    """``"<boot id>-<start time>"`` of the live process ``pid`` (Linux ``/proc``): a pid reused by
+    another process, or after a restart, has another; None when the process is gone or a zombie
+    (killed, not yet reaped), and ``""`` where ``/proc`` cannot tell (other systems)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read().decode("ascii", "replace")
+    except FileNotFoundError:
+        return None if os.path.isdir("/proc/self") else ""
+    except OSError:
+        return ""
+    fields = stat[stat.rfind(")") + 2:].split()  # after "pid (comm) ": state is field 3, starttime field 22
+    if len(fields) < 20:
+        return ""
+    if fields[0] in ("Z", "X", "x"):
+        return None
+    return f"{_boot_id()}-{fields[19]}"
+
+
+def _boot_id() -> str:
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as handle:
+            return handle.read().strip()[:8]
+    except OSError:
+        return "boot"
 
 
 def _owner_alive(owner: str) -> bool:
-    host, _, rest = owner.partition(":")
-    pid = rest.partition(":")[0]
+    """Whether the process that wrote claim ``owner`` still runs: on another host, trust the expiry;
+    here, the pid must be alive, not a zombie, and (for owners that record it) the same process,
+    started at the same time (a pid reused after ``kill -9`` or a container restart is not)."""
+    parts = owner.split(":")
+    host, pid = parts[0], parts[1] if len(parts) > 1 else ""
     if host != socket.gethostname() or not pid.isdigit():
         return True  # another machine's process: trust the expiry
+    recorded = parts[2] if len(parts) == 4 else ""
+    current = process_identity(int(pid))
+    if current is None:
+        return False
+    if recorded and current:
+        return current == recorded
     try:
         os.kill(int(pid), 0)
     except ProcessLookupError:
