@@ -199,3 +199,5 @@ def _print_summary(result: dict) -> None:
 
         lines.append(f"  written to {out} and {summary_path(out)}")
     print("\n".join(lines))
+    if out:
+        print(f"next: rag-qa-arena judge --predictions {out} --judge BACKEND:MODEL --out runs/NAME", file=sys.stderr)

@@ -228,3 +228,8 @@ def _print_summary(result: dict, out: str) -> None:
         lines.append("  errors " + ", ".join(f"{k}: {v}" for k, v in result["errors"].items()))
     lines.append(f"  written to {out}/verdicts.jsonl and {out}/summary.json")
     print("\n".join(lines))
+    import os
+
+    parent = os.path.dirname(os.path.normpath(out)) or "."
+    print(f"next: rag-qa-arena report {os.path.join(parent, '*')} --out {parent}-leaderboard"
+          if parent != "." else f"next: rag-qa-arena report {os.path.normpath(out)} --out leaderboard", file=sys.stderr)

@@ -182,10 +182,21 @@ def run_tournament(args: argparse.Namespace) -> int:
         if result["max_judgments"] is not None:
             line += f", budget {result['max_judgments']:,}"
     print(line)
-    print(f"next: rag-qa-arena report {args.out}/* --out {args.out}/leaderboard", file=sys.stderr)
+    print(f"next: {next_step(args.out)}", file=sys.stderr)
     matches = result["against_reference"] + result["pairs"]
     if all(m["n"] and m["n_failed"] == m["n"] for m in matches):
         print("rag-qa-arena: error: every pair of every match failed: each run folder's verdicts.jsonl says why",
               file=sys.stderr)
         return FATAL_EXIT
     return 0
+
+
+def next_step(out: str) -> str:
+    """The report command for a tournament folder: the leaderboard goes beside it, never inside it
+    (where every later `report RUNS_DIR/*` would meet it as a stray entry)."""
+    import os
+
+    folder = os.path.normpath(out)
+    name = os.path.basename(os.path.abspath(folder))
+    beside = os.path.join(os.path.dirname(folder), f"{name}-leaderboard")
+    return f"rag-qa-arena report {os.path.join(folder, '*')} --out {beside}"
