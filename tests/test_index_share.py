@@ -121,7 +121,7 @@ def test_retrieve_from_the_shared_folder_equals_the_fresh_build_without_building
     with pytest.raises(RagQaArenaError, match=r"another corpus \(fingerprint 'sha256:"):
         load_index(shared, passages=rows, domain="writing", split="test")
     assert load_index(shared, passages=rows, trust=True).pids == index.pids
-    metrics = retrieve("writing", tmp_path / "api.jsonl", data_dir=data_dir, index_from=shared, limit=40,
+    metrics = retrieve("writing", tmp_path / "api.jsonl", corpus_dir=data_dir, index_from=shared, limit=40,
                        show_progress=False)
     assert (tmp_path / "api.jsonl").read_text() == fresh.read_text() and metrics["retriever"] == "bm25"
 

@@ -161,7 +161,7 @@ def check_system_names(system: str, opponent: str) -> None:
             value.encode("utf-8")
         except UnicodeEncodeError:
             raise RagQaArenaError(
-                f"The {role} name {value.encode('utf-8', 'surrogateescape').decode('utf-8', 'backslashreplace')!r} is not valid UTF-8 (a folder "
+                f"The {role} name '{value.encode('utf-8', 'surrogateescape').decode('utf-8', 'backslashreplace')}' is not valid UTF-8 (a folder "
                 f"or file name in another encoding?): pass {'--name' if role == 'system' else '--versus-name'} NAME "
                 "in UTF-8") from None
     if system == REFERENCE_NAME:
