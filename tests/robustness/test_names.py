@@ -279,13 +279,21 @@ def test_piping_into_a_reader_that_leaves_is_no_error(tmp_path):
     runs = tmp_path / "runs"
     for k in range(30):
         _write_run(runs / f"system-{k:02d}", f"system-{k:02d}", ["win", "tie", "loss"] * 4)
-    command = [sys.executable, "-m", "rag_qa_arena", "report", *map(str, sorted(runs.iterdir())), "--out",
-               str(tmp_path / "lb"), "--no-plots"]
-    for _ in range(3):
-        child = subprocess.Popen(command, cwd=ROOT, env=subprocess_env(), stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE)
-        child.stdout.readline()  # what `head -1` does: read a line, then leave
-        child.stdout.close()
-        err = child.stderr.read().decode()
-        assert child.wait(timeout=120) in (0, 1)
-        assert "Broken pipe" not in err and "Traceback" not in err and "Errno 32" not in err
+    preds = write_jsonl(tmp_path / "sys.jsonl", prediction_rows(3))
+    other = write_jsonl(tmp_path / "other.jsonl", prediction_rows(3, answer="Other"))
+    commands = {  # rich tables, and plain print()
+        "report": ["report", *sorted(runs.iterdir()), "--out", tmp_path / "lb", "--no-plots"],
+        "judge --dry-run": ["judge", "--predictions", preds, "--versus", other, "--judge", "openai:gpt-4o",
+                            "--dry-run"],
+    }
+    for name, argv in commands.items():
+        for leave_at_once in (True, False):
+            child = subprocess.Popen([sys.executable, "-m", "rag_qa_arena", *map(str, argv)], cwd=ROOT,
+                                     env=subprocess_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            if not leave_at_once:
+                child.stdout.readline()  # what `head -1` does: read a line, then leave
+            child.stdout.close()
+            err = child.stderr.read().decode()
+            code = child.wait(timeout=120)
+            assert code in (0, 1), (name, code, err)
+            assert "Broken pipe" not in err and "Traceback" not in err and "Errno 32" not in err, (name, err)
