@@ -37,6 +37,7 @@ __all__ = [
     "loads_json",
     "lone_surrogate",
     "package_version",
+    "process_identity",
     "refuse_output_over_input",
     "saved_dataset",
     "sha256_file",
@@ -360,6 +361,33 @@ def refuse_output_over_input(output: tuple[str, str | os.PathLike | None], input
             raise RagQaArenaError(
                 f"{flag} {out} would write over the input {in_flag} {path}: an output never replaces an input, "
                 f"even with --overwrite. Choose another {flag}")
+
+
+def process_identity(pid: int) -> str | None:
+    """``"<boot id>-<start time>"`` of the live process ``pid`` (Linux ``/proc``): a pid reused by
+    another process, or after a restart, has another; None when the process is gone or a zombie
+    (killed, not yet reaped), and ``""`` where ``/proc`` cannot tell (other systems)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read().decode("ascii", "replace")
+    except FileNotFoundError:
+        return None if os.path.isdir("/proc/self") else ""
+    except OSError:
+        return ""
+    fields = stat[stat.rfind(")") + 2:].split()  # after "pid (comm) ": state is field 3, starttime field 22
+    if len(fields) < 20:
+        return ""
+    if fields[0] in ("Z", "X", "x"):
+        return None
+    return f"{_boot_id()}-{fields[19]}"
+
+
+def _boot_id() -> str:
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as handle:
+            return handle.read().strip()[:8]
+    except OSError:
+        return "boot"
 
 
 def package_version() -> str:

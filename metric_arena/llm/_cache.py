@@ -59,6 +59,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
+from lfrqa.files import process_identity
 from metric_arena.llm._types import ChatRequest, Completion
 
 __all__ = ["CACHE_ENV", "SCHEMA_VERSION", "CacheCorrupt", "CachedCompletion", "CompletionCache", "cache_key",
@@ -107,33 +108,6 @@ def claim_owner() -> str:
     start: boot id and start time, so that a later process given the same pid is never taken for
     it), a random token."""
     return f"{socket.gethostname()}:{os.getpid()}:{process_identity(os.getpid()) or ''}:{uuid.uuid4().hex[:12]}"
-
-
-def process_identity(pid: int) -> str | None:
-    """``"<boot id>-<start time>"`` of the live process ``pid`` (Linux ``/proc``): a pid reused by
-    another process, or after a restart, has another; None when the process is gone or a zombie
-    (killed, not yet reaped), and ``""`` where ``/proc`` cannot tell (other systems)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read().decode("ascii", "replace")
-    except FileNotFoundError:
-        return None if os.path.isdir("/proc/self") else ""
-    except OSError:
-        return ""
-    fields = stat[stat.rfind(")") + 2:].split()  # after "pid (comm) ": state is field 3, starttime field 22
-    if len(fields) < 20:
-        return ""
-    if fields[0] in ("Z", "X", "x"):
-        return None
-    return f"{_boot_id()}-{fields[19]}"
-
-
-def _boot_id() -> str:
-    try:
-        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as handle:
-            return handle.read().strip()[:8]
-    except OSError:
-        return "boot"
 
 
 def _owner_alive(owner: str) -> bool:
