@@ -54,6 +54,7 @@ def test_judge_report_tournament_and_retrieve_refuse_an_output_over_an_input(tmp
         ["judge", "--predictions", other, "--versus", preds, "--out", run, *nowhere],
         ["tournament", preds, other, "--out", tmp_path / "runs", *nowhere],
         ["report", run, "--out", tmp_path / "lb", "--battles", preds],
+        ["push", run, "--repo", "org/x", "--dry-run", run],
         ["retrieve", "--domain", "writing", "--retriever", "bm25", "--questions", other, "--out", other],
     ):
         code, _, err = cli(argv, capsys)
