@@ -10,6 +10,7 @@ from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
 from rag_qa_arena._options import confidence_level, finite, percent, positive_int
+from rag_qa_arena._options import seed as seed_type
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -36,7 +37,7 @@ def _register_calibrate(subparsers: argparse._SubParsersAction) -> None:
                              "(P(prefer longer)) and prices")
     parser.add_argument("--data-dir", metavar="DIR", help="LFRQA's pinned files, for LFRQA's answers")
     parser.add_argument("--n-boot", type=positive_int, default=1000, help="bootstrap rounds for kappa (default 1000)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default: 0)")
+    parser.add_argument("--seed", type=seed_type, default=0, help="seed of the bootstrap (default: 0)")
     parser.add_argument("--confidence", type=confidence_level, default=0.95, help="interval coverage (default: 0.95)")
     parser.add_argument("--push", metavar="ORG/NAME", help="upload the card and matched verdicts (Parquet) to the Hub")
     parser.add_argument("--private", action="store_true", help="with --push: create the repo as private")
@@ -103,7 +104,7 @@ def _register_compare(subparsers: argparse._SubParsersAction) -> None:
                         help="compare runs made by different judges (otherwise an error, exit 2)")
     parser.add_argument("--json", action="store_true", help="print the comparison as strict JSON")
     parser.add_argument("--n-boot", type=positive_int, default=1000, help="bootstrap rounds (default: 1000)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default: 0)")
+    parser.add_argument("--seed", type=seed_type, default=0, help="seed of the bootstrap (default: 0)")
     parser.add_argument("--confidence", type=confidence_level, default=0.95, help="interval coverage (default: 0.95)")
     parser.set_defaults(func=_compare)
 

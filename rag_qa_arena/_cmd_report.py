@@ -8,6 +8,7 @@ from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
 from rag_qa_arena._options import confidence_level, decimal, finite, percent, positive_int
+from rag_qa_arena._options import seed as seed_type
 
 _DESCRIPTION = """\
 Build the RAG-QA Arena leaderboard from run folders written by `rag-qa-arena judge --out DIR`.
@@ -52,7 +53,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", required=True, metavar="OUT", help="folder to write the report to (created if missing)")
     parser.add_argument("--reference", default="LFRQA", help="name of the reference system, fixed at rating 1000 (default: LFRQA)")
     parser.add_argument("--n-boot", type=positive_int, default=1000, help="bootstrap rounds for every interval (default: 1000)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default: 0)")
+    parser.add_argument("--seed", type=seed_type, default=0, help="seed of the bootstrap (default: 0)")
     parser.add_argument("--confidence", type=confidence_level, default=0.95, help="interval coverage (default: 0.95)")
     parser.add_argument("--human-labels", metavar="FILE", help="JSONL of human pairwise labels: adds Cohen's kappa and Pearson r")
     parser.add_argument(

@@ -39,6 +39,7 @@ __all__ = [
     "run_settings",
     "run_batch_step",
     "run_reporting_failures",
+    "seed",
     "stop_note",
 ]
 
@@ -398,6 +399,17 @@ def positive_int(text: str) -> int:
         value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text!r} must be a positive integer, e.g. 1000")
+    return value
+
+
+def seed(text: str) -> int:
+    """An argparse type: a seed numpy accepts, an integer in [0, 2**32), else a one-line usage error."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value < 2**32:
+        raise argparse.ArgumentTypeError(f"{text!r} must be an integer from 0 to 4294967295 (2**32 - 1), e.g. 0")
     return value
 
 

@@ -60,6 +60,13 @@ def test_bad_seed_and_timeout_are_refused_before_any_request(tmp_path, capsys, f
     assert not (tmp_path / "run" / "verdicts.jsonl").exists()
 
 
+def test_report_refuses_a_seed_numpy_cannot_take(tmp_path, capsys):
+    _write_run(tmp_path / "runs" / "x", "x", ["win", "loss"] * 6)
+    code, _, err = cli(["report", tmp_path / "runs" / "x", "--out", tmp_path / "lb", "--seed", "-1"], capsys)
+    assert code == 2 and "--seed: '-1' must be an integer from 0 to 4294967295" in err and "Traceback" not in err
+    assert not (tmp_path / "lb").exists()
+
+
 # --------------------------------------------------------------------------------------------
 # Names: reserved, colliding, not UTF-8
 # --------------------------------------------------------------------------------------------
