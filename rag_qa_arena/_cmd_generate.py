@@ -179,6 +179,7 @@ def run_generate(args: argparse.Namespace) -> int:
     if failed:
         print(failed, file=sys.stderr)
         return FATAL_EXIT
+    print(f"next: rag-qa-arena judge --predictions {args.out} --judge BACKEND:MODEL --out runs/NAME")
     return 0
 
 
@@ -199,5 +200,3 @@ def _print_summary(result: dict) -> None:
 
         lines.append(f"  written to {out} and {summary_path(out)}")
     print("\n".join(lines))
-    if out:
-        print(f"next: rag-qa-arena judge --predictions {out} --judge BACKEND:MODEL --out runs/NAME", file=sys.stderr)

@@ -195,6 +195,7 @@ def run_judge(args: argparse.Namespace) -> int:
     if failed:
         print(failed, file=sys.stderr)
         return FATAL_EXIT
+    print(_next_step(args.out))
     return 0
 
 
@@ -228,8 +229,14 @@ def _print_summary(result: dict, out: str) -> None:
         lines.append("  errors " + ", ".join(f"{k}: {v}" for k, v in result["errors"].items()))
     lines.append(f"  written to {out}/verdicts.jsonl and {out}/summary.json")
     print("\n".join(lines))
+
+
+def _next_step(out: str) -> str:
+    """The report of the run folders beside ``out``, written beside them (never among them)."""
     import os
 
-    parent = os.path.dirname(os.path.normpath(out)) or "."
-    print(f"next: rag-qa-arena report {os.path.join(parent, '*')} --out {parent}-leaderboard"
-          if parent != "." else f"next: rag-qa-arena report {os.path.normpath(out)} --out leaderboard", file=sys.stderr)
+    folder = os.path.normpath(out)
+    parent = os.path.dirname(folder)
+    if not parent:
+        return f"next: rag-qa-arena report {folder} --out leaderboard"
+    return f"next: rag-qa-arena report {os.path.join(parent, '*')} --out {parent}-leaderboard"

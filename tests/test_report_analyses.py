@@ -106,7 +106,8 @@ def test_report_command_prints_the_retrieval_table(oracle, tmp_path, capsys):
                              "--retrieved", *files], capsys)
     assert code == 0, err
     assert "Retrieval and answer quality (top-3 passages)" in stdout
-    oracle_line = next(line for line in stdout.splitlines() if "oracle" in line and "all" in line)
+    table = stdout[stdout.index("Retrieval and answer quality"):]
+    oracle_line = next(line for line in table.splitlines() if "│ oracle" in line and "│ all" in line)
     assert "50.0" in oracle_line and "100.0" in oracle_line and "0.0" in oracle_line
 
 

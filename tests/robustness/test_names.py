@@ -273,12 +273,12 @@ def test_next_steps_keep_the_leaderboard_out_of_runs(tmp_path, capsys):
     assert next_step("runs/arena/") == "rag-qa-arena report runs/arena/* --out runs/arena-leaderboard"
     retrieved = write_jsonl(tmp_path / "r.jsonl", retrieved_rows(2))
     with OpenAIServer(lambda body, attempt: RATED) as server:
-        code, _, err = cli(["generate", "--retrieved", retrieved, "--model", "openai:m", "--base-url", server.base_url,
+        code, out, _ = cli(["generate", "--retrieved", retrieved, "--model", "openai:m", "--base-url", server.base_url,
                             "--api-key", FAKE_KEY, "--out", tmp_path / "answers.jsonl", "--no-progress",
                             "--cache-dir", tmp_path / "cache"], capsys)
-        assert code == 0 and f"next: rag-qa-arena judge --predictions {tmp_path / 'answers.jsonl'}" in err
-        code, _, err = cli([*_judge_argv(tmp_path, server), "--out", tmp_path / "runs" / "x"], capsys)
-    assert code == 0 and f"next: rag-qa-arena report {tmp_path / 'runs'}/* --out {tmp_path / 'runs'}-leaderboard" in err
+        assert code == 0 and f"next: rag-qa-arena judge --predictions {tmp_path / 'answers.jsonl'}" in out
+        code, out, _ = cli([*_judge_argv(tmp_path, server), "--out", tmp_path / "runs" / "x"], capsys)
+    assert code == 0 and f"next: rag-qa-arena report {tmp_path / 'runs'}/* --out {tmp_path / 'runs'}-leaderboard" in out
     assert [r["outcome"] for r in read_jsonl(tmp_path / "runs" / "x" / "verdicts.jsonl")]
 
 
