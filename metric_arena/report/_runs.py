@@ -166,11 +166,21 @@ def _read_summary(summary_path: Path) -> dict | None:
 
 
 def _read_verdicts(verdicts_path: Path, warnings: list[str]) -> list[Verdict]:
+    data = verdicts_path.read_bytes()
     try:
-        lines = verdicts_path.read_bytes().decode("utf-8").splitlines()
+        lines = data.decode("utf-8").splitlines()
     except UnicodeDecodeError as error:
-        line = verdicts_path.read_bytes()[: error.start].count(b"\n") + 1
-        raise RagQaArenaError(f"{verdicts_path}:{line}: not UTF-8 text ({error.reason}); re-run the judge") from None
+        line = data[: error.start].count(b"\n") + 1
+        cut = data.rfind(b"\n") + 1
+        if error.start < cut or data.endswith(b"\n"):
+            raise RagQaArenaError(f"{verdicts_path}:{line}: not UTF-8 text ({error.reason}); re-run the judge") from None
+        # The last line was cut inside a multi-byte character (a crash, a full disk): skip it.
+        warnings.append(f"{verdicts_path}:{line}: torn last line skipped (the judge stopped while writing it)")
+        return _read_verdicts_text(verdicts_path, data[:cut].decode("utf-8", "replace").splitlines(), warnings)
+    return _read_verdicts_text(verdicts_path, lines, warnings)
+
+
+def _read_verdicts_text(verdicts_path: Path, lines: list[str], warnings: list[str]) -> list[Verdict]:
     rows: list[Verdict] = []
     for line_no, line in enumerate(lines, 1):
         if not line.strip():

@@ -111,6 +111,19 @@ def test_generate_still_refuses_a_file_that_is_not_utf8_before_its_last_line(tmp
     assert code == 2 and "line 1: not UTF-8" in err
 
 
+def test_report_reads_a_run_whose_last_verdict_ends_inside_a_multibyte_character(tmp_path, capsys):
+    rows = [{"qid": f"q{i}", "domain": "fiqa", "system_a": "sys", "system_b": "LFRQA", "outcome": "win",
+             "judgments": [], "note": "答え"} for i in range(12)]
+    data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode()
+    torn = data[: data.rindex("答".encode()) + 1]  # a killed judge, a full disk: cut inside the character
+    (tmp_path / "runs" / "sys").mkdir(parents=True)
+    (tmp_path / "runs" / "sys" / "verdicts.jsonl").write_bytes(torn)
+    code, _, err = cli(["report", tmp_path / "runs" / "sys", "--out", tmp_path / "lb", "--no-plots"], capsys)
+    assert code == 0, err
+    assert "torn last line skipped" in err
+    assert json.loads((tmp_path / "lb" / "leaderboard.json").read_text())[0]["n"] == 11
+
+
 # --------------------------------------------------------------------------------------------
 # A run folder holds one parse
 # --------------------------------------------------------------------------------------------
