@@ -33,11 +33,11 @@ def previous_lines(out: Path, spec: str, prompt: str) -> tuple[dict[str, str], i
             raise RagQaArenaError(f"{out} line {line}: not UTF-8 text; it is not an answer file of this tool. "
                                   "Choose another --out, or pass --overwrite to replace it") from None
         # The last line was cut short inside a multi-byte character (a crash, a full disk): drop it.
-        return previous_lines_of(out, data[:cut], spec, prompt, torn=1)
-    return previous_lines_of(out, data, spec, prompt, torn=torn, text=text)
+        return _previous_lines_of(out, data[:cut], spec, prompt, torn=1)
+    return _previous_lines_of(out, data, spec, prompt, torn=torn, text=text)
 
 
-def previous_lines_of(out: Path, data: bytes, spec: str, prompt: str, *, torn: int = 0,
+def _previous_lines_of(out: Path, data: bytes, spec: str, prompt: str, *, torn: int = 0,
                       text: str | None = None) -> tuple[dict[str, str], int]:
     """:func:`previous_lines` on the file's ``data`` (``torn``: a last line already cut off)."""
     if text is None:
