@@ -93,10 +93,13 @@ def load_corpus(
     level: str = "passages",
     cache_dir: str | os.PathLike | None = None,
     words_per_passage: int = _passages.WORDS_PER_PASSAGE,
+    *,
+    corpus_dir: str | os.PathLike | None = None,
 ) -> datasets.Dataset:
     """A RobustQA corpus as a ``datasets.Dataset`` of passages (default) or documents.
 
-    Raw files are read from ``data_dir`` (or ``$LFRQA_DATA_DIR``) in their distributed layout -
+    Raw files are read from ``corpus_dir`` (``data_dir`` is its older name; else ``$LFRQA_DATA_DIR``)
+    in their distributed layout -
     ``lotte/<domain>/<split>/collection.tsv`` (or ``lotte.tar.gz``), ``fiqa/FiQA_train_doc_final.tsv``
     (or BEIR's ``fiqa/corpus.jsonl`` / ``fiqa.zip``), ``bioasq/documents.jsonl`` - or, with no data
     folder set, downloaded once from their canonical location (LoTTE, FiQA) and cached.
@@ -108,6 +111,10 @@ def load_corpus(
     """
     if level not in LEVELS:
         raise RagQaArenaError(f"Unknown corpus level {level!r}. Available: {', '.join(LEVELS)}")
+    if corpus_dir is not None:
+        if data_dir is not None and Path(data_dir) != Path(corpus_dir):
+            raise RagQaArenaError("corpus_dir= and data_dir= both name the raw corpora here: give corpus_dir= only")
+        data_dir = corpus_dir
     source = locate_source(domain, split, data_dir)  # validates domain/split, fails early on missing files
     builder = RobustQACorpus(
         config_name=domain,
@@ -135,7 +142,7 @@ def _download(dl_manager, source: RawSource) -> str:
         raise FileNotFoundError(
             f"Could not download the raw {source.domain} corpus from {source.url} ({type(error).__name__}: {error}). "
             f"Download it yourself and put it in a data folder as {source.url.rsplit('/', 1)[-1]} or extracted "
-            f"({source.member}), then pass data_dir=... or set ${_documents.DATA_DIR_ENV}."
+            f"({source.member}), then pass it with --corpus-dir DIR (corpus_dir=...) or set ${_documents.DATA_DIR_ENV}."
         ) from error
     if source.md5 is not None:
         digest = hashlib.md5()

@@ -112,9 +112,9 @@ def locate_source(domain: str, split: str = "test", data_dir: str | os.PathLike 
         raise FileNotFoundError(f"No BioASQ documents at {local / BIOASQ_DOCUMENTS}. {BIOASQ_HOW_TO}")
     expected = " or ".join(str(local / c) for c in candidates + [archive])
     raise FileNotFoundError(
-        f"The raw {domain} corpus is not in the data folder {local} (from data_dir= or ${DATA_DIR_ENV}): expected "
-        f"{expected}. Download {url} and put it there (as is, or extracted in its distributed layout), or leave "
-        f"data_dir unset and unset ${DATA_DIR_ENV} to let the package download it."
+        f"The raw {domain} corpus is not in the corpus folder {local} (from --corpus-dir/corpus_dir= or "
+        f"${DATA_DIR_ENV}): expected {expected}. Download {url} and put it there (as is, or extracted in its "
+        f"distributed layout), or give no --corpus-dir and unset ${DATA_DIR_ENV} to let the package download it."
     )
 
 

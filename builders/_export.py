@@ -25,8 +25,12 @@ def export_dataset(
     domains: Iterable[str] | None = None,
     corpora: bool = True,
     progress: Callable[[str], None] | None = None,
+    corpus_dir: str | os.PathLike | None = None,
 ) -> Path:
     """Write LFRQA (and, where the raw files are available, its passage corpora) to ``out``.
+
+    LFRQA's files come from ``data_dir``; the raw corpora from ``corpus_dir`` (default: ``data_dir``,
+    as before there was a flag of their own).
 
     ``out`` must not exist or be an empty folder. Returns the folder.
 
@@ -64,7 +68,7 @@ def export_dataset(
 
     if corpora:
         for domain in chosen:
-            corpus_files = _export_corpus(domain, out, data_dir)
+            corpus_files = _export_corpus(domain, out, corpus_dir if corpus_dir is not None else data_dir)
             if corpus_files:
                 configs[f"{domain}_corpus"] = {"test": corpus_files}
                 say(f"{domain} corpus: {len(corpus_files)} file(s)")

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import shutil
+from pathlib import Path
 
 import datasets
 from datasets.exceptions import DatasetGenerationError
@@ -11,6 +15,7 @@ from lfrqa import _sources
 from lfrqa._builder import LFRQA, SPLIT_NAMES, source_files, sources_fingerprint
 from lfrqa._domains import check_name, check_split
 from lfrqa._records import InvalidRecord
+from lfrqa.files import atomic_write, sha256_file
 
 
 def load(
@@ -22,7 +27,9 @@ def load(
     """Load one LFRQA domain, or ``"all"`` of them, as a ``datasets.Dataset``.
 
     Sources are verified against the pinned sha256 hashes on every call, before the Arrow
-    cache is used, so a cache built from other bytes is never served.
+    cache is used, so a cache built from other bytes is never served; the Arrow files are checked
+    against the sha256 recorded when they were built, and built again when they differ (an edited
+    or damaged cache is never served either).
 
     >>> import lfrqa
     >>> ds = lfrqa.load("science")  # doctest: +SKIP
@@ -41,10 +48,40 @@ def load(
         lfrqa_data_dir=None if local is None else str(local),
         lfrqa_split=split,
     )
+    existed = Path(builder.cache_dir).is_dir()
+    _prepare(builder)
+    if not _arrow_verified(Path(builder.cache_dir), fresh=not existed):
+        # An Arrow file changed since it was built (edited, damaged, or built by a version that
+        # recorded no digests): build it again from the verified sources.
+        shutil.rmtree(builder.cache_dir, ignore_errors=True)
+        _prepare(builder)
+        _arrow_verified(Path(builder.cache_dir), fresh=True)
+    return builder.as_dataset(split=SPLIT_NAMES[split])
+
+
+def _prepare(builder) -> None:
     try:
         builder.download_and_prepare()
     except DatasetGenerationError as error:
         if isinstance(error.__cause__, InvalidRecord):
             raise error.__cause__ from None  # name the file and line, not datasets' wrapper
         raise
-    return builder.as_dataset(split=SPLIT_NAMES[split])
+
+
+#: Beside the Arrow files of each cached config: their sha256, recorded when they were built.
+ARROW_DIGESTS = "lfrqa-arrow.sha256.json"
+
+
+def _arrow_verified(folder: Path, *, fresh: bool) -> bool:
+    """Whether the Arrow files in ``folder`` are those built there. ``fresh``: just built, so their
+    digests are recorded now. Returns False for files that differ from their record (or have none)."""
+    digests = {path.name: sha256_file(path) for path in sorted(folder.glob("*.arrow"))}
+    record = folder / ARROW_DIGESTS
+    if fresh:
+        with contextlib.suppress(OSError):  # a read-only cache still loads; it is checked next time it can be
+            atomic_write(record, json.dumps(digests, indent=1, sort_keys=True) + "\n")
+        return True
+    try:
+        return json.loads(record.read_text(encoding="utf-8")) == digests
+    except (OSError, ValueError):
+        return False

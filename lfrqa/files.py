@@ -37,6 +37,8 @@ __all__ = [
     "loads_json",
     "lone_surrogate",
     "package_version",
+    "process_identity",
+    "refuse_output_over_input",
     "saved_dataset",
     "sha256_file",
 ]
@@ -323,6 +325,69 @@ def exclusive_lock(lock_path: str | os.PathLike, *, busy: str):
         yield
     finally:
         lock.release()
+
+
+def _real(path: str | os.PathLike) -> Path:
+    return Path(os.path.realpath(os.path.abspath(os.fspath(path))))
+
+
+def refuse_output_over_input(output: tuple[str, str | os.PathLike | None], inputs, *,
+                             written: tuple[str, ...] | None = ()) -> None:
+    """Refuse an output that would replace an input, with or without ``--overwrite``.
+
+    ``output``: ``(flag, path)``; ``inputs``: ``(flag, path)`` pairs (None paths are skipped).
+    ``written``: for a folder output, the names of the files written in it (an input equal to one
+    of them, or the folder itself, is refused); None: the whole folder is the output (an input
+    anywhere inside it is refused); ``()`` (default): the output is a file. Paths are compared after
+    resolving links, and by inode where both exist (a hard link is the same file).
+    """
+    flag, out = output
+    if out is None:
+        return
+    root = _real(out)
+    targets = [root] + [_real(root / name) for name in written or ()]
+    for in_flag, path in inputs:
+        if path is None:
+            continue
+        source = _real(path)
+        clash = source in targets or (written is None and root in source.parents)
+        if not clash:
+            for target in targets:
+                with contextlib.suppress(OSError):
+                    if os.path.samefile(source, target):
+                        clash = True
+                        break
+        if clash:
+            raise RagQaArenaError(
+                f"{flag} {out} would write over the input {in_flag} {path}: an output never replaces an input, "
+                f"even with --overwrite. Choose another {flag}")
+
+
+def process_identity(pid: int) -> str | None:
+    """``"<boot id>-<start time>"`` of the live process ``pid`` (Linux ``/proc``): a pid reused by
+    another process, or after a restart, has another; None when the process is gone or a zombie
+    (killed, not yet reaped), and ``""`` where ``/proc`` cannot tell (other systems)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read().decode("ascii", "replace")
+    except FileNotFoundError:
+        return None if os.path.isdir("/proc/self") else ""
+    except OSError:
+        return ""
+    fields = stat[stat.rfind(")") + 2:].split()  # after "pid (comm) ": state is field 3, starttime field 22
+    if len(fields) < 20:
+        return ""
+    if fields[0] in ("Z", "X", "x"):
+        return None
+    return f"{_boot_id()}-{fields[19]}"
+
+
+def _boot_id() -> str:
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as handle:
+            return handle.read().strip()[:8]
+    except OSError:
+        return "boot"
 
 
 def package_version() -> str:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
 from rag_qa_arena._options import confidence_level, finite, percent, positive_int
+from rag_qa_arena._options import seed as seed_type
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -36,7 +37,7 @@ def _register_calibrate(subparsers: argparse._SubParsersAction) -> None:
                              "(P(prefer longer)) and prices")
     parser.add_argument("--data-dir", metavar="DIR", help="LFRQA's pinned files, for LFRQA's answers")
     parser.add_argument("--n-boot", type=positive_int, default=1000, help="bootstrap rounds for kappa (default 1000)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default: 0)")
+    parser.add_argument("--seed", type=seed_type, default=0, help="seed of the bootstrap (default: 0)")
     parser.add_argument("--confidence", type=confidence_level, default=0.95, help="interval coverage (default: 0.95)")
     parser.add_argument("--push", metavar="ORG/NAME", help="upload the card and matched verdicts (Parquet) to the Hub")
     parser.add_argument("--private", action="store_true", help="with --push: create the repo as private")
@@ -59,6 +60,12 @@ def _run_calibrate(args: argparse.Namespace) -> int:
         if not name or not path or name in predictions:
             raise RagQaArenaError(f"--predictions {item!r}: give SYSTEM=FILE or FILE, one file per system")
         predictions[name] = path
+    from lfrqa.files import refuse_output_over_input
+
+    refuse_output_over_input(("--out", args.out),
+                             [("--reference", run) for run in args.reference] + [("--candidate", run) for run in args.candidate]
+                             + [("--predictions", path) for path in predictions.values()],
+                             written=("judge_card.json", "judge_card.md", "matched_verdicts.jsonl"))
     card = calibrate_judges(reference=args.reference, candidate=args.candidate, out=args.out, data_dir=args.data_dir,
                             predictions=predictions or None, n_boot=args.n_boot, seed=args.seed, confidence=args.confidence)
     print(card_summary(card))
@@ -97,7 +104,7 @@ def _register_compare(subparsers: argparse._SubParsersAction) -> None:
                         help="compare runs made by different judges (otherwise an error, exit 2)")
     parser.add_argument("--json", action="store_true", help="print the comparison as strict JSON")
     parser.add_argument("--n-boot", type=positive_int, default=1000, help="bootstrap rounds (default: 1000)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default: 0)")
+    parser.add_argument("--seed", type=seed_type, default=0, help="seed of the bootstrap (default: 0)")
     parser.add_argument("--confidence", type=confidence_level, default=0.95, help="interval coverage (default: 0.95)")
     parser.set_defaults(func=_compare)
 

@@ -33,6 +33,8 @@ def register(subparsers) -> None:
     export.add_argument("out", help="new or empty folder to write")
     data_dir_flag(export)
     export.add_argument("--no-corpora", action="store_true", help="skip the passage corpora even if raw files exist")
+    export.add_argument("--corpus-dir", metavar="DIR",
+                        help="raw RobustQA corpora to export as passages (default: the --data-dir folder)")
     export.set_defaults(func=_export)
 
     push = commands.add_parser(
@@ -53,6 +55,8 @@ def register(subparsers) -> None:
                       help="write the files that would be uploaded to DIR (new or empty) instead of uploading "
                            "(no network, no token)")
     data_dir_flag(push)
+    push.add_argument("--corpus-dir", metavar="DIR",
+                      help="raw RobustQA corpora to export as passages (default: the --data-dir folder)")
     push.set_defaults(func=_push)
 
     stats = commands.add_parser(
@@ -65,7 +69,7 @@ def register(subparsers) -> None:
     data_dir_flag(stats)
     stats.add_argument("--quirks", action="store_true", help="also count the published data's quirks per domain")
     stats.add_argument("--corpus-dir", metavar="DIR",
-                       help="raw RobustQA corpora (as for `retrieve --data-dir`): count their documents and 100-word "
+                       help="raw RobustQA corpora (as for `retrieve --corpus-dir`): count their documents and 100-word "
                             "passages instead of showing the known document counts")
     stats.add_argument("--json", action="store_true", help="print JSON instead of a table")
     stats.set_defaults(func=_stats)
@@ -79,7 +83,8 @@ def _export(args: argparse.Namespace) -> int:
 
     console = Console(stderr=True)
     with console.status("Exporting LFRQA…"):
-        folder = export_dataset(args.out, data_dir=args.data_dir, corpora=not args.no_corpora, progress=console.log)
+        folder = export_dataset(args.out, data_dir=args.data_dir, corpora=not args.no_corpora, progress=console.log,
+                                corpus_dir=args.corpus_dir)
     print(folder)
     return 0
 
@@ -89,7 +94,7 @@ def _push(args: argparse.Namespace) -> int:
 
     check_repo_id(args.repo_id)
     if args.dry_run:
-        source = args.folder or export_dataset(args.dry_run, data_dir=args.data_dir)
+        source = args.folder or export_dataset(args.dry_run, data_dir=args.data_dir, corpus_dir=args.corpus_dir)
         files = write_dry_run(source, args.dry_run, what=f"to {args.repo_id}")
         print(f"Wrote {len(files)} files to {args.dry_run} (nothing uploaded): {', '.join(files)}", file=sys.stderr)
         return 0
@@ -99,7 +104,7 @@ def _push(args: argparse.Namespace) -> int:
         print(push_dataset(args.folder, args.repo_id, **options))
         return 0
     with tempfile.TemporaryDirectory() as tmp:
-        folder = export_dataset(f"{tmp}/lfrqa", data_dir=args.data_dir)
+        folder = export_dataset(f"{tmp}/lfrqa", data_dir=args.data_dir, corpus_dir=args.corpus_dir)
         print(push_dataset(folder, args.repo_id, **options))
     return 0
 

@@ -179,6 +179,7 @@ def run_generate(args: argparse.Namespace) -> int:
     if failed:
         print(failed, file=sys.stderr)
         return FATAL_EXIT
+    print(f"next: rag-qa-arena judge --predictions {args.out} --judge BACKEND:MODEL --out runs/NAME")
     return 0
 
 

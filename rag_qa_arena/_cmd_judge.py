@@ -141,6 +141,10 @@ def run_judge(args: argparse.Namespace) -> int:
     if not args.dry_run and not args.out and not args.batch:
         raise RagQaArenaError("--out DIR is required (the run folder for verdicts.jsonl and summary.json), or use --dry-run")
     check_backend_args(args)
+    from lfrqa.files import refuse_output_over_input
+
+    refuse_output_over_input(("--out", args.out), [("--predictions", args.predictions), ("--versus", args.versus)],
+                             written=("verdicts.jsonl", "summary.json", ".verdicts.replacing.jsonl"))
     inputs = prepare_judge_inputs(args.predictions, versus=args.versus, versus_name=args.versus_name,
                                   data_dir=args.data_dir)
     if args.dry_run:  # (--batch/--batch-collect skip failed lines like the online run)
@@ -165,6 +169,9 @@ def run_judge(args: argparse.Namespace) -> int:
     # Against LFRQA the system is named after the run folder; in a --versus run the folder holds a
     # pair, so both sides default to their prediction files' names.
     system = args.name or Path(args.predictions).stem if args.versus else _system_name(args.out, args.name)
+    from metric_arena.judge import check_system_names
+
+    check_system_names(system, opponent)
     if args.batch or args.batch_collect:
         code = scale.run_batch_step(args, answers=answers, references=references, questions=questions, qids=qids,
                                     domains=domains, judges=judges, generation_failed=failed)
@@ -188,6 +195,7 @@ def run_judge(args: argparse.Namespace) -> int:
     if failed:
         print(failed, file=sys.stderr)
         return FATAL_EXIT
+    print(_next_step(args.out))
     return 0
 
 
@@ -221,3 +229,14 @@ def _print_summary(result: dict, out: str) -> None:
         lines.append("  errors " + ", ".join(f"{k}: {v}" for k, v in result["errors"].items()))
     lines.append(f"  written to {out}/verdicts.jsonl and {out}/summary.json")
     print("\n".join(lines))
+
+
+def _next_step(out: str) -> str:
+    """The report of the run folders beside ``out``, written beside them (never among them)."""
+    import os
+
+    folder = os.path.normpath(out)
+    parent = os.path.dirname(folder)
+    if not parent:
+        return f"next: rag-qa-arena report {folder} --out leaderboard"
+    return f"next: rag-qa-arena report {os.path.join(parent, '*')} --out {parent}-leaderboard"

@@ -107,6 +107,11 @@ def _run(args: argparse.Namespace) -> int:
     err = Console(stderr=True)
     wants_results = _wants_eval_results(args)
     if args.dry_run:
+        from lfrqa.files import refuse_output_over_input
+
+        refuse_output_over_input(("--dry-run", args.dry_run), [("RUN_DIR", args.run)] + [
+            ("RUN_DIR", Path(args.run) / name) for name in ("verdicts.jsonl", "summary.json")],
+            written=("summary.json", "README.md", "data/verdicts.parquet"))
         with err.status("Preparing files"):
             files = build_push_files(args.run, repo_id=args.repo)
             results = _eval_result_files(args, None)

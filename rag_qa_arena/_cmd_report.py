@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
-from rag_qa_arena._options import confidence_level, decimal, finite, percent, positive_int
+from rag_qa_arena._options import confidence_level, decimal, finite, percent, positive_int, print_table
+from rag_qa_arena._options import seed as seed_type
 
 _DESCRIPTION = """\
 Build the RAG-QA Arena leaderboard from run folders written by `rag-qa-arena judge --out DIR`.
@@ -55,7 +56,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", required=True, metavar="OUT", help="folder to write the report to (created if missing)")
     parser.add_argument("--reference", default="LFRQA", help="name of the reference system, fixed at rating 1000 (default: LFRQA)")
     parser.add_argument("--n-boot", type=positive_int, default=1000, help="bootstrap rounds for every interval (default: 1000)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default: 0)")
+    parser.add_argument("--seed", type=seed_type, default=0, help="seed of the bootstrap (default: 0)")
     parser.add_argument("--confidence", type=confidence_level, default=0.95, help="interval coverage (default: 0.95)")
     parser.add_argument("--human-labels", metavar="FILE", help="JSONL of human pairwise labels: adds Cohen's kappa and Pearson r")
     parser.add_argument(
@@ -83,8 +84,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "tokens_a, ... (each answer's length and style)")
     parser.set_defaults(func=_run)
 
+#: What `report` writes into --out.
+_REPORT_FILES = ("leaderboard.json", "report.json", "ratings.png", "win_rates.png", "leaderboard.html")
+#: What a run folder holds that `report` reads.
+_RUN_FILES = ("verdicts.jsonl", "summary.json", ".verdicts.replacing.jsonl")
+
+
+def _refuse_outputs_over_inputs(args: argparse.Namespace) -> None:
+    """--out and --battles never write over a run folder's files, --human-labels or --retrieved."""
+    from lfrqa.files import refuse_output_over_input
+
+    inputs = [("RUN_DIR", Path(run) / name) for run in args.runs for name in _RUN_FILES]
+    inputs += [("--human-labels", args.human_labels)]
+    inputs += [("--retrieved", item.partition("=")[2] if "=" in item and not Path(item).exists() else item)
+               for item in args.retrieved or []]
+    refuse_output_over_input(("--out", args.out), inputs, written=_REPORT_FILES)
+    refuse_output_over_input(("--battles", args.battles), inputs + [("--out", Path(args.out) / name)
+                                                                      for name in _REPORT_FILES])
+
+
 def _run(args: argparse.Namespace) -> int:
     from rich.console import Console
+    from rich.markup import escape
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -95,11 +116,12 @@ def _run(args: argparse.Namespace) -> int:
 
     from metric_arena.report import backfill_styles, load_runs, write_report
 
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        raise RagQaArenaError(f"--out {args.out} is a file: give a folder for the report (created if missing)")
+    _refuse_outputs_over_inputs(args)
     runs, skipped = load_runs(args.runs)
     backfill_styles(runs, predictions=_named_files(args.predictions), reference=args.reference,
                     data_dir=args.data_dir)
-    if Path(args.out).exists() and not Path(args.out).is_dir():
-        raise RagQaArenaError(f"--out {args.out} is a file: give a folder for the report (created if missing)")
     err = Console(stderr=True)
     tasks: dict[str, int] = {}
     with Progress(
@@ -128,16 +150,16 @@ def _run(args: argparse.Namespace) -> int:
             data_dir=args.data_dir,
         )
     out = Console()
-    out.print(leaderboard_table(board))
+    print_table(out, leaderboard_table(board))
     if board.elo_study:
-        out.print(elo_study_table(board))
+        print_table(out, elo_study_table(board))
     if args.battles:
         from metric_arena.report import write_battles
 
         n = write_battles(runs, args.battles)
         print(f"Wrote {n:,} battles to {args.battles}", file=sys.stderr)
     for table in analysis_tables(board):
-        out.print(table)
+        print_table(out, table)
     if board.agreement:
         a = board.agreement
         out.print(
@@ -145,7 +167,7 @@ def _run(args: argparse.Namespace) -> int:
             f"Pearson r={decimal(a['pearson'], 3)}"
         )
     for warning in skipped + board.warnings:
-        err.print(f"[yellow]warning:[/yellow] {warning}", highlight=False, markup=True)
+        err.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False, markup=True, soft_wrap=True)
     folder = Path(args.out)
     written = [p for p in ("leaderboard.json", "report.json", "ratings.png", "win_rates.png", "leaderboard.html") if (folder / p).exists()]
     print(f"Wrote {', '.join(str(folder / p) for p in written)}", file=sys.stderr)
@@ -180,11 +202,16 @@ def elo_study_table(board):
 
     def cell(view, player):
         rating = view["ratings"].get(player)
-        return "n/a" if rating is None else f"{rating['rating']:.0f} [{rating['rating_ci'][0]:.0f}, {rating['rating_ci'][1]:.0f}]"
+        if rating is None:
+            return "n/a"
+        ci = rating["rating_ci"]
+        return f"{rating['rating']:.0f}" + (" [no interval]" if ci is None else f" [{ci[0]:.0f}, {ci[1]:.0f}]")
+
+    from metric_arena.stats import intervals_separated as separated_intervals
 
     def separated(view, upper, lower):
         a, b = view["ratings"].get(upper), view["ratings"].get(lower)
-        return "n/a" if not (a and b) else ("yes" if a["rating_ci"][0] > b["rating_ci"][1] else "no")
+        return "n/a" if not (a and b) else ("yes" if separated_intervals(a["rating_ci"], b["rating_ci"]) else "no")
 
     for k, player in enumerate(full["ranking"]):
         lower = full["ranking"][k + 1] if k + 1 < len(full["ranking"]) else None
@@ -218,7 +245,8 @@ def leaderboard_table(board):
         rating = Text("–")
         if e["rating"] is not None:
             rating = Text(f"{e['rating']:.0f}\n")
-            rating.append(f"{e['rating_ci'][0]:.0f}-{e['rating_ci'][1]:.0f}", style="dim")
+            ci = e.get("rating_ci")
+            rating.append("no interval" if ci is None else f"{ci[0]:.0f}-{ci[1]:.0f}", style="dim")
         table.add_row(
             "–" if e.get("rank") is None else str(e["rank"]),
             Text(e["system"], style="bold red" if e.get("reference") else "bold"),  # Text: names are never markup

@@ -80,8 +80,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--checkpoint",
         help="ColBERT checkpoint: a Hugging Face id or a local folder (default: colbert-ir/colbertv2.0)",
     )
-    parser.add_argument("--data-dir", help="folder of the raw corpora (default: $LFRQA_DATA_DIR). LFRQA's questions "
-                        "are read by lfrqa.load as in every command: $LFRQA_DATA_DIR, else the checksummed download")
+    parser.add_argument("--corpus-dir", metavar="DIR",
+                        help="folder of the raw corpora (default: $LFRQA_DATA_DIR, else their download)")
+    parser.add_argument("--data-dir", metavar="DIR",
+                        help="LFRQA's pinned files, for the questions and gold documents, as in every command "
+                             "(default: $LFRQA_DATA_DIR, else the checksummed download). Without --corpus-dir it "
+                             "still means the raw corpora, as it used to (deprecated: a note says so)")
     parser.add_argument("--split", default="test", choices=("test", "dev"), help="LFRQA split / LoTTE collection (default: test)")
     parser.add_argument("--limit", type=int, help="only the first N questions (for a quick check)")
     parser.add_argument(
@@ -147,14 +151,41 @@ def run(args: argparse.Namespace) -> int:
             options["gpus"] = int(args.gpus) if args.gpus.isdigit() else args.gpus
     elif args.retriever == "bm25" and (args.nranks is not None or args.gpus is not None or args.checkpoint is not None):
         raise RagQaArenaError("--nranks, --gpus and --checkpoint are ColBERT options; drop them with --retriever bm25")
-    metrics = retrieve(
+    from pathlib import Path
+
+    from lfrqa.files import refuse_output_over_input
+
+    for written in (args.out, Path(args.out).with_name(Path(args.out).stem + ".metrics.json")):
+        refuse_output_over_input(("--out", written), [("--questions", args.questions)])
+    corpus_dir, data_dir = args.corpus_dir, args.data_dir
+    if corpus_dir is None and data_dir is not None:
+        print(f"rag-qa-arena: note: --data-dir for the raw corpora is deprecated: use --corpus-dir {data_dir} "
+              "(--data-dir names LFRQA's files, as in every other command)", file=sys.stderr)
+        corpus_dir, data_dir = data_dir, None
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
+        metrics = _retrieve(args, options, corpus_dir, data_dir)
+    for warning in caught:
+        if "corpus is incomplete" in str(warning.message):
+            print(f"rag-qa-arena: warning: {warning.message}", file=sys.stderr)
+        else:
+            warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
+    _print_metrics(metrics, args.out)
+    return 0
+
+
+def _retrieve(args: argparse.Namespace, options: dict, corpus_dir, data_dir) -> dict:
+    return retrieve(
         args.domain,
         args.out,
         retriever=args.retriever,
         k=args.k,
         index_dir=args.index_dir,
         checkpoint=args.checkpoint,
-        data_dir=args.data_dir,
+        corpus_dir=corpus_dir,
+        data_dir=data_dir,
         split=args.split,
         limit=args.limit,
         questions=None if args.questions is None else _read_questions(args.questions),
@@ -167,8 +198,6 @@ def run(args: argparse.Namespace) -> int:
         index_revision=args.index_revision,
         trust_index=args.trust_index,
     )
-    _print_metrics(metrics, args.out)
-    return 0
 
 
 def _read_questions(path: str) -> list[dict]:
@@ -190,7 +219,9 @@ def _read_questions(path: str) -> list[dict]:
 
 def _print_metrics(metrics: dict, out: str) -> None:
     ks = sorted(int(key.split("@")[1]) for key in metrics if key.startswith("hit@"))
-    print(f"{metrics['retriever']} on {metrics['domain']}: {metrics['n']} questions with gold documents -> {out}")
+    corpus = metrics.get("corpus") or {}
+    whose = " whose gold documents are in the (incomplete) corpus" if corpus.get("incomplete") else " with gold documents"
+    print(f"{metrics['retriever']} on {metrics['domain']}: {metrics['n']} questions{whose} -> {out}")
     if metrics["n_missing"]:
         print(f"  {metrics['n_missing']} questions have no results", file=sys.stderr)
     header = "  " + " ".join(f"{name + '@' + str(k):>10}" for k in ks for name in ("hit", "recall"))
@@ -201,3 +232,4 @@ def _print_metrics(metrics: dict, out: str) -> None:
             value = metrics.get(f"{name}@{k}")
             cells.append(f"{'-' if value is None else format(value, '.4f'):>10}")
     print("  " + " ".join(cells))
+    print(f"next: rag-qa-arena generate --retrieved {out} --model BACKEND:MODEL --out ANSWERS.jsonl")

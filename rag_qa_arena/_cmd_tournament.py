@@ -154,6 +154,9 @@ def run_tournament(args: argparse.Namespace) -> int:
         return _dry_run(args, systems, judge_settings(judges, args, build=False), run_settings(args))
     if not args.out:
         raise RagQaArenaError("--out RUNS_DIR is required (the folder for the run folders), or use --dry-run")
+    from lfrqa.files import refuse_output_over_input
+
+    refuse_output_over_input(("--out", args.out), [("PRED_FILE", path) for path in systems.values()], written=None)
     result = run_reporting_failures(
         lambda: tournament(
             systems, out=args.out, judge=judge_settings(judges, args, build=False), run=run_settings(args),
@@ -179,10 +182,21 @@ def run_tournament(args: argparse.Namespace) -> int:
         if result["max_judgments"] is not None:
             line += f", budget {result['max_judgments']:,}"
     print(line)
-    print(f"next: rag-qa-arena report {args.out}/* --out {args.out}/leaderboard", file=sys.stderr)
+    print(f"next: {next_step(args.out)}", file=sys.stderr)
     matches = result["against_reference"] + result["pairs"]
     if all(m["n"] and m["n_failed"] == m["n"] for m in matches):
         print("rag-qa-arena: error: every pair of every match failed: each run folder's verdicts.jsonl says why",
               file=sys.stderr)
         return FATAL_EXIT
     return 0
+
+
+def next_step(out: str) -> str:
+    """The report command for a tournament folder: the leaderboard goes beside it, never inside it
+    (where every later `report RUNS_DIR/*` would meet it as a stray entry)."""
+    import os
+
+    folder = os.path.normpath(out)
+    name = os.path.basename(os.path.abspath(folder))
+    beside = os.path.join(os.path.dirname(folder), f"{name}-leaderboard")
+    return f"rag-qa-arena report {os.path.join(folder, '*')} --out {beside}"

@@ -35,10 +35,12 @@ __all__ = [
     "make_limiter",
     "percent",
     "positive_int",
+    "print_table",
     "run_batch_status",
     "run_settings",
     "run_batch_step",
     "run_reporting_failures",
+    "seed",
     "stop_note",
 ]
 
@@ -88,8 +90,8 @@ def check_backend_args(args: argparse.Namespace) -> None:
     """Reject a ``--max-concurrency`` below 1 or a ``--timeout`` that is not positive."""
     if args.max_concurrency < 1:
         raise RagQaArenaError(f"--max-concurrency must be >= 1, got {args.max_concurrency}")
-    if args.timeout <= 0:
-        raise RagQaArenaError(f"--timeout must be > 0 seconds, got {args.timeout:g}")
+    if not (args.timeout > 0 and math.isfinite(args.timeout)):
+        raise RagQaArenaError(f"--timeout must be a positive, finite number of seconds (e.g. 120), got {args.timeout:g}")
 
 
 def api_key(args: argparse.Namespace) -> str | None:
@@ -401,6 +403,17 @@ def positive_int(text: str) -> int:
     return value
 
 
+def seed(text: str) -> int:
+    """An argparse type: a seed numpy accepts, an integer in [0, 2**32), else a one-line usage error."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value < 2**32:
+        raise argparse.ArgumentTypeError(f"{text!r} must be an integer from 0 to 4294967295 (2**32 - 1), e.g. 0")
+    return value
+
+
 def confidence_level(text: str) -> float:
     """An argparse type: a coverage strictly between 0 and 1."""
     try:
@@ -423,3 +436,31 @@ def percent(value) -> str:
 
 def decimal(value, digits: int) -> str:
     return "–" if value is None or value != value else f"{value:.{digits}f}"
+
+
+#: Columns that hold system (or judge) names: never cut, whatever the terminal's width.
+_NAME_COLUMNS = ("System", "Higher", "Next", "Judge")
+
+
+def print_table(console, table) -> None:
+    """Print ``table`` with its name columns whole: they never wrap or end in "…"; other columns
+    wrap first, and a table still too wide for the terminal is printed wider (the terminal folds
+    the lines) rather than cutting a name."""
+    from rich.cells import cell_len
+    from rich.text import Text
+
+    for column in table.columns:
+        if str(column.header) in _NAME_COLUMNS:
+            widest = max((cell_len(cell.plain if isinstance(cell, Text) else str(cell)) for cell in column.cells),
+                         default=0)
+            column.no_wrap, column.min_width = True, max(widest, cell_len(str(column.header)))
+    need = console.measure(table, options=console.options.update_width(100_000)).minimum
+    if need <= console.width:
+        console.print(table)
+        return
+    width = console.width
+    console.width = need  # wider than the terminal: its lines fold, no name is cut
+    try:
+        console.print(table)
+    finally:
+        console.width = width

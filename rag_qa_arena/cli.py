@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from lfrqa.errors import RagQaArenaError
@@ -38,12 +39,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)  # --help and --version print here
+    except BrokenPipeError:
+        return _stdout_closed()
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
+        return code
+    except BrokenPipeError:
+        return _stdout_closed()
     except KeyboardInterrupt:
         print("Interrupted; everything finished so far is saved.", file=sys.stderr)
         return 130
@@ -52,3 +60,13 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"rag-qa-arena: error: {error}", file=sys.stderr)
         return 2
+
+
+def _stdout_closed() -> int:
+    """The reader of stdout went away (``rag-qa-arena report … | head``): nothing more can be said
+    there. Exit status 1, quietly, as Python's own documentation and ``rich`` do on a closed pipe;
+    stdout then points at /dev/null so that the flush at exit stays quiet."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 1

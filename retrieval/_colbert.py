@@ -12,13 +12,13 @@ uses one GPU when present. For example, on a machine with 8 GPUs::
 
     # passages of a corpus -> PLAID index, one rank per GPU
     rag-qa-arena retrieve --domain science --retriever colbert --index-dir indexes/science \\
-        --data-dir data/ --nranks 8 --k 5 --out runs/science.colbert.jsonl
+        --corpus-dir data/ --nranks 8 --k 5 --out runs/science.colbert.jsonl
 
     # or from Python
     from lfrqa import load_corpus
     from retrieval import ColBERTRetriever
     retriever = ColBERTRetriever("colbert-ir/colbertv2.0", index_dir="indexes/fiqa", nranks=8)
-    retriever.index(load_corpus("fiqa", data_dir="data/"))   # written to indexes/fiqa as it is built
+    retriever.index(load_corpus("fiqa", corpus_dir="data/"))   # written to indexes/fiqa as it is built
     hits = ColBERTRetriever.load("indexes/fiqa").search({"q1": "what is an index fund"}, k=5)
 
 With several ranks ColBERT starts worker processes (``spawn``): run such a script under

@@ -159,7 +159,7 @@ def check_corpus(manifest: Mapping[str, Any], corpus: Mapping[str, Any], where: 
                    for key in _CORPUS_KEYS if corpus[key] is not None and built.get(key) != corpus[key]]
     if differences:
         raise IndexMismatch(f"{where} was built from another corpus ({'; '.join(differences)}): point "
-                            "--domain/--split/--data-dir at the corpus it indexes, or pass --trust-index to use it anyway")
+                            "--domain/--split/--corpus-dir at the corpus it indexes, or pass --trust-index to use it anyway")
 
 
 def check_checkpoint(manifest: Mapping[str, Any], actual: Mapping[str, Any], where: str) -> None:

@@ -50,14 +50,21 @@ def retrieve(
     index_from: str | os.PathLike | None = None,
     index_revision: str | None = None,
     trust_index: bool = False,
+    corpus_dir: str | os.PathLike | None = None,
 ) -> dict[str, Any]:
     """Retrieve the top-``k`` passages of ``domain``'s corpus for each question, write them to ``out``,
     and return the retrieval metrics against the questions' gold documents (also written to
     ``<out stem>.metrics.json``).
 
-    ``data_dir`` holds the raw corpora only. Questions are LFRQA's, read by ``lfrqa.load`` as every
-    command reads them (``lfrqa_data_dir``, else ``$LFRQA_DATA_DIR``, else the checksummed download;
-    for bioasq, built from your BioASQ files, ``data_dir`` is the default), unless ``questions``
+    ``corpus_dir`` holds the raw corpora (else ``$LFRQA_DATA_DIR``, else their download). Questions
+    are LFRQA's, read by ``lfrqa.load`` as every command reads them (``data_dir``, else
+    ``$LFRQA_DATA_DIR``, else the checksummed download; for bioasq, built from your BioASQ files,
+    ``corpus_dir`` is the default). Without ``corpus_dir``, ``data_dir`` keeps its old meaning here,
+    the raw corpora (deprecated: a ``DeprecationWarning`` says so); ``lfrqa_data_dir`` is the old name
+    of ``data_dir``. A corpus with fewer documents than the published one
+    (:data:`builders.CORPUS_DOCUMENTS`) or without some questions' gold documents is incomplete:
+    a warning says so, and the metrics cover the questions whose gold documents are in it
+    (``corpus`` in the result says how many), unless ``questions``
     gives rows with ``qid``, ``question`` and optionally ``gold_doc_ids``/``domain``. The index is loaded
     from ``index_dir`` when it holds one, else built from ``builders.load_corpus(domain, ...)`` (and
     saved to ``index_dir`` with a ``manifest.json`` when given), or taken ready-built from
@@ -65,7 +72,7 @@ def retrieve(
     :func:`retrieval.load_index`), checked against this corpus unless ``trust_index``. ``retriever``
     defaults to ``"bm25"``, or to the shared index's. Metrics cover ``ks`` up to ``k``, and ``k``.
 
-    >>> metrics = retrieve("fiqa", "runs/fiqa.bm25.jsonl", retriever="bm25", data_dir="data/")  # doctest: +SKIP
+    >>> metrics = retrieve("fiqa", "runs/fiqa.bm25.jsonl", retriever="bm25", corpus_dir="data/")  # doctest: +SKIP
     >>> metrics["hit@5"], metrics["recall@5"], metrics["per_domain"]["fiqa"]["n"]  # doctest: +SKIP
     """
     check_domain_split(domain, split)
@@ -84,13 +91,21 @@ def retrieve(
     if out.exists() and not (resume or overwrite):
         raise FileExistsError(f"{out} exists: pass --resume to continue it or --overwrite to replace it")
 
+    if corpus_dir is None and data_dir is not None:
+        import warnings
+
+        warnings.warn("retrieve(data_dir=...) for the raw corpora is deprecated: pass corpus_dir=... (data_dir= "
+                      "names LFRQA's files, as everywhere else)", DeprecationWarning, stacklevel=2)
+        corpus_dir, data_dir = data_dir, None
+    if lfrqa_data_dir is None:
+        lfrqa_data_dir = data_dir
     with _datasets_progress(show_progress):
         if lfrqa_data_dir is None and domain == "bioasq":
-            lfrqa_data_dir = data_dir  # LFRQA's bioasq rows come from the user's BioASQ files, beside its corpus
+            lfrqa_data_dir = corpus_dir  # LFRQA's bioasq rows come from the user's BioASQ files, beside its corpus
         rows = _questions(domain, split, lfrqa_data_dir, questions, limit)
         from builders import load_corpus
 
-        corpus = load_corpus(domain, split=split, data_dir=data_dir)
+        corpus = load_corpus(domain, split=split, corpus_dir=corpus_dir)
     if index_from is not None:
         engine = load_index(index_from, revision=index_revision, passages=corpus, domain=domain, split=split,
                             retriever=retriever, checkpoint=checkpoint, trust=trust_index, show_progress=show_progress)
@@ -98,6 +113,7 @@ def retrieve(
         engine = _retriever(retriever or "bm25", corpus, index_dir, checkpoint, retriever_options or {}, show_progress,
                             describe=lambda: describe_corpus(corpus, domain=domain, split=split))
     _check_same_corpus(engine, corpus, index_dir)
+    coverage = corpus_coverage(domain, split, corpus, rows)
 
     done = _prepare_output(out, overwrite=overwrite)
     todo = [row for row in rows if row["qid"] not in done]
@@ -119,6 +135,11 @@ def retrieve(
         progress.close()
 
     wanted = {row["qid"]: row for row in rows}
+    if coverage["incomplete"]:  # hit rates over the questions whose gold documents are in the corpus
+        present = coverage["present"]
+        wanted = {qid: {**row, "gold_doc_ids": [d for d in row["gold_doc_ids"] if str(d) in present]}
+                  for qid, row in wanted.items()
+                  if not row["gold_doc_ids"] or any(str(d) in present for d in row["gold_doc_ids"])}
     results = {qid: passages for qid, passages in _read_results(out) if qid in wanted}
     metrics = evaluate(
         results,
@@ -126,10 +147,39 @@ def retrieve(
         ks=sorted({x for x in ks if x <= k} | {k}),
         domains={qid: row["domain"] for qid, row in wanted.items()},
     )
-    metrics = {"domain": domain, "retriever": engine.kind, "k": k, **metrics}
+    metrics = {"domain": domain, "retriever": engine.kind, "k": k, **metrics,
+               "corpus": {key: value for key, value in coverage.items() if key != "present"}}
     metrics_file = out.with_name(out.stem + ".metrics.json")
     atomic_write(metrics_file, dumps_json(metrics))
     return metrics
+
+
+def corpus_coverage(domain: str, split: str, corpus, rows: list[dict]) -> dict:
+    """How complete the corpus is: its documents against the published size (test split), and the
+    questions' gold documents in it. An incomplete corpus is named in one warning on stderr (and
+    by ``warnings.warn``); ``present`` holds the gold ids found."""
+    from builders import CORPUS_DOCUMENTS
+
+    doc_ids = set(corpus.unique("doc_id")) if "doc_id" in corpus.column_names else set()
+    gold = {str(d) for row in rows for d in row.get("gold_doc_ids") or []}
+    present = gold & doc_ids
+    expected = CORPUS_DOCUMENTS.get(domain) if split == "test" else None
+    with_gold = [row for row in rows if row.get("gold_doc_ids")]
+    covered = sum(any(str(d) in present for d in row["gold_doc_ids"]) for row in with_gold)
+    short = expected is not None and len(doc_ids) < expected
+    incomplete = short or covered < len(with_gold)
+    found = {"documents": len(doc_ids), "documents_expected": expected, "incomplete": incomplete,
+             "questions_with_gold": len(with_gold), "questions_with_gold_in_corpus": covered, "present": present}
+    if incomplete:
+        import warnings
+
+        size = f"{len(doc_ids):,} of the {expected:,} documents" if expected is not None else f"{len(doc_ids):,} documents"
+        message = (f"the {domain} corpus is incomplete ({size}; {len(with_gold) - covered:,} of {len(with_gold):,} "
+                   f"questions have no gold document in it): hit and recall are reported over the {covered:,} "
+                   "questions whose gold documents are present. Give the whole corpus (--corpus-dir) for "
+                   "comparable numbers")
+        warnings.warn(message, UserWarning, stacklevel=3)
+    return found
 
 
 @contextlib.contextmanager

@@ -167,7 +167,7 @@ come from your own copy of the corpus, which is checked against the fingerprint 
 
 ```bash
 pip install rag-qa-arena{'"[colbert]"' if kind == 'colbert' else ''}
-rag-qa-arena retrieve --domain {domain} --split {split} --data-dir data/ \\
+rag-qa-arena retrieve --domain {domain} --split {split} --corpus-dir data/ \\
     --index-from {repo_id} --index-revision COMMIT{checkpoint_flag} --k 5 --out runs/{domain}.{kind}.jsonl
 ```
 
@@ -175,7 +175,7 @@ rag-qa-arena retrieve --domain {domain} --split {split} --data-dir data/ \\
 from builders import load_corpus
 from retrieval import load_index
 
-corpus = load_corpus("{domain}", split="{split}", data_dir="data/")
+corpus = load_corpus("{domain}", split="{split}", corpus_dir="data/")
 index = load_index("{repo_id}", revision="COMMIT", passages=corpus, domain="{domain}", split="{split}")
 index.search({{"q1": "your question"}}, k=5)   # {{qid: [(pid, score), ...]}}
 ```

@@ -105,12 +105,25 @@ def pytest_runtest_setup(item):
 def pytest_runtest_makereport(item, call):
     """One summary line for all tests skipped for want of data (pytest would give one per test)."""
     report = yield
-    if report.failed and call.when == "call" and _REACHED:
+    if report.failed and call.when in ("setup", "call") and (_REACHED or _wants_data(call)):
         report.outcome = "skipped"
         report.longrepr = (__file__, _NO_DATA_LINE, f"Skipped: {NO_DATA}")
     elif report.skipped and isinstance(report.longrepr, tuple) and report.longrepr[2].endswith(NO_DATA):
         report.longrepr = (__file__, _NO_DATA_LINE, report.longrepr[2])
     return report
+
+
+def _wants_data(call) -> bool:
+    """Whether the error of ``call`` is (or was raised while handling) the missing-data error: a
+    module fixture that reads LFRQA fails once, and later tests of its module get its error again
+    without asking for a file themselves."""
+    error = call.excinfo.value if call.excinfo is not None else None
+    seen = 0
+    while error is not None and seen < 20:
+        if isinstance(error, FileNotFoundError) and NO_DATA in str(error):
+            return True
+        error, seen = error.__cause__ or error.__context__, seen + 1
+    return False
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -78,7 +78,7 @@ def test_configs_validate_once_with_one_line_errors():
         JudgeConfig("openai:m", order="sideways")
     with pytest.raises(ValueError, match="Unknown parse 'loose'|parse"):
         JudgeConfig("openai:m", parse="loose")
-    with pytest.raises(TypeError, match=r"JudgeConfig\(seed\) must be an integer, got '1'"):
+    with pytest.raises(TypeError, match=r"JudgeConfig\(seed\) must be a non-negative integer .*got '1'"):
         JudgeConfig("openai:m", seed="1")
     with pytest.raises(ValueError, match=r"JudgeConfig\(max_input_tokens\) must be a positive integer, got 0"):
         JudgeConfig("openai:m", max_input_tokens=0)

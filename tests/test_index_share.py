@@ -31,14 +31,14 @@ def built(writing_dir, tmp_path):  # noqa: F811
     """A BM25 index built by `retrieve --index-dir`, its retrieval output, and the dry-run folder of its push."""
     data_dir, _ = writing_dir
     index_dir, out, shared = tmp_path / "indexes" / "writing", tmp_path / "fresh.jsonl", tmp_path / "shared"
-    assert main(["retrieve", "--domain", "writing", "--retriever", "bm25", "--data-dir", str(data_dir),
+    assert main(["retrieve", "--domain", "writing", "--retriever", "bm25", "--corpus-dir", str(data_dir),
                  "--index-dir", str(index_dir), "--out", str(out), "--limit", "40", "--no-progress"]) == 0
     assert main(["index", "push", str(index_dir), "--repo", "org/writing-bm25", "--dry-run", str(shared)]) == 0
     return data_dir, index_dir, out, shared
 
 
 def _from(data_dir, source, out, *extra):
-    return main(["retrieve", "--domain", "writing", "--data-dir", str(data_dir), "--index-from", str(source),
+    return main(["retrieve", "--domain", "writing", "--corpus-dir", str(data_dir), "--index-from", str(source),
                  "--out", str(out), "--limit", "40", "--no-progress", *extra])
 
 
@@ -121,7 +121,7 @@ def test_retrieve_from_the_shared_folder_equals_the_fresh_build_without_building
     with pytest.raises(RagQaArenaError, match=r"another corpus \(fingerprint 'sha256:"):
         load_index(shared, passages=rows, domain="writing", split="test")
     assert load_index(shared, passages=rows, trust=True).pids == index.pids
-    metrics = retrieve("writing", tmp_path / "api.jsonl", data_dir=data_dir, index_from=shared, limit=40,
+    metrics = retrieve("writing", tmp_path / "api.jsonl", corpus_dir=data_dir, index_from=shared, limit=40,
                        show_progress=False)
     assert (tmp_path / "api.jsonl").read_text() == fresh.read_text() and metrics["retriever"] == "bm25"
 
@@ -147,12 +147,13 @@ def test_another_corpus_is_refused_naming_what_differs(built, tmp_path, no_build
     err = _one_line(capsys)
     assert "(fingerprint 'sha256:" in err and "n_passages " not in err and "domain '" not in err
     assert _from(data_dir, shared, tmp_path / "b.jsonl", "--trust-index") == 0  # the user's call
+    assert "corpus is incomplete" in capsys.readouterr().err  # 200 documents of LoTTE writing's 199,994
 
     collection.write_text(original, encoding="utf-8")  # the same texts under another domain's name
     other = data_dir / "lotte" / "recreation" / "test"
     other.mkdir(parents=True)
     shutil.copy(collection, other / "collection.tsv")
-    assert main(["retrieve", "--domain", "recreation", "--data-dir", str(data_dir), "--index-from", str(shared),
+    assert main(["retrieve", "--domain", "recreation", "--corpus-dir", str(data_dir), "--index-from", str(shared),
                  "--out", str(tmp_path / "c.jsonl"), "--limit", "3", "--no-progress"]) == 2
     err = _one_line(capsys)
     assert "(domain 'writing' in the index, 'recreation' here)" in err  # and only the domain

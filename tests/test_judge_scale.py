@@ -211,7 +211,7 @@ def test_batch_requests_match_the_cache_keys_of_the_online_judge(tmp_path):
     (["--judge", "openai:m", "--rpm", "0", "--out", "R"], "--rpm must be a positive number"),
     (["--judge", "openai:m", "--sample", "0", "--out", "R"], "--sample must be a positive"),
     (["--judge", "openai:m", "--batch-collect", "B"], "--out DIR is required"),
-    (["--judge", "openai:m", "--timeout", "0", "--out", "R"], "--timeout must be > 0 seconds"),  # as generate
+    (["--judge", "openai:m", "--timeout", "0", "--out", "R"], "--timeout must be a positive, finite number"),  # as generate
 ])
 def test_bad_scale_flags_are_named(tmp_path, monkeypatch, capsys, extra, message):
     monkeypatch.chdir(tmp_path)

@@ -148,7 +148,8 @@ def _run_clean(code_args: list[str], cwd: Path, server: OpenAIServer, tmp_path: 
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def test_exported_module_loads_and_computes_from_a_clean_folder(tmp_path):
+def test_exported_module_loads_and_computes_from_a_clean_folder(tmp_path, lfrqa_data_dir):
+    # lfrqa_data_dir: the subprocess reads the pinned judge templates ($LFRQA_DATA_DIR); skipped without them
     export_metric(tmp_path / "export" / "rag_qa_arena")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()

@@ -23,15 +23,33 @@ def previous_lines(out: Path, spec: str, prompt: str) -> tuple[dict[str, str], i
     """Answered lines of an earlier run of ``out`` by qid (failed and cut lines dropped), and
     how many lines were dropped."""
     data = out.read_bytes()
+    torn = 0
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
-        line = data[: error.start].count(b"\n") + 1
-        raise RagQaArenaError(f"{out} line {line}: not UTF-8 text; it is not an answer file of this tool. "
-                         "Choose another --out, or pass --overwrite to replace it") from None
+        cut = data.rfind(b"\n") + 1
+        if error.start < cut or data.endswith(b"\n"):
+            line = data[: error.start].count(b"\n") + 1
+            raise RagQaArenaError(f"{out} line {line}: not UTF-8 text; it is not an answer file of this tool. "
+                                  "Choose another --out, or pass --overwrite to replace it") from None
+        # The last line was cut short inside a multi-byte character (a crash, a full disk): drop it.
+        return _previous_lines_of(out, data[:cut], spec, prompt, torn=1)
+    return _previous_lines_of(out, data, spec, prompt, torn=torn, text=text)
+
+
+def _previous_lines_of(out: Path, data: bytes, spec: str, prompt: str, *, torn: int = 0,
+                      text: str | None = None) -> tuple[dict[str, str], int]:
+    """:func:`previous_lines` on the file's ``data`` (``torn``: a last line already cut off)."""
+    if text is None:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as error:
+            line = data[: error.start].count(b"\n") + 1
+            raise RagQaArenaError(f"{out} line {line}: not UTF-8 text; it is not an answer file of this tool. "
+                                  "Choose another --out, or pass --overwrite to replace it") from None
     lines = text.splitlines(keepends=True)
     kept: dict[str, str] = {}
-    dropped = 0
+    dropped = torn
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue

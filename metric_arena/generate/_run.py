@@ -66,6 +66,7 @@ from lfrqa.files import (
     dumps_json,
     json_line,
     package_version,
+    refuse_output_over_input,
     write_error,
 )
 from metric_arena.generate._inputs import GenerationConfig, check_model, neutralized, retrieved_rows
@@ -174,6 +175,9 @@ async def agenerate_answers(
     generation = generation if generation is not None else GenerationConfig()
     if not isinstance(generation, GenerationConfig):
         raise InvalidInputType(f"generation={generation!r}: give a metric_arena.generate.GenerationConfig")
+    if out is not None and isinstance(retrieved, (str, os.PathLike)):
+        for written in (out, summary_path(out)):
+            refuse_output_over_input(("--out", written), [("--retrieved", retrieved)])
     rows = retrieved_rows(retrieved)
     session = Session(model, run, options=generation.options, max_input_tokens=generation.max_input_tokens)
     settings = _Settings(session.specs[0], generation, data_dir)

@@ -94,6 +94,7 @@ from metric_arena.judge._plan import (
     DEFAULT_JUDGE,
     ORDERS,
     answer_positions,
+    check_system_names,
     judge_request,
 )
 from metric_arena.judge._run import ajudge_pairs, judge_pairs
@@ -117,6 +118,7 @@ __all__ = [
     "ajudge_pairs",
     "atournament",
     "answer_positions",
+    "check_system_names",
     "collect_judge_batch",
     "format_estimate",
     "judge_batch_requests",

@@ -59,6 +59,7 @@ from metric_arena.llm.batch import (
     batch_client,
     batch_status,
     chat_body,
+    check_plain_name,
     collect,
     custom_ids,
     read_manifest,
@@ -346,9 +347,17 @@ def _read_plan(folder: Path) -> dict:
         raise FileNotFoundError(
             f"No {PLAN_FILE} in {folder}: give the folder you passed to --batch (submit_judge_batch) first"
         )
-    plan = json.loads(path.read_text(encoding="utf-8"))
-    if plan.get("format") != _FORMAT:
+    try:
+        plan = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        raise RagQaArenaError(f"{path} is not JSON: it is not a judge batch plan written by rag-qa-arena") from None
+    if not isinstance(plan, dict) or plan.get("format") != _FORMAT:
         raise RagQaArenaError(f"{path} is not a judge batch plan written by rag-qa-arena")
+    judges = plan.get("judges")
+    if not isinstance(judges, list) or not all(isinstance(j, dict) for j in judges):
+        raise RagQaArenaError(f"{path}: 'judges' must be a list of entries; the plan was edited or damaged")
+    for entry in judges:
+        check_plain_name(entry.get("folder"), f"{path}: judge {entry.get('judge')!r}")
     return plan
 
 

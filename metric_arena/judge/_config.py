@@ -58,7 +58,9 @@ class JudgeConfig:
         object.__setattr__(self, "judges", tuple(items))
         check_order(self.order)
         check_parse(self.parse)
-        check_int("JudgeConfig(seed)", self.seed)
+        check_int("JudgeConfig(seed)", self.seed, minimum=0, hint="--seed; numpy seeds the order and the intervals")
+        if self.seed >= 2**32:
+            raise RagQaArenaError(f"JudgeConfig(seed) (--seed) must be below 2**32, got {self.seed}")
         if self.max_input_tokens is not None:
             check_int("JudgeConfig(max_input_tokens)", self.max_input_tokens, minimum=1)
         if self.options is not None:

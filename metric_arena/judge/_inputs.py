@@ -100,6 +100,9 @@ def prepare_judge_inputs(
         if not qids:
             raise RagQaArenaError(f"{predictions} and {versus} share no qid: nothing to judge")
         opponent = versus_name or Path(versus).stem
+        if opponent == "LFRQA":
+            raise RagQaArenaError(f"The --versus system would be named 'LFRQA', the name of LFRQA's reference answers: "
+                                  f"pass --versus-name with another name (the file is {versus})")
     if other is not None and all("question" in mine[q] for q in qids):
         questions = [mine[q]["question"] for q in qids]
         domains = [mine[q].get("domain") for q in qids]

@@ -16,10 +16,12 @@ from metric_arena.stats import pair_schedule
 __all__ = [
     "DEFAULT_JUDGE",
     "ORDERS",
+    "REFERENCE_NAME",
     "PairInputs",
     "PairRequests",
     "answer_positions",
     "check_pair_inputs",
+    "check_system_names",
     "judge_request",
     "pair_requests",
     "planned_requests",
@@ -108,6 +110,11 @@ class PairInputs:
 
 def check_pair_inputs(predictions, references, questions, ids=None, domains=None, generation_failed=None) -> PairInputs:
     """The inputs checked (lengths, types, unique non-empty ids); errors name the position and the fix."""
+    for name, values in (("predictions", predictions), ("references", references), ("questions", questions),
+                         ("ids", ids), ("domains", domains), ("generation_failed", generation_failed)):
+        if isinstance(values, (str, bytes)):
+            raise InvalidInputType(f"{name} is one {type(values).__name__} ({_short(values)}), not a list: give one "
+                                   f"entry per pair, e.g. {name}=[{_short(values)}]")
     n = len(predictions)
     for name, values in (("references", references), ("questions", questions)):
         _check_length(name, values, n)
@@ -132,6 +139,37 @@ def check_pair_inputs(predictions, references, questions, ids=None, domains=None
             seen[value] = i
     domains = [None] * n if domains is None else _check_names("domains", domains, n)
     return PairInputs(predictions, references, questions, ids, domains, _check_flags(generation_failed, n))
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+#: The name of the reference answers' side: no evaluated system may take it.
+REFERENCE_NAME = "LFRQA"
+
+
+def check_system_names(system: str, opponent: str) -> None:
+    """Refuse names that would pass one side off as the other: a system named like the reference
+    (``LFRQA``) or like its opponent, and names that are not text (say, a folder name that is not
+    valid UTF-8); the error names the value and the fix."""
+    for role, value in (("system", system), ("opponent", opponent)):
+        if not isinstance(value, str) or not value.strip():
+            raise InvalidInputType(f"The {role} name {value!r} must be a non-empty string: pass --name NAME")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise RagQaArenaError(
+                f"The {role} name '{value.encode('utf-8', 'surrogateescape').decode('utf-8', 'backslashreplace')}' is not valid UTF-8 (a folder "
+                f"or file name in another encoding?): pass {'--name' if role == 'system' else '--versus-name'} NAME "
+                "in UTF-8") from None
+    if system == REFERENCE_NAME:
+        raise RagQaArenaError(f"The system name {system!r} is reserved for LFRQA's reference answers: pass --name "
+                              "with another name")
+    if system == opponent:
+        raise RagQaArenaError(f"The system and its opponent are both named {system!r}: give them distinct names "
+                              "(--name / --versus-name)")
 
 
 def _check_length(name: str, values, n: int, one: str = "one") -> None:

@@ -20,7 +20,7 @@ SUMMARY_FILE = "summary.json"
 REPLACING_FILE = ".verdicts.replacing.jsonl"
 LOCK_FILE = ".lock"
 #: The settings a run folder belongs to: another run into it must have the same (or overwrite).
-SETTINGS = ("system", "opponent", "judges", "order", "seed")
+SETTINGS = ("system", "opponent", "judges", "order", "seed", "parse")
 
 
 class RunWriter:
@@ -31,7 +31,7 @@ class RunWriter:
     resumed run appends to what is there, so nothing written before is lost. At the end the
     file is rewritten in input order and ``summary.json`` written, each atomically. A folder that
     holds a run with other ``settings`` (system, opponent, judges, order, the seed of the random
-    order) is refused unless ``overwrite``; then the new verdicts go to a file beside it and
+    order, the parse) is refused unless ``overwrite``; then the new verdicts go to a file beside it and
     replace the old ones only once the new set is complete.
     """
 
@@ -100,6 +100,8 @@ def folder_settings(folder: Path) -> dict:
                 settings.setdefault("opponent", row["system_b"])
                 if row.get("judgments"):
                     settings["judges"] = sorted({j["judge"] for j in row["judgments"]})
+                    # only a "reference" run writes outcome_strict: a folder holds the verdicts of one parse
+                    settings["parse"] = "reference" if "outcome_strict" in row else "strict"
                     break
     return settings
 

@@ -21,7 +21,7 @@ from metric_arena.judge._parse import (
     strict_outcome,
     valid_reply,
 )
-from metric_arena.judge._plan import DEFAULT_JUDGE, PairInputs, check_pair_inputs, pair_requests
+from metric_arena.judge._plan import DEFAULT_JUDGE, PairInputs, check_pair_inputs, check_system_names, pair_requests
 from metric_arena.judge._records import RunWriter, summarize_verdicts
 from metric_arena.llm import Backend, RunConfig, Session, synchronous
 from metric_arena.prompts import is_no_answer, is_no_answer_reference
@@ -150,8 +150,9 @@ async def ajudge_pairs(
     schedule = pairs.schedule(sample, config.seed, ordered=stopper is not None)
     if system is None:
         system = Path(out).resolve().name if out is not None else "system"
+    check_system_names(system, opponent)
     settings = {"system": system, "opponent": opponent, "judges": config.specs, "order": config.order,
-                "seed": config.seed}
+                "seed": config.seed, "parse": config.parse}
     writer = RunWriter(out, settings, overwrite=overwrite) if out is not None else None
     started = time.monotonic()
     try:

@@ -106,6 +106,9 @@ def load_tournament(
         if name == REFERENCE or not _NAME.fullmatch(name):
             raise RagQaArenaError(f"System name {name!r} cannot name a run folder (or is {REFERENCE!r}): use letters, "
                                   "digits and . _ + - (rename it with --name FILE=NAME)")
+        if "__vs__" in name:
+            raise RagQaArenaError(f"System name {name!r} holds '__vs__', which names the folder of a match between two "
+                                  "systems: rename it with --name FILE=NAME (e.g. a name without '__vs__')")
     systems = {name: read_predictions(path) for name, path in named.items()}
     every = list(dict.fromkeys(q for answers in systems.values() for q in answers))
     rows = lfrqa_rows(every, data_dir)

@@ -59,6 +59,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
+from lfrqa.files import process_identity
 from metric_arena.llm._types import ChatRequest, Completion
 
 __all__ = ["CACHE_ENV", "SCHEMA_VERSION", "CacheCorrupt", "CachedCompletion", "CompletionCache", "cache_key",
@@ -90,8 +91,9 @@ _COLUMNS = "text, finish_reason, usage, valid, original_chars, system_folded"
 
 
 # Requests being sent right now, by key: another process that needs the same answer waits for it
-# instead of paying for it again. ``owner`` is "host:pid:token"; a claim lapses at ``expires`` or
-# when its owner's process is gone.
+# instead of paying for it again. ``owner`` is "host:pid:start:token" (older caches: "host:pid:token");
+# a claim lapses at ``expires`` or when its owner's process is gone (a pid now used by another
+# process, or a zombie, counts as gone).
 _CLAIMS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS claims (
     key TEXT PRIMARY KEY,
@@ -102,15 +104,26 @@ CREATE TABLE IF NOT EXISTS claims (
 
 
 def claim_owner() -> str:
-    """A new owner name for :meth:`CompletionCache.claim`: this host, this process, a random token."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+    """A new owner name for :meth:`CompletionCache.claim`: this host, this process (its pid and its
+    start: boot id and start time, so that a later process given the same pid is never taken for
+    it), a random token."""
+    return f"{socket.gethostname()}:{os.getpid()}:{process_identity(os.getpid()) or ''}:{uuid.uuid4().hex[:12]}"
 
 
 def _owner_alive(owner: str) -> bool:
-    host, _, rest = owner.partition(":")
-    pid = rest.partition(":")[0]
+    """Whether the process that wrote claim ``owner`` still runs: on another host, trust the expiry;
+    here, the pid must be alive, not a zombie, and (for owners that record it) the same process,
+    started at the same time (a pid reused after ``kill -9`` or a container restart is not)."""
+    parts = owner.split(":")
+    host, pid = parts[0], parts[1] if len(parts) > 1 else ""
     if host != socket.gethostname() or not pid.isdigit():
         return True  # another machine's process: trust the expiry
+    recorded = parts[2] if len(parts) == 4 else ""
+    current = process_identity(int(pid))
+    if current is None:
+        return False
+    if recorded and current:
+        return current == recorded
     try:
         os.kill(int(pid), 0)
     except ProcessLookupError:

@@ -268,6 +268,11 @@ def _check_texts(columns, *, single=False):
     ValueError naming the column, as evaluate's own checks do."""
     if single:
         columns = {name: [value] for name, value in columns.items()}
+    for name, values in columns.items():
+        if isinstance(values, (str, bytes)):
+            shown = repr(values) if len(repr(values)) <= 40 else repr(values)[:37] + "..."
+            raise ValueError(f"Module inputs don't match the expected format: {name} is one string ({shown}), not a "
+                             f"list: give one entry per pair, e.g. {name}=[{shown}] (or use add() for one pair)")
     n = len(columns["predictions"])
     for name, values in columns.items():
         if len(values) != n:
@@ -283,6 +288,6 @@ def _check_texts(columns, *, single=False):
 
 def _ids(ids):
     """Integer ids (e.g. from a numeric id column) read as strings; anything else as given."""
-    if ids is None:
-        return None
+    if ids is None or isinstance(ids, (str, bytes)):
+        return ids  # a bare string is refused by the checks, not split into characters
     return [str(i) if isinstance(i, int) and not isinstance(i, bool) else i for i in ids]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from lfrqa.files import loads_json
 from metric_arena.report._runs import Run
-from metric_arena.stats import BattleCounts, bootstrap_bradley_terry
+from metric_arena.stats import BattleCounts, bootstrap_bradley_terry, intervals_separated
 
 __all__ = ["elo_study"]
 
@@ -29,7 +29,7 @@ def _view(runs: list[Run], reference: str, *, n_boot: int, seed: int, confidence
     ratings = bootstrap_bradley_terry(counts, anchor=anchor, n_boot=n_boot, seed=seed, confidence=confidence)
     ranked = sorted((p for p in players if ratings[p]["n_battles"]), key=lambda p: (-ratings[p]["rating"], p))
     neighbours = [{"upper": upper, "lower": lower,
-                   "separated": ratings[upper]["rating_ci"][0] > ratings[lower]["rating_ci"][1]}
+                   "separated": intervals_separated(ratings[upper]["rating_ci"], ratings[lower]["rating_ci"])}
                   for upper, lower in zip(ranked, ranked[1:])]
     return {
         "n_battles": int(counts.n_battles),
@@ -80,3 +80,4 @@ def elo_study(runs: list[Run], reference: str, *, n_boot: int, seed: int, confid
         for n in sizes:
             study[f"with_complete_pairs_{n}"] = _view(runs, reference, keep=set(order[:n]), **stats)
     return study
+

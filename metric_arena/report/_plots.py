@@ -99,7 +99,7 @@ def plot_win_rates(entries: Sequence[dict], *, confidence: float = 0.95) -> byte
             axes.set_yticklabels([_short(e["system"]) for e in systems], fontsize=8)
         else:
             axes.set_yticklabels([])
-        axes.set_title(panel, fontsize=10)
+        axes.set_title(_short(str(panel), 40), fontsize=10)
         axes.grid(axis="x", alpha=0.3)
         axes.spines[["top", "right"]].set_visible(False)
     from matplotlib.lines import Line2D

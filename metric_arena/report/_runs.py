@@ -56,6 +56,11 @@ def load_run(path: str | Path) -> Run:
     if summary is None:
         summary = {}
         warnings.append(f"{path.name}: no summary.json (unfinished run?); using verdicts.jsonl only")
+    wrong = _wrong_summary_fields(summary)
+    if wrong:
+        warnings.append(f"{path.name}: summary.json has fields of the wrong type ({'; '.join(wrong)}): ignored, "
+                        "everything reported comes from verdicts.jsonl")
+        summary = {}
     if (path / REPLACING_FILE).is_file():
         warnings.append(f"{path.name}: a run with other settings into this folder did not finish ({REPLACING_FILE}); "
                         "reporting the earlier, complete run")
@@ -104,15 +109,26 @@ def load_runs(paths: Sequence[Run | str | os.PathLike]) -> tuple[list[Run], list
             loaded.append(path)
             continue
         path = Path(path)
+        if path.is_symlink() and not path.exists():  # dangling, or a loop
+            first_error = first_error or FileNotFoundError(f"{str(path)!r} is a link to nothing (dangling or a loop)")
+            warnings.append(f"{path}: skipped, a link that leads nowhere (dangling or a loop)")
+            continue
         if path.exists() and not (path / "verdicts.jsonl").is_file():
             try:
                 load_run(path)  # the error that names what the path is (and a hint when it holds runs)
-            except FileNotFoundError as error:
+            except (FileNotFoundError, NotADirectoryError) as error:
                 first_error = first_error or error
                 kind = "a file" if path.is_file() else "a folder without verdicts.jsonl"
                 warnings.append(f"{path}: skipped, not a run folder ({kind})")
                 continue
-        loaded.append(load_run(path))
+        if not path.exists():
+            loaded.append(load_run(path))  # a path that does not exist (a typo): the error names it
+            continue
+        try:
+            loaded.append(load_run(path))
+        except (RagQaArenaError, OSError, ValueError) as error:
+            first_error = first_error or error
+            warnings.append(f"{path}: skipped, {_one_line(error)}")
     if not loaded and first_error is not None:
         raise first_error
     return loaded, warnings
@@ -166,6 +182,24 @@ def _reference_answers(data_dir: str | os.PathLike | None) -> dict[str, str]:
     return dict(zip(dataset["qid"], dataset["answer"]))
 
 
+def _one_line(error: BaseException) -> str:
+    text = " ".join(str(error).split())
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+#: The summary fields the report reads, and the types they must have.
+_SUMMARY_TYPES = {"system": str, "opponent": str, "judges": list, "n": int, "order": str, "parse": str}
+
+
+def _wrong_summary_fields(summary: dict) -> list[str]:
+    """The fields of ``summary.json`` the report reads whose type is wrong (an edited or foreign file)."""
+    wrong = [f"{name} is {type(summary[name]).__name__}" for name, kind in _SUMMARY_TYPES.items()
+             if summary.get(name) is not None and (not isinstance(summary[name], kind) or isinstance(summary[name], bool))]
+    if isinstance(summary.get("judges"), list) and not all(isinstance(j, str) for j in summary["judges"]):
+        wrong.append("judges holds a non-string")
+    return wrong
+
+
 def _read_summary(summary_path: Path) -> dict | None:
     """``summary.json`` (older files with a bare ``NaN`` are read too), or None when there is none."""
     if not summary_path.is_file():
@@ -182,11 +216,21 @@ def _read_summary(summary_path: Path) -> dict | None:
 
 
 def _read_verdicts(verdicts_path: Path, warnings: list[str]) -> list[Verdict]:
+    data = verdicts_path.read_bytes()
     try:
-        lines = verdicts_path.read_bytes().decode("utf-8").splitlines()
+        lines = data.decode("utf-8").splitlines()
     except UnicodeDecodeError as error:
-        line = verdicts_path.read_bytes()[: error.start].count(b"\n") + 1
-        raise RagQaArenaError(f"{verdicts_path}:{line}: not UTF-8 text ({error.reason}); re-run the judge") from None
+        line = data[: error.start].count(b"\n") + 1
+        cut = data.rfind(b"\n") + 1
+        if error.start < cut or data.endswith(b"\n"):
+            raise RagQaArenaError(f"{verdicts_path}:{line}: not UTF-8 text ({error.reason}); re-run the judge") from None
+        # The last line was cut inside a multi-byte character (a crash, a full disk): skip it.
+        warnings.append(f"{verdicts_path}:{line}: torn last line skipped (the judge stopped while writing it)")
+        return _read_verdicts_text(verdicts_path, data[:cut].decode("utf-8", "replace").splitlines(), warnings)
+    return _read_verdicts_text(verdicts_path, lines, warnings)
+
+
+def _read_verdicts_text(verdicts_path: Path, lines: list[str], warnings: list[str]) -> list[Verdict]:
     rows: list[Verdict] = []
     for line_no, line in enumerate(lines, 1):
         if not line.strip():
@@ -198,7 +242,11 @@ def _read_verdicts(verdicts_path: Path, warnings: list[str]) -> list[Verdict]:
                 warnings.append(f"{verdicts_path}:{line_no}: torn last line skipped (the judge stopped while writing it)")
                 continue
             raise RagQaArenaError(f"{verdicts_path}:{line_no}: not valid JSON ({error.msg})") from None
-        rows.append(check_verdict(row, f"{verdicts_path}:{line_no}"))
+        row = check_verdict(row, f"{verdicts_path}:{line_no}")
+        if row.get("domain") is not None and not isinstance(row["domain"], str):
+            warnings.append(f"{verdicts_path}:{line_no}: domain {row['domain']!r:.40} is not a string: counted as unknown")
+            row["domain"] = None
+        rows.append(row)
     return rows
 
 

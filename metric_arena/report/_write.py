@@ -50,7 +50,8 @@ def write_report(
     """
     out = Path(out)
     # `report runs/* --out runs/leaderboard` run twice passes the report folder itself: skip it.
-    runs = [r for r in runs if isinstance(r, Run) or Path(r).resolve() != out.resolve() or (Path(r) / "verdicts.jsonl").is_file()]
+    runs = [r for r in runs if isinstance(r, Run) or os.path.realpath(r) != os.path.realpath(out)
+            or (Path(r) / "verdicts.jsonl").is_file()]  # realpath: a symlink loop is no error here
     loaded, skipped = load_runs(runs)
     for run in loaded:
         if out.resolve() == run.path.resolve():

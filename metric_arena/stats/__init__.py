@@ -33,11 +33,13 @@ from metric_arena.stats._rates import bootstrap_interval, percentile_interval, s
 from metric_arena.stats._ratings import (
     BASE,
     INITIAL,
+    MIN_BATTLES_FOR_INTERVAL,
     SCALE,
     BattleCounts,
     bootstrap_bradley_terry,
     expected_score,
     fit_bradley_terry,
+    intervals_separated,
 )
 from metric_arena.stats._sampling import (
     IntervalStopper,
@@ -57,7 +59,9 @@ __all__ = [
     "RoundPlan",
     "SequentialRanking",
     "agreement",
+    "MIN_BATTLES_FOR_INTERVAL",
     "bootstrap_bradley_terry",
+    "intervals_separated",
     "bootstrap_interval",
     "cohen_kappa",
     "confidence_sequence",

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from lfrqa.errors import RagQaArenaError
+from metric_arena.stats._sampling import wilson_interval
 
 OUTCOMES = ("win", "tie", "loss")
 
@@ -70,14 +71,27 @@ def bootstrap_interval(
     values: np.ndarray, *, n_boot: int = 1000, seed: int = 0, confidence: float = 0.95
 ) -> list[float]:
     """Percentile bootstrap interval ``[low, high]`` of the mean of 0/1 ``values`` (seeded); NaNs for
-    no values or ``n_boot=0`` (no interval wanted)."""
+    no values or ``n_boot=0`` (no interval wanted).
+
+    Where resampling cannot show the uncertainty (fewer than :data:`MIN_PAIRS_FOR_BOOTSTRAP` values,
+    or all of them equal: the bootstrap interval would have zero width) the Wilson score interval
+    is returned instead: one pair won gives ``[0.21, 1.0]``, never ``[1.0, 1.0]``.
+    """
     values = np.asarray(values, dtype=float)
     if values.size == 0 or n_boot < 1:
         return [float("nan"), float("nan")]
+    mean = float(values.mean())
+    if values.size < MIN_PAIRS_FOR_BOOTSTRAP or mean in (0.0, 1.0):
+        low, high = wilson_interval(int(round(values.sum())), int(values.size), confidence)
+        return [float(low), float(high)]
     rng = np.random.default_rng(seed)
     # Resampling n Bernoulli values with replacement = one binomial draw of their mean.
-    means = rng.binomial(values.size, values.mean(), size=n_boot) / values.size
+    means = rng.binomial(values.size, mean, size=n_boot) / values.size
     return percentile_interval(means, confidence)
+
+
+#: Fewer 0/1 values than this get the Wilson interval instead of a percentile bootstrap.
+MIN_PAIRS_FOR_BOOTSTRAP = 10
 
 
 def percentile_interval(estimates: np.ndarray, confidence: float = 0.95) -> list[float]:

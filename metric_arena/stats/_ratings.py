@@ -140,6 +140,10 @@ class BattleCounts:
             raise RagQaArenaError(f"Unknown player {player!r}. Available: {', '.join(self.players)}") from None
 
 
+#: Fewer battles than this give a player no rating interval (``rating_ci`` None): never "separated".
+MIN_BATTLES_FOR_INTERVAL = 10
+
+
 def fit_bradley_terry(
     counts: BattleCounts,
     *,
@@ -178,7 +182,10 @@ def bootstrap_bradley_terry(
     """Ratings with seeded percentile-bootstrap intervals.
 
     Returns ``{player: {"rating": float, "rating_ci": [low, high], "n_battles": int}}``; the
-    anchor's interval is ``[initial, initial]`` by construction. ``progress(done, total)`` is
+    anchor's interval is ``[initial, initial]`` by construction. A player with fewer than
+    :data:`MIN_BATTLES_FOR_INTERVAL` battles, or whose resampled ratings do not vary (say, one
+    judged pair, or every battle won), gets ``"rating_ci": None``: resampling so few outcomes gives
+    a zero-width interval that would claim a certainty the battles cannot give. ``progress(done, total)`` is
     called after each chunk of bootstrap rounds when given.
     """
     _check_scale(scale, base)
@@ -219,12 +226,22 @@ def bootstrap_bradley_terry(
     low, high = np.quantile(ratings, [alpha, 1.0 - alpha], axis=0)
     result = {}
     for i, player in enumerate(counts.players):
-        result[player] = {
-            "rating": point[player],
-            "rating_ci": [float(low[i]), float(high[i])],
-            "n_battles": counts.battles_of(player),
-        }
+        n_battles = counts.battles_of(player)
+        interval: list[float] | None = [float(low[i]), float(high[i])]
+        if i != anchor_index and (n_battles < MIN_BATTLES_FOR_INTERVAL or not high[i] > low[i]):
+            interval = None  # a handful of battles (or all of one outcome) cannot bound a rating: no interval
+        result[player] = {"rating": point[player], "rating_ci": interval, "n_battles": n_battles}
     return result
+
+
+def intervals_separated(upper_ci, lower_ci) -> bool:
+    """Whether the interval ``upper_ci`` lies wholly above ``lower_ci``; never when either is None
+    (a player with too few battles for an interval is separated from no one).
+
+    >>> intervals_separated([1050, 1100], [980, 1040]), intervals_separated(None, [980, 1040])
+    (True, False)
+    """
+    return upper_ci is not None and lower_ci is not None and upper_ci[0] > lower_ci[1]
 
 
 def expected_score(rating_a: float, rating_b: float, *, scale: float = SCALE, base: float = BASE) -> float:

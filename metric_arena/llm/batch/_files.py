@@ -14,7 +14,7 @@ from lfrqa.checks import check_int
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import atomic_write, dumps_json
 
-__all__ = ["MANIFEST", "MAX_BYTES", "MAX_REQUESTS", "chat_body", "parse_output_lines", "read_manifest",
+__all__ = ["MANIFEST", "check_plain_name", "MAX_BYTES", "MAX_REQUESTS", "chat_body", "parse_output_lines", "read_manifest",
            "write_batch_files"]
 
 MANIFEST = "manifest.json"
@@ -227,10 +227,29 @@ def read_manifest(folder: Path) -> dict:
     path = folder / MANIFEST
     if not path.is_file():
         raise FileNotFoundError(f"no {MANIFEST} in {folder}: write the requests with write_batch_files() first")
-    manifest = json.loads(path.read_text(encoding="utf-8"))
-    if manifest.get("format") != _FORMAT:
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        raise RagQaArenaError(f"{path} is not JSON: it is not a batch manifest written by rag-qa-arena") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != _FORMAT:
         raise RagQaArenaError(f"{path} is not a batch manifest written by rag-qa-arena")
+    files = manifest.get("files")
+    if not isinstance(files, list) or not all(isinstance(f, dict) for f in files):
+        raise RagQaArenaError(f"{path}: 'files' must be a list of file entries; the manifest was edited or damaged")
+    for entry in files:
+        check_plain_name(entry.get("name"), f"{path}: file entry")
     return manifest
+
+
+def check_plain_name(name, where: str) -> str:
+    """``name`` when it is a plain file or folder name that stays inside its folder (no separator,
+    not ``.``/``..``, not absolute); else a one-line error: an edited manifest may not make a
+    batch step read, write or delete a file outside its folder."""
+    if (not isinstance(name, str) or not name or name in (".", "..") or "/" in name or "\\" in name
+            or "\0" in name or os.path.isabs(name) or os.path.basename(name) != name):
+        raise RagQaArenaError(f"{where} names {name!r}, which is not a plain name inside the batch folder (an "
+                              "edited or damaged manifest?): restore the file, or submit again to a new folder")
+    return name
 
 
 def write_manifest(folder: Path, manifest: dict) -> None:
