@@ -172,7 +172,8 @@ def test_an_edited_batch_manifest_cannot_delete_or_read_outside_its_folder(tmp_p
 
 
 def test_an_edited_judge_batch_plan_cannot_point_outside_its_folder(tmp_path, capsys):
-    from metric_arena.judge import PLAN_FILE, judge_batch_status
+    from metric_arena.judge import judge_batch_status
+    from metric_arena.judge._batch import PLAN_FILE
 
     folder = tmp_path / "batch"
     folder.mkdir()
