@@ -13,9 +13,10 @@ import email.utils
 import os
 import re
 import time
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 from lfrqa.errors import RagQaArenaError
+from lfrqa.redaction import redact as redact_secrets
 from metric_arena.llm._types import (
     AuthenticationFailed,
     Backend,
@@ -30,7 +31,8 @@ from metric_arena.llm._types import (
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 #: The longest wait for a connection (``--timeout`` bounds the whole attempt).
 CONNECT_TIMEOUT = 10.0
-_KEY_PATTERN = re.compile(r"\b(sk-[A-Za-z0-9_\-*.]{4,}|hf_[A-Za-z0-9]{8,})")
+# Query parameters of --base-url whose value is a credential (gateway style: ?api-key=..., ?sig=...).
+_SECRET_PARAM = re.compile(r"key|token|secret|sig|pass|auth|cred|session|code", re.IGNORECASE)
 
 
 class OpenAIBackend(Backend):
@@ -59,6 +61,9 @@ class OpenAIBackend(Backend):
         # URL credentials (http://user:key@host/v1) go to the client as basic auth, as httpx would
         # take them from the URL, and never into a message, a log line or the cache key.
         self.base_url, self._url_auth = split_credentials(url)
+        # A query string (gateway style: /v1?api-key=...) is sent with every request, as the client's
+        # default query, and never shown: base_url keeps scheme, host, port and path only.
+        self.base_url, self._query = split_query(self.base_url)
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         if not key:
             if urlsplit(self.base_url).hostname == "api.openai.com":
@@ -68,7 +73,7 @@ class OpenAIBackend(Backend):
                 )
             key = "EMPTY"  # local OpenAI-compatible servers (vLLM...) accept any key
         self._api_key = key
-        self._secrets = _secrets(key, self._url_auth)
+        self._secrets = _secrets(key, self._url_auth) + query_secrets(self._query)
         self.timeout = float(timeout)
         self._organization = organization
         self._client = None
@@ -96,6 +101,7 @@ class OpenAIBackend(Backend):
                 base_url=self.base_url,
                 organization=self._organization,
                 max_retries=0,
+                default_query=self._query or None,
                 timeout=openai.Timeout(self.timeout, connect=min(self.timeout, CONNECT_TIMEOUT)),
                 **options,
             )
@@ -217,15 +223,14 @@ def _retry_after(response) -> float | None:
 
 
 def redact(text: str, *secrets: str | None) -> str:
-    """``text`` with each of ``secrets`` (4 characters or more; not the placeholder ``EMPTY``) and
-    anything shaped like an OpenAI or Hugging Face key replaced by ``***``.
+    """``text`` with each of ``secrets`` (4 characters or more; not the placeholder ``EMPTY``), in
+    every encoding derivable from it (case, reversed, URL-encoded, hex, base64), and anything shaped
+    like an OpenAI or Hugging Face key replaced by ``***``; see :mod:`lfrqa.redaction`.
 
-    >>> redact("Authorization: Bearer my-proxy-token-1 (sk-abcd1234)", "my-proxy-token-1")
+    >>> redact("Authorization: Bearer my-proxy-token-1 (sk-abcd1234efgh5678ijkl)", "my-proxy-token-1")
     'Authorization: Bearer *** (***)'
     """
-    for secret in sorted({s for s in secrets if s and s != "EMPTY" and len(s) >= 4}, key=len, reverse=True):
-        text = text.replace(secret, "***")
-    return _KEY_PATTERN.sub("***", text)
+    return redact_secrets(text, *secrets)
 
 
 def split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
@@ -241,13 +246,55 @@ def split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
     except ValueError:  # not a number
         port, parts = None, parts._replace(netloc="")
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        shown = "(a URL with credentials)" if has_auth else repr(url)
+        shown = "(a URL with credentials)" if has_auth or parts.query else repr(url)
         raise RagQaArenaError(f"Invalid base URL {shown}: give the server's full URL, e.g. http://localhost:8000/v1")
     if not has_auth:
         return url, None
     host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
     netloc = host + (f":{port}" if port is not None else "")
     return urlunsplit(parts._replace(netloc=netloc)), (unquote(parts.username or ""), unquote(parts.password or ""))
+
+
+def split_query(url: str) -> tuple[str, dict[str, str]]:
+    """``url`` without its query string (and fragment), and the query's parameters.
+
+    >>> split_query("https://gw.example/v1?api-key=s3cr3t&api-version=2024-06-01")
+    ('https://gw.example/v1', {'api-key': 's3cr3t', 'api-version': '2024-06-01'})
+    """
+    parts = urlsplit(url)
+    if not parts.query and not parts.fragment:
+        return url, {}
+    return urlunsplit(parts._replace(query="", fragment="")), dict(parse_qsl(parts.query, keep_blank_values=True))
+
+
+def query_secrets(query: dict[str, str]) -> tuple[str, ...]:
+    """The values of ``query`` that are credentials: those of parameters named like one (``api-key``,
+    ``token``, ``sig``...), and any long value mixing letters and digits."""
+    found = []
+    for name, value in query.items():
+        mixed = len(value) >= 16 and re.search(r"[0-9]", value) and re.search(r"[A-Za-z]", value)
+        if value and (_SECRET_PARAM.search(name) or mixed):
+            found.append(value)
+    return tuple(found)
+
+
+def shown_url(url: str | None) -> str | None:
+    """``url`` as it may be shown or stored: no ``user:password@``, no query string.
+
+    >>> shown_url("http://me:pw@gw.example:8080/v1?api-key=s3cr3t")
+    'http://gw.example:8080/v1'
+    """
+    if not url:
+        return url
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    host = parts.hostname or ""
+    host = f"[{host}]" if ":" in host else host
+    netloc = host + (f":{port}" if port is not None else "")
+    return urlunsplit(parts._replace(netloc=netloc, query="", fragment=""))
 
 
 def _secrets(key: str, url_auth: tuple[str, str] | None) -> tuple[str, ...]:

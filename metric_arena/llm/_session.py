@@ -22,12 +22,13 @@ import asyncio
 import math
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TypeVar
 
 from lfrqa.checks import check_int
 from lfrqa.errors import InvalidInputType
 from metric_arena.llm._cache import CompletionCache
+from metric_arena.llm._openai import shown_url
 from metric_arena.llm._ratelimit import RateLimiter
 from metric_arena.llm._runner import RequestResult, RetryPolicy, Runner
 from metric_arena.llm._specs import make_backends
@@ -60,6 +61,11 @@ class RunConfig:
     retry: RetryPolicy | None = None
     cache_dir: str | os.PathLike | None = None
     use_cache: bool = True
+
+    def __repr__(self) -> str:  # the base URL without credentials or query string (a gateway's key)
+        shown = {f.name: getattr(self, f.name) for f in fields(self) if f.repr}
+        shown["base_url"] = shown_url(self.base_url)
+        return f"RunConfig({', '.join(f'{name}={value!r}' for name, value in shown.items())})"
 
     def __post_init__(self) -> None:
         for name in ("base_url", "api_key"):
