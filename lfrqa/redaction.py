@@ -7,8 +7,8 @@ alignments a key can have inside a longer encoded header such as ``Basic base64(
 :data:`SAFE_LENGTH` characters (a placeholder key such as ``test``) is replaced only where it
 stands as a whole token, never inside a word (``t-test``, ``pytest`` are left alone); longer ones
 are replaced wherever they occur. Besides the given secrets, only strings shaped like real OpenAI
-or Hugging Face keys are replaced (``sk-`` or ``hf_`` followed by 20 or 30 key characters with a
-digit in them: ``sk-learn`` and ``hf_transfer`` are words, not keys).
+or Hugging Face keys are replaced (``sk-`` or ``hf_`` followed by 8 or 20 key characters with a
+digit among them: ``sk-learn`` and ``hf_transfer`` are words, not keys).
 
 >>> redact("Authorization: Bearer my-proxy-token-1 (sk-abcd1234efgh5678ijkl9012)", "my-proxy-token-1")
 'Authorization: Bearer *** (***)'
@@ -38,8 +38,8 @@ _PLACEHOLDERS = {"EMPTY"}
 # these characters is part of a longer word and left alone.
 _TOKEN_CHARS = r"A-Za-z0-9_\-"
 _KEY_SHAPES = re.compile(
-    r"(?<![A-Za-z0-9_\-])(?:sk-(?=[A-Za-z0-9_\-*.]*[0-9*])[A-Za-z0-9_\-*.]{20,}"
-    r"|hf_(?=[A-Za-z0-9]*[0-9])[A-Za-z0-9]{30,})"
+    r"(?<![A-Za-z0-9_\-])(?:sk-(?=[A-Za-z0-9_\-*.]*[0-9*])[A-Za-z0-9_\-*.]{8,}"
+    r"|hf_(?=[A-Za-z0-9]*[0-9])[A-Za-z0-9]{20,})"
 )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import email.utils
+import json
 import os
 import re
 import time
@@ -31,6 +32,8 @@ from metric_arena.llm._types import (
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 #: The longest wait for a connection (``--timeout`` bounds the whole attempt).
 CONNECT_TIMEOUT = 10.0
+# The openai client's request header that leaves a reply body unread (what with_streaming_response sets).
+_RAW_RESPONSE_HEADER = "X-Stainless-Raw-Response"
 # Query parameters of --base-url whose value is a credential (gateway style: ?api-key=..., ?sig=...).
 _SECRET_PARAM = re.compile(r"key|token|secret|sig|pass|auth|cred|session|code", re.IGNORECASE)
 
@@ -113,20 +116,44 @@ class OpenAIBackend(Backend):
         client = self._get_client()
         body = {"model": self.model, "messages": request.messages, "max_tokens": request.max_tokens,
                 "temperature": request.temperature, "top_p": request.top_p}
+        limit = max_body_bytes(request.max_tokens)
         try:
             # The same body as chat.completions.create(...), posted without the client's recursive
-            # re-validation of the messages (milliseconds per 8 KB judge request). The client's own
-            # timeout bounds each read only: a server sending a byte a second would hold it forever.
-            response = await asyncio.wait_for(client.post("/chat/completions", body=body,
-                                                          cast_to=ChatCompletionType()), self.timeout)
+            # re-validation of the messages (milliseconds per 8 KB judge request), its reply body left
+            # unread: it is read here, at most ``limit`` bytes of it. The client's own timeout bounds
+            # each read only: a server sending a byte a second would hold it forever.
+            raw = await asyncio.wait_for(self._post(client, body, limit), self.timeout)
         except asyncio.TimeoutError:
             raise TransientBackendError(f"no complete reply within the {self.timeout:g} s timeout from "
                                         f"{self.base_url}", kind="timeout") from None
         except openai.OpenAIError as error:
             raise self._translate(error) from None
-        except ValueError:  # body is not (valid) JSON
-            raise BadReply(f"malformed reply body from {self.base_url}: ValueError", kind="malformed") from None
-        return _to_completion(response, self.base_url, self.redact)
+        return parse_reply(raw, self.base_url, self.redact)
+
+    async def _post(self, client, body: dict, limit: int) -> bytes:
+        """The reply body of one POST, read chunk by chunk: :class:`BadReply` ("oversized_body") once it
+        passes ``limit`` bytes (the rest is never read), ("cut_body") when the server answered but the
+        body broke off (a truncated chunked body is a bad reply, not an unreachable server)."""
+        import httpx2
+
+        response = await client.post("/chat/completions", body=body, cast_to=httpx2.Response,
+                                     options={"headers": {_RAW_RESPONSE_HEADER: "stream"}})
+        data = bytearray()
+        try:
+            async for chunk in response.aiter_bytes():
+                data += chunk
+                if len(data) > limit:
+                    raise BadReply(f"reply body from {self.base_url} is over {limit:,} bytes (the most kept for "
+                                   f"a reply of this many tokens): not read further", kind="oversized_body")
+        except httpx2.TimeoutException:
+            raise TransientBackendError(f"timeout after {self.timeout:g} s at {self.base_url}",
+                                        kind="timeout") from None
+        except (httpx2.TransportError, OSError) as error:
+            raise BadReply(f"reply body from {self.base_url} broke off after {len(data):,} bytes "
+                           f"({type(error).__name__})", kind="cut_body") from None
+        finally:
+            await response.aclose()
+        return bytes(data)
 
     def _translate(self, error) -> BaseException:
         """The backend error an ``openai`` exception stands for."""
@@ -172,29 +199,86 @@ class OpenAIBackend(Backend):
             self._client = None
 
 
-def ChatCompletionType():  # noqa: N802 - a type, imported lazily
-    from openai.types.chat import ChatCompletion
+def max_body_bytes(max_tokens: int) -> int:
+    """The most bytes of a reply body read for a request of ``max_tokens`` tokens: 1 MiB of room for
+    the JSON around the text, plus 256 bytes per token (32 kept characters, each up to 6 bytes and
+    more when escaped). A longer body is an unusable reply, never read whole."""
+    return (1 << 20) + 256 * max(1, int(max_tokens))
 
-    return ChatCompletion
+
+def _clean_text(text: str) -> str | None:
+    """``text`` with no lone surrogate (half an emoji, JSON-escaped), else None."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    return text
 
 
-def _to_completion(response, base_url: str, clean=lambda text: text) -> Completion:
-    choices = getattr(response, "choices", None)
+def message_text(content) -> str | None:
+    """The text of a reply message's ``content``: a string as it is, a list of parts (what some
+    gateways send) as its text parts joined; None for anything else.
+
+    >>> message_text([{"type": "text", "text": "Paris"}, {"type": "text", "text": " is."}])
+    'Paris is.'
+    """
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and content and all(
+            isinstance(part, dict) and part.get("type") in ("text", "output_text")
+            and isinstance(part.get("text"), str) for part in content):
+        return "".join(part["text"] for part in content)
+    return None
+
+
+def parse_reply(raw: bytes, base_url: str, clean=lambda text: text) -> Completion:
+    """The completion in a chat-completions reply body, or :class:`BadReply` naming the kind of
+    trouble: ``malformed`` (not strict JSON, or fields of the wrong type), ``empty_choices`` (no
+    choice or no content), ``bad_unicode`` (not UTF-8, or a lone surrogate in the text),
+    ``content_filter`` (the server's filter blocked the reply)."""
+    try:
+        text_body = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadReply(f"reply body from {base_url} is not UTF-8", kind="bad_unicode") from None
+    try:
+        reply = json.loads(text_body, parse_constant=_no_constant)
+    except (ValueError, RecursionError):  # not JSON
+        raise BadReply(f"malformed reply body from {base_url}: not JSON", kind="malformed") from None
+    if not isinstance(reply, dict):
+        raise BadReply(f"malformed reply body from {base_url}: a JSON {type(reply).__name__}, not an object",
+                       kind="malformed")
+    choices = reply.get("choices")
     if not isinstance(choices, list) or not choices:
         raise BadReply(f"reply from {base_url} has no choices", kind="empty_choices")
     choice = choices[0]
-    message = getattr(choice, "message", None)
-    text = getattr(message, "content", None)
-    if text is None:
+    message = choice.get("message") if isinstance(choice, dict) else None
+    finish_reason = choice.get("finish_reason") if isinstance(choice, dict) else None
+    if finish_reason is not None and not isinstance(finish_reason, str):
+        raise BadReply(f"reply from {base_url} has a finish_reason that is a JSON {type(finish_reason).__name__}, "
+                       "not a string", kind="malformed")
+    if finish_reason == "content_filter":
+        raise BadReply(f"reply from {base_url} was blocked by the server's content filter "
+                       "(finish_reason content_filter)", kind="content_filter")
+    content = message.get("content") if isinstance(message, dict) else None
+    if content is None:
         raise BadReply(f"reply from {base_url} has no message content", kind="empty_choices")
-    usage = getattr(response, "usage", None)
+    text = message_text(content)
+    if text is None:
+        raise BadReply(f"reply from {base_url} has message content that is a JSON {type(content).__name__}, "
+                       "not text (nor a list of text parts)", kind="malformed")
+    text = _clean_text(text)
+    if text is None:
+        raise BadReply(f"reply from {base_url} holds a lone surrogate (half a character)", kind="bad_unicode")
+    usage = reply.get("usage")
     usage_dict = None
-    if usage is not None:
-        usage_dict = {
-            "prompt_tokens": getattr(usage, "prompt_tokens", None),
-            "completion_tokens": getattr(usage, "completion_tokens", None),
-        }
-    return Completion(text=clean(str(text)), finish_reason=getattr(choice, "finish_reason", None), usage=usage_dict)
+    if isinstance(usage, dict):
+        usage_dict = {name: value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+                      for name, value in ((n, usage.get(n)) for n in ("prompt_tokens", "completion_tokens"))}
+    return Completion(text=clean(text), finish_reason=finish_reason, usage=usage_dict)
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
 
 
 def _retry_after(response) -> float | None:

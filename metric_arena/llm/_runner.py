@@ -370,6 +370,7 @@ class Runner:
                     if failure.kind == "429" and self.limiter is not None and hasattr(self.limiter, "backoff"):
                         self.limiter.backoff(wait)
                 except BadReply:
+                    reach.reached = True  # the server answered (an unusable body): it is there
                     raise
                 except BackendError as failure:
                     reach.reached = True  # the server answered (e.g. 400): it is there
