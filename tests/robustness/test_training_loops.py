@@ -66,18 +66,25 @@ def test_a_judge_dying_mid_call_costs_a_bounded_wait(tmp_path):
     """The server answers a few requests, then dies (drops every connection, refuses new ones). With
     the training defaults (two quick retries) the call ends within seconds, not minutes."""
     dead = threading.Event()
+    answered = []
+    holder = {}
 
     def reply(body, attempt):
-        return Reply(status=-1) if dead.is_set() else RATED
+        if dead.is_set() or len(answered) >= 3:
+            if not dead.is_set():
+                dead.set()
+                threading.Thread(target=holder["server"].stop).start()  # no new connections either
+            return Reply(status=-1)
+        answered.append(body)
+        return RATED
 
     with OpenAIServer(reply, latency=0.3) as server:
+        holder["server"] = server
         reward = reward_on(server.base_url, tmp_path, max_concurrency=2)
-        threading.Timer(0.8, dead.set).start()
-        threading.Timer(0.9, server.stop).start()
         start = time.monotonic()
         scores = reward(["p"] * 12, [f"answer {i}" for i in range(12)], **columns(12))
         took = time.monotonic() - start
-    assert scores.count(1.0) >= 1 and scores.count(None) >= 6, scores
+    assert len([s for s in scores if s is not None]) >= 1 and scores.count(None) >= 6, scores
     assert took < 30, took  # default retries: 1 s, 2 s (+ jitter) per request; it was 220 s
 
 
