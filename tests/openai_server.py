@@ -105,6 +105,7 @@ class _State:
     lock: threading.Lock = field(default_factory=threading.Lock)
     requests: list = field(default_factory=list)
     headers: list = field(default_factory=list)
+    paths: list = field(default_factory=list)
     seen: dict = field(default_factory=dict)
 
 
@@ -132,7 +133,7 @@ class _Handler(BaseHTTPRequestHandler):
         state = self.server.state
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
-        if not self.path.rstrip("/").endswith("/chat/completions"):
+        if not self.path.split("?")[0].rstrip("/").endswith("/chat/completions"):
             self._send_json(404, {"error": {"message": f"No route {self.path}", "type": "not_found"}})
             return
         try:
@@ -143,6 +144,7 @@ class _Handler(BaseHTTPRequestHandler):
         with state.lock:
             state.requests.append(body)
             state.headers.append({k.lower(): v for k, v in self.headers.items()})
+            state.paths.append(self.path)
             key = _body_key(body)
             attempt = state.seen.get(key, 0) + 1
             state.seen[key] = attempt
@@ -345,6 +347,12 @@ class OpenAIServer:
             return list(self._state.headers)
 
     @property
+    def paths(self) -> list[str]:
+        """The path (and query string) of each request, same order."""
+        with self._state.lock:
+            return list(self._state.paths)
+
+    @property
     def reply(self) -> Callable:
         return self._state.reply
 
@@ -365,6 +373,7 @@ class OpenAIServer:
         with self._state.lock:
             self._state.requests.clear()
             self._state.headers.clear()
+            self._state.paths.clear()
             self._state.seen.clear()
 
 

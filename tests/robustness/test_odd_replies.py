@@ -192,3 +192,19 @@ def test_memory_stays_bounded_while_huge_bodies_are_read(tmp_path):
         peak, huge_failed, errors, _ = peak_rss_mib(huge, 4)
     assert base_failed == 0 and huge_failed == 4 and errors == {"oversized_body": 8}  # each re-asked once
     assert peak - base < 100, (base, peak)
+
+
+@pytest.mark.parametrize("chunked", [True, False])
+def test_a_server_sending_only_cut_bodies_is_not_reported_unreachable(tmp_path, chunked):
+    """Every body breaks off: each pair fails as cut_body (asked once more); the run is not stopped as
+    if the server were down, though the fail-fast window (0.5 s) passes."""
+    def reply(body, attempt):
+        time.sleep(0.3)
+        return Reply(content=RATED, chunked=chunked, cut_after=40)
+
+    with OpenAIServer(reply) as server:
+        result = judge_pairs(["a", "b", "c"], ["x", "y", "z"], ["q1 asks?", "q2 asks?", "q3 asks?"],
+                             ids=["q1", "q2", "q3"], judge="openai:judge", progress=False,
+                             run=RunConfig(base_url=server.base_url, api_key=FAKE_KEY, use_cache=False,
+                                           retry=RetryPolicy(max_retries=0, fail_fast_after=0.5)))
+    assert result["n_failed"] == 3 and result["errors"] == {"cut_body": 6}
