@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
-from lfrqa.redaction import contains_secret, redact
+from builders._secrets import contains_secret, redact_secrets
 
 __all__ = [
     "SECRET_ENV_VARS",
@@ -72,7 +72,7 @@ def find_secrets(text: str, *, values: Iterable[str] = ()) -> list[tuple[str, in
     shapes, and credentials in context whatever their shape (``Bearer …``, an ``Authorization``
     header, ``api_key=…``, ``https://user:password@…``). ``values`` are exact secrets to look for
     too (e.g. the API keys set in the environment, 6 characters or more), in every encoding
-    derivable from them (case, reversed, URL-encoded, hex, base64: see :mod:`lfrqa.redaction`).
+    derivable from them (case, reversed, URL-encoded, hex, base64: see :func:`redact_secrets`).
     The secrets themselves are never returned."""
     hits = []
     secrets = [v for v in values if v and len(v) >= _MIN_SECRET_LENGTH and v not in _PLACEHOLDERS]
@@ -281,7 +281,7 @@ def _reason(error: BaseException, token: str | None) -> str:
     request's Authorization header in a 401)."""
     text = str(error).splitlines()[0] if str(error) else type(error).__name__
     text = re.sub(r"(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/\-]{8,}=*", r"\1 ***", text)
-    return redact(text, *hub_secrets(token))
+    return redact_secrets(text, *hub_secrets(token))
 
 
 @contextlib.contextmanager

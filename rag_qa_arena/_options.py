@@ -122,7 +122,7 @@ def all_failed_message(result: dict, base_url: str | None, *, items: str, where:
     errors = result.get("errors") or {}
     counts = ", ".join(f"{k}: {v}" for k, v in errors.items())
     if errors and set(errors) <= {"connection", "timeout"}:
-        from metric_arena.llm import shown_url
+        from builders import shown_url
 
         place = shown_url(base_url or os.environ.get("OPENAI_BASE_URL")) or "the OpenAI API"
         return (f"rag-qa-arena: error: no request got through to {place} (connection errors or timeouts only: "

@@ -10,7 +10,7 @@
 
 from lfrqa.exports import export_names
 from metric_arena.llm._cache import CompletionCache, cache_key
-from metric_arena.llm._openai import redact, shown_url
+from metric_arena.llm._openai import redact
 from metric_arena.llm._ratelimit import RateLimiter
 from metric_arena.llm._runner import RetryPolicy
 from metric_arena.llm._session import RunConfig, Session
@@ -58,7 +58,6 @@ __all__ = [
     "model_backend",
     "parse_spec",
     "redact",
-    "shown_url",
     "synchronous",
 ]
 

@@ -17,7 +17,7 @@ import time
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 from lfrqa.errors import RagQaArenaError
-from lfrqa.redaction import redact as redact_secrets
+from builders import redact_secrets
 from metric_arena.llm._types import (
     AuthenticationFailed,
     Backend,
@@ -309,7 +309,7 @@ def _retry_after(response) -> float | None:
 def redact(text: str, *secrets: str | None) -> str:
     """``text`` with each of ``secrets`` (4 characters or more; not the placeholder ``EMPTY``), in
     every encoding derivable from it (case, reversed, URL-encoded, hex, base64), and anything shaped
-    like an OpenAI or Hugging Face key replaced by ``***``; see :mod:`lfrqa.redaction`.
+    like an OpenAI or Hugging Face key replaced by ``***``; see :func:`builders.redact_secrets`.
 
     >>> redact("Authorization: Bearer my-proxy-token-1 (sk-abcd1234efgh5678ijkl)", "my-proxy-token-1")
     'Authorization: Bearer *** (***)'
@@ -360,25 +360,6 @@ def query_secrets(query: dict[str, str]) -> tuple[str, ...]:
         if value and (_SECRET_PARAM.search(name) or mixed):
             found.append(value)
     return tuple(found)
-
-
-def shown_url(url: str | None) -> str | None:
-    """``url`` as it may be shown or stored: no ``user:password@``, no query string.
-
-    >>> shown_url("http://me:pw@gw.example:8080/v1?api-key=s3cr3t")
-    'http://gw.example:8080/v1'
-    """
-    if not url:
-        return url
-    parts = urlsplit(url)
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    host = parts.hostname or ""
-    host = f"[{host}]" if ":" in host else host
-    netloc = host + (f":{port}" if port is not None else "")
-    return urlunsplit(parts._replace(netloc=netloc, query="", fragment=""))
 
 
 def _secrets(key: str, url_auth: tuple[str, str] | None) -> tuple[str, ...]:

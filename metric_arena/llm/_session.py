@@ -25,10 +25,10 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TypeVar
 
+from builders import shown_url
 from lfrqa.checks import check_int
 from lfrqa.errors import InvalidInputType
 from metric_arena.llm._cache import CompletionCache
-from metric_arena.llm._openai import shown_url
 from metric_arena.llm._ratelimit import RateLimiter
 from metric_arena.llm._runner import RequestResult, RetryPolicy, Runner
 from metric_arena.llm._specs import make_backends

@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 import pytest
 
-from lfrqa.redaction import redact
+from builders import redact_secrets as redact
 from tests.openai_server import OpenAIServer, Reply
 from tests.robustness.helpers import (
     cli,

@@ -1,4 +1,4 @@
-"""Secrets out of text: every form of a key a server could echo back, and nothing else.
+"""Secrets out of text (the masking of :func:`redact_secrets` and the push scan share it): every form of a key a server could echo back, and nothing else.
 
 A key is looked for as it is and in every encoding derivable from it: any mix of upper and lower
 case, reversed, URL-encoded, hex, and base64 (standard and URL-safe, at each of the three byte
@@ -10,11 +10,11 @@ are replaced wherever they occur. Besides the given secrets, only strings shaped
 or Hugging Face keys are replaced (``sk-`` or ``hf_`` followed by 8 or 20 key characters with a
 digit among them: ``sk-learn`` and ``hf_transfer`` are words, not keys).
 
->>> redact("Authorization: Bearer my-proxy-token-1 (sk-abcd1234efgh5678ijkl9012)", "my-proxy-token-1")
+>>> redact_secrets("Authorization: Bearer my-proxy-token-1 (sk-abcd1234efgh5678ijkl9012)", "my-proxy-token-1")
 'Authorization: Bearer *** (***)'
->>> redact("a paired t-test in R or scipy; sk-learn, hf_transfer", "test")
+>>> redact_secrets("a paired t-test in R or scipy; sk-learn, hf_transfer", "test")
 'a paired t-test in R or scipy; sk-learn, hf_transfer'
->>> redact("you sent: TEST", "test")
+>>> redact_secrets("you sent: TEST", "test")
 'you sent: ***'
 """
 
@@ -24,9 +24,9 @@ import base64
 import functools
 import re
 from collections.abc import Iterable
-from urllib.parse import quote, quote_plus
+from urllib.parse import quote, quote_plus, urlsplit, urlunsplit
 
-__all__ = ["MIN_SECRET_LENGTH", "SAFE_LENGTH", "contains_secret", "redact", "secret_forms"]
+__all__ = ["MIN_SECRET_LENGTH", "SAFE_LENGTH", "contains_secret", "redact_secrets", "secret_forms", "shown_url"]
 
 #: Secrets shorter than this are not looked for at all (nor the placeholder ``EMPTY``).
 MIN_SECRET_LENGTH = 4
@@ -98,7 +98,7 @@ def _known(secrets: Iterable[str | None]) -> tuple[str, ...]:
     return tuple(sorted({s for s in secrets if isinstance(s, str) and s}))
 
 
-def redact(text: str, *secrets: str | None) -> str:
+def redact_secrets(text: str, *secrets: str | None) -> str:
     """``text`` with every form of each of ``secrets`` and anything shaped like an OpenAI or Hugging
     Face key replaced by ``***``; everything else byte for byte as it was."""
     if not isinstance(text, str) or not text:
@@ -110,7 +110,26 @@ def redact(text: str, *secrets: str | None) -> str:
 
 
 def contains_secret(text: str, *secrets: str | None) -> bool:
-    """True when ``text`` holds a form of one of ``secrets`` that :func:`redact` would replace
+    """True when ``text`` holds a form of one of ``secrets`` that :func:`redact_secrets` would replace
     (key-shaped strings not included)."""
     pattern = _pattern(_known(secrets))
     return bool(pattern is not None and isinstance(text, str) and pattern.search(text))
+
+
+def shown_url(url: str | None) -> str | None:
+    """``url`` as it may be shown or stored: no ``user:password@``, no query string.
+
+    >>> shown_url("http://me:pw@gw.example:8080/v1?api-key=s3cr3t")
+    'http://gw.example:8080/v1'
+    """
+    if not url:
+        return url
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    host = parts.hostname or ""
+    host = f"[{host}]" if ":" in host else host
+    netloc = host + (f":{port}" if port is not None else "")
+    return urlunsplit(parts._replace(netloc=netloc, query="", fragment=""))
