@@ -30,7 +30,7 @@ from typing import Any
 
 from lfrqa.errors import InvalidInputType, RagQaArenaError
 from metric_arena.judge import DEFAULT_JUDGE, JudgeSpec
-from metric_arena.llm import AuthenticationFailed, ModelNotFound, RunConfig, ServerUnreachable
+from metric_arena.llm import BackendError, RunConfig
 from metric_arena.train._judge import ArenaJudge
 
 __all__ = ["DEFAULT_SCORES", "REWARD_DEADLINE", "ArenaReward", "completion_text", "reward_function"]
@@ -161,14 +161,15 @@ class ArenaReward:
 
     def _judge(self, unique, answers, references, questions, pair_ids) -> dict | None:
         """The judge's result on the distinct pairs, or None when the judge cannot be used right now
-        (unreachable, the key or model refused): then every completion of this call scores None, a
-        warning says why, and the next call tries again. Training goes on."""
+        (unreachable, the key or model refused, its cache unwritable: a full disk): then every
+        completion of this call scores None, a warning says why, and the next call tries again.
+        Training goes on. (Mistakes in the call itself, such as a missing column, still raise.)"""
         try:
             return self.judge([answers[i] for i in unique], [references[i] for i in unique],
                               [questions[i] for i in unique], ids=[pair_ids[i] for i in unique],
                               system=self.__name__, n_boot=0)
-        except (ServerUnreachable, AuthenticationFailed, ModelNotFound) as error:
-            self.errors[error.kind] += 1
+        except (BackendError, OSError) as error:
+            self.errors[getattr(error, "kind", type(error).__name__)] += 1
             logger.warning("%s: the judge could not be used (%s); the %d completions of this call score None "
                            "and training goes on", self.__name__, error, len(answers))
             return None
