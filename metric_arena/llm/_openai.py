@@ -134,9 +134,8 @@ class OpenAIBackend(Backend):
         """The reply body of one POST, read chunk by chunk: :class:`BadReply` ("oversized_body") once it
         passes ``limit`` bytes (the rest is never read), ("cut_body") when the server answered but the
         body broke off (a truncated chunked body is a bad reply, not an unreachable server)."""
-        import httpx2
-
-        response = await client.post("/chat/completions", body=body, cast_to=httpx2.Response,
+        http = http_library()
+        response = await client.post("/chat/completions", body=body, cast_to=http.Response,
                                      options={"headers": {_RAW_RESPONSE_HEADER: "stream"}})
         data = bytearray()
         try:
@@ -145,10 +144,10 @@ class OpenAIBackend(Backend):
                 if len(data) > limit:
                     raise BadReply(f"reply body from {self.base_url} is over {limit:,} bytes (the most kept for "
                                    f"a reply of this many tokens): not read further", kind="oversized_body")
-        except httpx2.TimeoutException:
+        except http.TimeoutException:
             raise TransientBackendError(f"timeout after {self.timeout:g} s at {self.base_url}",
                                         kind="timeout") from None
-        except (httpx2.TransportError, OSError) as error:
+        except (http.TransportError, OSError) as error:
             raise BadReply(f"reply body from {self.base_url} broke off after {len(data):,} bytes "
                            f"({type(error).__name__})", kind="cut_body") from None
         finally:
@@ -197,6 +196,17 @@ class OpenAIBackend(Backend):
         if self._client is not None:
             await self._client.close()
             self._client = None
+
+
+def http_library():
+    """The HTTP library the installed ``openai`` client is built on: ``httpx``, or its fork ``httpx2``
+    (openai 3); the same names (``Response``, ``TimeoutException``, ``TransportError``) in both."""
+    import importlib
+
+    import openai
+
+    base = next(c for c in openai.DefaultAsyncHttpxClient.__mro__[1:] if c.__name__ == "AsyncClient")
+    return importlib.import_module(base.__module__.split(".")[0])
 
 
 def max_body_bytes(max_tokens: int) -> int:
