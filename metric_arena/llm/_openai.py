@@ -32,6 +32,8 @@ from metric_arena.llm._types import (
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 #: The longest wait for a connection (``--timeout`` bounds the whole attempt).
 CONNECT_TIMEOUT = 10.0
+#: The most bytes of an error reply's body read (its message is shown, redacted, in one line).
+ERROR_BODY_BYTES = 1 << 16
 # The openai client's request header that leaves a reply body unread (what with_streaming_response sets).
 _RAW_RESPONSE_HEADER = "X-Stainless-Raw-Response"
 # Query parameters of --base-url whose value is a credential (gateway style: ?api-key=..., ?sig=...).
@@ -98,7 +100,10 @@ class OpenAIBackend(Backend):
 
             # --timeout bounds each attempt as a whole (see complete); connecting gets at most 10 s,
             # so a host that never answers is known early.
-            options = {"http_client": openai.DefaultAsyncHttpxClient(auth=self._url_auth)} if self._url_auth else {}
+            # An error reply's body is read at most ERROR_BODY_BYTES (bound_error_body): the client
+            # would read it whole before raising.
+            http_client = openai.DefaultAsyncHttpxClient(auth=self._url_auth,
+                                                         event_hooks={"response": [bound_error_body]})
             self._client = openai.AsyncOpenAI(
                 api_key=self._api_key,
                 base_url=self.base_url,
@@ -106,7 +111,7 @@ class OpenAIBackend(Backend):
                 max_retries=0,
                 default_query=self._query or None,
                 timeout=openai.Timeout(self.timeout, connect=min(self.timeout, CONNECT_TIMEOUT)),
-                **options,
+                http_client=http_client,
             )
         return self._client
 
@@ -207,6 +212,26 @@ def http_library():
 
     base = next(c for c in openai.DefaultAsyncHttpxClient.__mro__[1:] if c.__name__ == "AsyncClient")
     return importlib.import_module(base.__module__.split(".")[0])
+
+
+async def bound_error_body(response) -> None:
+    """An HTTP client hook: the body of an error reply (HTTP 400 and up) read now, at most
+    :data:`ERROR_BODY_BYTES` of it (the connection is then closed), and kept as the reply's content,
+    so the client's error handling never reads a huge error body whole."""
+    if response.status_code < 400:
+        return
+    http = http_library()
+    data = bytearray()
+    try:
+        async for chunk in response.aiter_bytes():
+            data += chunk
+            if len(data) >= ERROR_BODY_BYTES:
+                break
+    except (http.HTTPError, OSError):  # cut off, undecodable: what came is what there is
+        pass
+    finally:
+        await response.aclose()
+    response._content = bytes(data[:ERROR_BODY_BYTES])  # what .text and .json() read (the stream is closed)
 
 
 def max_body_bytes(max_tokens: int) -> int:

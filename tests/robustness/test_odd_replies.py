@@ -208,3 +208,27 @@ def test_a_server_sending_only_cut_bodies_is_not_reported_unreachable(tmp_path, 
                              run=RunConfig(base_url=server.base_url, api_key=FAKE_KEY, use_cache=False,
                                            retry=RetryPolicy(max_retries=0, fail_fast_after=0.5)))
     assert result["n_failed"] == 3 and result["errors"] == {"cut_body": 6}
+
+
+def test_a_huge_error_body_is_not_read_whole(tmp_path):
+    """A 500 (and a 401) whose body is 200 MiB: at most 64 KiB of it is read, the error is the usual
+    one, and Python's allocations stay small while it arrives."""
+    import tracemalloc
+
+    def reply(body, attempt):
+        status = 401 if query_of(body).startswith("q2") else 500
+        return Reply(status=status, huge_mib=200)
+
+    with OpenAIServer(reply) as server:
+        run = RunConfig(base_url=server.base_url, api_key=FAKE_KEY, use_cache=False,
+                        retry=RetryPolicy(max_retries=0, fail_fast_after=None))
+        tracemalloc.start()
+        start = time.monotonic()
+        result = judge_pairs(["a"], ["x"], ["q1 asks?"], ids=["q1"], judge="openai:judge", progress=False, run=run)
+        took = time.monotonic() - start
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        with pytest.raises(Exception, match="HTTP 401"):
+            judge_pairs(["a"], ["x"], ["q2 asks?"], ids=["q2"], judge="openai:judge", progress=False, run=run)
+    assert result["n_failed"] == 1 and result["errors"] == {"500": 1}
+    assert peak < 32 * 2**20 and took < 10, (peak, took)
