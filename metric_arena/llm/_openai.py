@@ -10,14 +10,15 @@ from __future__ import annotations
 import asyncio
 import base64
 import email.utils
+import functools
 import json
 import os
 import re
 import time
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
-from lfrqa.errors import RagQaArenaError
 from builders import redact_secrets
+from lfrqa.errors import RagQaArenaError
 from metric_arena.llm._types import (
     AuthenticationFailed,
     Backend,
@@ -203,6 +204,7 @@ class OpenAIBackend(Backend):
             self._client = None
 
 
+@functools.lru_cache(maxsize=1)
 def http_library():
     """The HTTP library the installed ``openai`` client is built on: ``httpx``, or its fork ``httpx2``
     (openai 3); the same names (``Response``, ``TimeoutException``, ``TransportError``) in both."""
