@@ -19,7 +19,7 @@ from metric_arena import RunConfig, judge_pairs
 from metric_arena.generate import GenerationConfig, generate_answers
 from metric_arena.llm import RetryPolicy
 from tests.openai_server import OpenAIServer, Reply
-from tests.robustness.helpers import FAKE_KEY, ROOT, query_of, retrieved_rows, subprocess_env, write_jsonl
+from tests.robustness.helpers import FAKE_KEY, ROOT, query_of, retrieved_rows, subprocess_env
 
 FAST = RetryPolicy(max_retries=1, initial=0.0, multiplier=1.0, jitter=0.0, fail_fast_after=1.0)
 RATED = "<thinking>Scripted.</thinking><rating>1</rating>"

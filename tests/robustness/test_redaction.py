@@ -200,8 +200,6 @@ def quoting_hub():
 
 
 def test_the_push_commands_never_print_a_token_the_hub_quotes(tmp_path):
-    from tests.robustness.helpers import ROOT
-
     run = tmp_path / "run"
     write_jsonl(run / "verdicts.jsonl", [{"qid": "1", "domain": "fiqa", "system_a": "s", "system_b": "LFRQA",
                                           "outcome": "win", "failed": False, "flipped": None, "no_answer_a": False,
@@ -221,7 +219,6 @@ def test_the_push_commands_never_print_a_token_the_hub_quotes(tmp_path):
             assert done.returncode == 2 and "(HTTP 401)" in done.stderr, (name, done.stderr)
             assert "Traceback" not in done.stderr
             assert leaked(done.stdout + done.stderr, HF_TOKEN) == [], (name, done.stderr)
-    assert ROOT.exists()
 
 
 # --------------------------------------------------------------------------------------------
