@@ -28,6 +28,7 @@ from builders._hub import (
     write_dry_run,
 )
 from builders._passages import doc_id_of, iter_passages, split_passages
+from builders._secrets import redact_secrets, shown_url
 
 __all__ = [
     "BENCHMARK_FILE",
@@ -52,8 +53,10 @@ __all__ = [
     "load_corpus",
     "locate_source",
     "push_dataset",
+    "redact_secrets",
     "render_card",
     "resolve_token",
+    "shown_url",
     "split_passages",
     "upload_files",
     "upload_operations",

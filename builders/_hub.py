@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
+from builders._secrets import contains_secret, redact_secrets
 
 __all__ = [
     "SECRET_ENV_VARS",
@@ -70,17 +71,17 @@ def find_secrets(text: str, *, values: Iterable[str] = ()) -> list[tuple[str, in
     """``[(what, line_number)]`` for every credential-looking string in ``text``: keys of known
     shapes, and credentials in context whatever their shape (``Bearer …``, an ``Authorization``
     header, ``api_key=…``, ``https://user:password@…``). ``values`` are exact secrets to look for
-    too (e.g. the API keys set in the environment, 6 characters or more). The secrets themselves
-    are never returned."""
+    too (e.g. the API keys set in the environment, 6 characters or more), in every encoding
+    derivable from them (case, reversed, URL-encoded, hex, base64: see :func:`redact_secrets`).
+    The secrets themselves are never returned."""
     hits = []
     secrets = [v for v in values if v and len(v) >= _MIN_SECRET_LENGTH and v not in _PLACEHOLDERS]
     for line_no, line in enumerate(text.splitlines(), 1):
         for what, pattern in _PATTERNS:
             if pattern.search(line):
                 hits.append((what, line_no))
-        for value in secrets:
-            if value in line:
-                hits.append(("the value of an API-key environment variable or the Hub token", line_no))
+        if secrets and contains_secret(line, *secrets):
+            hits.append(("the value of an API-key environment variable or the Hub token", line_no))
     return hits
 
 
@@ -187,7 +188,7 @@ def upload_files(
     if api is None or token_from_env:
         token = resolve_token(token, from_env=token_from_env)
     operations = upload_operations(files, token=token, what=f"to {repo_id}")
-    with hub_errors(repo_id):
+    with hub_errors(repo_id, token):
         if api is None:
             from huggingface_hub import HfApi
 
@@ -241,7 +242,7 @@ def check_hub_access(repo_id: str, *, token: str | None = None, token_from_env: 
     token refused)."""
     check_repo_id(repo_id)
     token = resolve_token(token, from_env=token_from_env)
-    with hub_errors(repo_id):
+    with hub_errors(repo_id, token):
         if api is None:
             from huggingface_hub import HfApi
 
@@ -264,10 +265,30 @@ def _connection_errors() -> tuple[type[BaseException], ...]:
     return tuple(errors)
 
 
+def hub_secrets(token: str | None = None) -> list[str]:
+    """What a Hub error message must never show: ``token``, the token huggingface_hub would use,
+    and the API-key variables of this environment."""
+    found = [token, *env_secrets()]
+    with contextlib.suppress(Exception):
+        from huggingface_hub import get_token
+
+        found.append(get_token())
+    return [value for value in found if value]
+
+
+def _reason(error: BaseException, token: str | None) -> str:
+    """The first line of a Hub error, without any form of a credential (the Hub may quote the
+    request's Authorization header in a 401)."""
+    text = str(error).splitlines()[0] if str(error) else type(error).__name__
+    text = re.sub(r"(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/\-]{8,}=*", r"\1 ***", text)
+    return redact_secrets(text, *hub_secrets(token))
+
+
 @contextlib.contextmanager
-def hub_errors(repo_id: str) -> Iterator[None]:
+def hub_errors(repo_id: str, token: str | None = None) -> Iterator[None]:
     """Turn a failed Hub call (offline mode, no network, token rejected, no write access) into a
-    one-line :class:`RagQaArenaError` naming the repo and the fix; other errors pass through."""
+    one-line :class:`RagQaArenaError` naming the repo and the fix; other errors pass through.
+    The Hub's words are kept without any form of ``token`` (or of the environment's keys)."""
     from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
 
     try:
@@ -281,7 +302,7 @@ def hub_errors(repo_id: str) -> Iterator[None]:
                    f"{repo_id.split('/')[0]}")
         else:
             fix = "check the repo id, then run the same command again"
-        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        reason = _reason(error, token)
         raise RagQaArenaError(f"the Hugging Face Hub refused the upload to {repo_id} (HTTP {status}): {reason}; {fix}") from None
     except _connection_errors():
         raise RagQaArenaError(f"cannot reach the Hugging Face Hub to upload to {repo_id}: check the network "
@@ -327,7 +348,7 @@ def hub_download_errors(repo_id: str, revision: str | None = None) -> Iterator[N
                               f"{also}: check the network (and HF_ENDPOINT), then run the same command again") from None
     except HfHubHTTPError as error:
         status = getattr(getattr(error, "response", None), "status_code", None)
-        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        reason = _reason(error, None)
         raise RagQaArenaError(f"the Hugging Face Hub refused the download of {at} (HTTP {status}): {reason}; check "
                               "the repo id and the token (HF_TOKEN or `hf auth login`)") from None
     except _connection_errors():

@@ -124,7 +124,9 @@ def all_failed_message(result: dict, base_url: str | None, *, items: str, where:
     errors = result.get("errors") or {}
     counts = ", ".join(f"{k}: {v}" for k, v in errors.items())
     if errors and set(errors) <= {"connection", "timeout"}:
-        place = base_url or os.environ.get("OPENAI_BASE_URL") or "the OpenAI API"
+        from builders import shown_url
+
+        place = shown_url(base_url or os.environ.get("OPENAI_BASE_URL")) or "the OpenAI API"
         return (f"rag-qa-arena: error: no request got through to {place} (connection errors or timeouts only: "
                 f"{counts}): check --base-url and the network, then run the same command again")
     why = f" (errors {counts})" if counts else ""

@@ -21,7 +21,12 @@ anything else: an HTTP error status (with an OpenAI-style error body), extra hea
 (``Retry-After``), a raw body (malformed JSON, empty ``choices``), a ``finish_reason`` such as
 ``"length"``, an extra delay, a body sent one byte every ``trickle`` seconds, the request's
 ``Authorization`` header quoted in the reply (``echo_authorization``), or ``status=-1`` to drop
-the connection without answering.
+the connection without answering. Odd bodies: ``message`` replaces the reply's message object
+(content as a list of parts, no content...), ``finish_reason`` may be any JSON value, ``chunked``
+sends the body with ``Transfer-Encoding: chunked``, ``cut_after`` sends only that many bytes of
+the body and then closes the connection (a chunked body then lacks its last chunk), and
+``huge_mib`` streams a valid reply whose text is that many MiB, generated on the fly (chunked; the
+server never holds it in memory).
 The default reply is a judge verdict: ``<thinking>…</thinking><rating>1</rating>``.
 """
 
@@ -64,10 +69,14 @@ class Reply:
     content: str | None = None
     headers: dict | None = None
     raw_body: str | bytes | None = None
-    finish_reason: str | None = "stop"
+    finish_reason: object = "stop"
     delay: float = 0.0
     trickle: float = 0.0
     echo_authorization: bool = False
+    message: dict | None = None
+    chunked: bool = False
+    cut_after: int | None = None
+    huge_mib: float = 0.0
 
     @classmethod
     def empty_choices(cls) -> "Reply":
@@ -96,6 +105,7 @@ class _State:
     lock: threading.Lock = field(default_factory=threading.Lock)
     requests: list = field(default_factory=list)
     headers: list = field(default_factory=list)
+    paths: list = field(default_factory=list)
     seen: dict = field(default_factory=dict)
 
 
@@ -123,7 +133,7 @@ class _Handler(BaseHTTPRequestHandler):
         state = self.server.state
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
-        if not self.path.rstrip("/").endswith("/chat/completions"):
+        if not self.path.split("?")[0].rstrip("/").endswith("/chat/completions"):
             self._send_json(404, {"error": {"message": f"No route {self.path}", "type": "not_found"}})
             return
         try:
@@ -134,6 +144,7 @@ class _Handler(BaseHTTPRequestHandler):
         with state.lock:
             state.requests.append(body)
             state.headers.append({k.lower(): v for k, v in self.headers.items()})
+            state.paths.append(self.path)
             key = _body_key(body)
             attempt = state.seen.get(key, 0) + 1
             state.seen[key] = attempt
@@ -150,9 +161,13 @@ class _Handler(BaseHTTPRequestHandler):
             except OSError:
                 pass
             return
+        if reply.huge_mib:
+            self._send_chunks(reply.status, _huge_body(body, reply.huge_mib), reply.headers, reply.cut_after)
+            return
         if reply.raw_body is not None:
             payload = reply.raw_body.encode("utf-8") if isinstance(reply.raw_body, str) else reply.raw_body
-            self._send(reply.status, payload, reply.headers, trickle=reply.trickle)
+            self._send(reply.status, payload, reply.headers, trickle=reply.trickle, chunked=reply.chunked,
+                       cut_after=reply.cut_after)
             return
         if reply.status != 200:
             error = {
@@ -176,7 +191,8 @@ class _Handler(BaseHTTPRequestHandler):
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": content},
+                    "message": reply.message if reply.message is not None else {"role": "assistant",
+                                                                                "content": content},
                     "finish_reason": reply.finish_reason,
                     "logprobs": None,
                 }
@@ -187,18 +203,63 @@ class _Handler(BaseHTTPRequestHandler):
                 "total_tokens": prompt_tokens + max(1, len(content) // 4),
             },
         }
-        self._send_json(200, completion, reply.headers, trickle=reply.trickle)
+        self._send_json(200, completion, reply.headers, trickle=reply.trickle, chunked=reply.chunked,
+                        cut_after=reply.cut_after)
 
-    def _send_json(self, status: int, obj: dict, headers: dict | None = None, trickle: float = 0.0) -> None:
-        self._send(status, json.dumps(obj).encode("utf-8"), headers, trickle=trickle)
+    def _send_json(self, status: int, obj: dict, headers: dict | None = None, trickle: float = 0.0,
+                   chunked: bool = False, cut_after: int | None = None) -> None:
+        self._send(status, json.dumps(obj).encode("utf-8"), headers, trickle=trickle, chunked=chunked,
+                   cut_after=cut_after)
 
-    def _send(self, status: int, payload: bytes, headers: dict | None = None, trickle: float = 0.0) -> None:
+    def _send_chunks(self, status: int, chunks, headers: dict | None = None, cut_after: int | None = None) -> None:
+        """A chunked body from an iterable of bytes; with ``cut_after``, the connection is closed once
+        that many body bytes are out (no last chunk)."""
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        for name, value in (headers or {}).items():
+            self.send_header(name, str(value))
+        self.end_headers()
+        sent = 0
+        try:
+            for chunk in chunks:
+                if cut_after is not None and sent + len(chunk) >= cut_after:
+                    chunk = chunk[: cut_after - sent]
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk) if chunk else b"")
+                    self.wfile.flush()
+                    self._drop()
+                    return
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                sent += len(chunk)
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except OSError:  # the client stopped reading (a body over its limit): fine
+            self.close_connection = True
+
+    def _drop(self) -> None:
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def _send(self, status: int, payload: bytes, headers: dict | None = None, trickle: float = 0.0,
+              chunked: bool = False, cut_after: int | None = None) -> None:
+        if chunked:
+            self._send_chunks(status, (payload[i : i + 4096] for i in range(0, len(payload), 4096)), headers,
+                              cut_after)
+            return
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))
         for name, value in (headers or {}).items():
             self.send_header(name, str(value))
         self.end_headers()
+        if cut_after is not None:  # fewer bytes than Content-Length says, then the connection closes
+            self.wfile.write(payload[:cut_after])
+            self.wfile.flush()
+            self._drop()
+            return
         if not trickle:
             self.wfile.write(payload)
             self.wfile.flush()
@@ -207,6 +268,19 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(payload[i : i + 1])
             self.wfile.flush()
             time.sleep(trickle)
+
+
+def _huge_body(body: dict, mib: float):
+    """A valid chat-completions reply whose text is ``mib`` MiB of "x", in 1 MiB pieces."""
+    head = json.dumps({"id": "chatcmpl-huge", "object": "chat.completion", "created": 0,
+                       "model": body.get("model", "m")})[:-1].encode()
+    yield head + b', "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "'
+    total = int(mib * (1 << 20))
+    piece = b"x" * (1 << 20)
+    while total > 0:
+        yield piece[: min(total, len(piece))]
+        total -= len(piece)
+    yield b'"}}]}'
 
 
 class _Server(ThreadingHTTPServer):
@@ -224,14 +298,16 @@ class _Server(ThreadingHTTPServer):
 class OpenAIServer:
     """Context manager: a local OpenAI-compatible chat-completions server in a background thread."""
 
-    def __init__(self, reply: Callable[[dict, int], "str | Reply"] | None = None, latency: float = 0.0):
+    def __init__(self, reply: Callable[[dict, int], "str | Reply"] | None = None, latency: float = 0.0, *,
+                 host: str = "127.0.0.1"):
+        self._host = host
         self._state = _State(reply=reply or _default_reply, latency=float(latency))
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> "OpenAIServer":
-        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server = _Server((self._host, 0), _Handler)
         self._server.state = self._state
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
@@ -271,6 +347,12 @@ class OpenAIServer:
             return list(self._state.headers)
 
     @property
+    def paths(self) -> list[str]:
+        """The path (and query string) of each request, same order."""
+        with self._state.lock:
+            return list(self._state.paths)
+
+    @property
     def reply(self) -> Callable:
         return self._state.reply
 
@@ -291,6 +373,7 @@ class OpenAIServer:
         with self._state.lock:
             self._state.requests.clear()
             self._state.headers.clear()
+            self._state.paths.clear()
             self._state.seen.clear()
 
 
@@ -311,10 +394,13 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--url-file", help="write the base URL here once listening (default: print it)")
+    parser.add_argument("--huge-reply-mib", type=float, default=0.0,
+                        help="answer every request with a valid reply this many MiB long, streamed (benchmarks)")
     args = parser.parse_args(argv)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    with OpenAIServer() as server:
+    reply = (lambda body, attempt: Reply(huge_mib=args.huge_reply_mib)) if args.huge_reply_mib else None
+    with OpenAIServer(reply) as server:
         if args.url_file:
             partial = f"{args.url_file}.partial"
             with open(partial, "w", encoding="utf-8") as handle:

@@ -176,6 +176,7 @@ class Runner:
         max_concurrency: int = 16,
         retry: RetryPolicy | None = None,
         limiter=None,
+        deadline: float | None = None,
     ):
         if int(max_concurrency) < 1:
             raise RagQaArenaError(f"max_concurrency must be >= 1, got {max_concurrency!r}")
@@ -192,6 +193,9 @@ class Runner:
         self._batchers: dict[int, Batcher] = {}
         self._reach: dict[int, _Reach] = {}
         self._fatal: BaseException | None = None
+        # A run's deadline counts from the runner's making (the session's start).
+        self.deadline = deadline
+        self._ends = None if deadline is None else time.monotonic() + float(deadline)
 
     def _sem(self) -> asyncio.Semaphore:
         if self._semaphore is None:
@@ -207,7 +211,19 @@ class Runner:
         reask: int = 1,
     ) -> RequestResult:
         """Answer one request (cache first), re-asking up to ``reask`` times after an invalid reply
-        (``reask=0``: the first reply, cached or new, is the answer even when invalid)."""
+        (``reask=0``: the first reply, cached or new, is the answer even when invalid). With a
+        deadline, a request still unanswered when it passes fails (counted as ``"deadline"``)."""
+        if self._ends is None:
+            return await self._run_one(backend, request, validate, reask)
+        try:
+            return await asyncio.wait_for(self._run_one(backend, request, validate, reask),
+                                          max(0.0, self._ends - time.monotonic()))
+        except asyncio.TimeoutError:
+            self.errors["deadline"] += 1
+            return RequestResult(None, False, 1, False,
+                                 error=f"no answer within the run's deadline of {self.deadline:g} s")
+
+    async def _run_one(self, backend: Backend, request: ChatRequest, validate, reask: int) -> RequestResult:
         identity = backend.identity()
         last: Completion | None = None
         last_cached = False
@@ -381,6 +397,7 @@ class Runner:
                     if failure.kind == "429" and self.limiter is not None and hasattr(self.limiter, "backoff"):
                         self.limiter.backoff(wait)
                 except BadReply:
+                    reach.reached = True  # the server answered (an unusable body): it is there
                     raise
                 except BackendError as failure:
                     reach.reached = True  # the server answered (e.g. 400): it is there

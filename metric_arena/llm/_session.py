@@ -10,7 +10,7 @@ use), but a model it runs on this machine stays loaded (a judge kept across a tr
 
 >>> run = RunConfig(base_url="http://127.0.0.1:8000/v1", max_concurrency=32)
 >>> run
-RunConfig(base_url='http://127.0.0.1:8000/v1', timeout=None, max_concurrency=32, limiter=None, retry=None, cache_dir=None, use_cache=True)
+RunConfig(base_url='http://127.0.0.1:8000/v1', timeout=None, max_concurrency=32, limiter=None, retry=None, cache_dir=None, use_cache=True, deadline=None)
 >>> async def main():                                                   # doctest: +SKIP
 ...     async with Session("openai:gpt-4o-mini", run) as session:
 ...         result = await session.runner.run_one(session.backends[0], ChatRequest([...]))
@@ -22,9 +22,10 @@ import asyncio
 import math
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TypeVar
 
+from builders import shown_url
 from lfrqa.checks import check_int
 from lfrqa.errors import InvalidInputType
 from metric_arena.llm._cache import CompletionCache
@@ -50,6 +51,9 @@ class RunConfig:
     ``limiter``: a :class:`~metric_arena.RateLimiter` shared by every request of the run.
     ``retry``: a :class:`~metric_arena.RetryPolicy`. ``cache_dir``: the SQLite cache (default
     ``$RAG_QA_ARENA_CACHE`` or ``~/.cache/rag_qa_arena``); ``use_cache=False`` neither reads nor writes it.
+    ``deadline``: seconds one run (one ``judge_pairs`` or ``generate_answers`` call, one reward call)
+    may take in all; a request still unanswered then fails (counted as ``"deadline"``) and the run
+    ends with what it has. None: no limit but the retries' own.
     """
 
     base_url: str | None = None
@@ -60,6 +64,12 @@ class RunConfig:
     retry: RetryPolicy | None = None
     cache_dir: str | os.PathLike | None = None
     use_cache: bool = True
+    deadline: float | None = None
+
+    def __repr__(self) -> str:  # the base URL without credentials or query string (a gateway's key)
+        shown = {f.name: getattr(self, f.name) for f in fields(self) if f.repr}
+        shown["base_url"] = shown_url(self.base_url)
+        return f"RunConfig({', '.join(f'{name}={value!r}' for name, value in shown.items())})"
 
     def __post_init__(self) -> None:
         for name in ("base_url", "api_key"):
@@ -76,6 +86,9 @@ class RunConfig:
             raise InvalidInputType(f"RunConfig(retry={self.retry!r}): give a metric_arena.RetryPolicy or None")
         if self.cache_dir is not None and not isinstance(self.cache_dir, (str, os.PathLike)):
             raise InvalidInputType(f"RunConfig(cache_dir={self.cache_dir!r}): give a folder path or None")
+        if self.deadline is not None and (isinstance(self.deadline, bool) or not isinstance(self.deadline, (int, float))
+                                          or not math.isfinite(self.deadline) or self.deadline <= 0):
+            raise InvalidInputType(f"RunConfig(deadline={self.deadline!r}): give a positive number of seconds or None")
         if not isinstance(self.use_cache, bool):
             raise InvalidInputType(f"RunConfig(use_cache={self.use_cache!r}): give True or False")
 
@@ -141,7 +154,7 @@ class Session:
     async def __aenter__(self) -> Session:
         cache = CompletionCache(self.run.cache_dir) if self.run.use_cache else None
         self.runner = Runner(cache, max_concurrency=self.run.max_concurrency, retry=self.run.retry,
-                             limiter=self.run.limiter)
+                             limiter=self.run.limiter, deadline=self.run.deadline)
         return self
 
     async def __aexit__(self, *exc_info) -> None:

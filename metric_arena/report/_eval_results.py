@@ -44,7 +44,7 @@ def read_benchmark(dataset_id: str, *, eval_yaml: str | Path | None = None, toke
 
     check_repo_id(dataset_id)
     if eval_yaml is None:
-        with hub_errors(dataset_id):
+        with hub_errors(dataset_id, token):
             if api is None:
                 from huggingface_hub import HfApi
 
@@ -149,7 +149,7 @@ def push_eval_results(
     if api is None or token_from_env:
         token = resolve_token(token, from_env=token_from_env)
     operations = upload_operations(files, token=token, what=f"to {model_id}")
-    with hub_errors(model_id):
+    with hub_errors(model_id, token):
         if api is None:
             from huggingface_hub import HfApi
 

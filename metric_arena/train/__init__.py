@@ -8,16 +8,21 @@
   the answers and logs win and win+tie rates with 95% intervals into the trainer's logs.
 
 Both judge with :func:`metric_arena.judge_pairs` (the paper's prompt and order rule, the cache,
-concurrency, rate limits, retries). Importing this package loads neither torch nor transformers:
+concurrency, rate limits, retries), and neither ever takes training down: a judge that is down,
+refuses the key or dies mid-call costs a bounded wait and scores None (reward) or a warning
+(callback). Importing this package loads neither torch nor transformers:
 ``ArenaCallback`` imports transformers when first asked for.
 """
 
 from lfrqa.exports import export_names
-from metric_arena.train._reward import DEFAULT_SCORES, ArenaReward, completion_text, reward_function
+from metric_arena.train._judge import TRAINING_RETRY
+from metric_arena.train._reward import DEFAULT_SCORES, REWARD_DEADLINE, ArenaReward, completion_text, reward_function
 from metric_arena.train._sample import arena_sample, gold_passages
 
 __all__ = [
     "DEFAULT_SCORES",
+    "REWARD_DEADLINE",
+    "TRAINING_RETRY",
     "ArenaCallback",
     "ArenaReward",
     "arena_sample",

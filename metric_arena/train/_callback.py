@@ -14,10 +14,19 @@ cache: it costs no request.
 Generation runs on the model's device in eval mode (set back to train mode afterwards), on the
 main process only (``state.is_world_process_zero``); with sharded weights (FSDP, ZeRO-3) use a
 separate evaluation job instead.
+
+The callback never takes training down once it has started: an evaluation that cannot run (the judge
+unreachable or refusing the key, the judge dying mid-evaluation past the deadline, a generation error)
+logs a warning on the ``metric_arena.train`` logger, is kept in ``failures`` and training goes on. What
+would make every evaluation fail, a missing tokenizer, is said when the callback is attached: at
+construction when given the trainer, else when the Trainer starts (``on_init_end``/``on_train_begin``).
+The judge's requests of one evaluation are bounded by ``run.deadline`` (:data:`EVALUATION_DEADLINE`,
+600 s, when the RunConfig sets none).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Sequence
 
@@ -31,7 +40,13 @@ from metric_arena.llm import RunConfig, model_backend
 from metric_arena.train._judge import ArenaJudge
 from metric_arena.train._sample import arena_sample
 
-__all__ = ["ArenaCallback"]
+__all__ = ["EVALUATION_DEADLINE", "ArenaCallback"]
+
+logger = logging.getLogger("metric_arena.train")
+#: Seconds the judge's requests of one evaluation may take when the RunConfig sets no ``deadline``.
+EVALUATION_DEADLINE = 600.0
+_NO_TOKENIZER = ("ArenaCallback needs the model's tokenizer to generate answers, and the Trainer has none: give "
+                 "the Trainer processing_class=tokenizer")
 
 _RATES = ("win_rate", "tie_rate", "loss_rate", "win_tie_rate")
 
@@ -96,7 +111,9 @@ class ArenaCallback(TrainerCallback):
         self.generation = generation if generation is not None else GenerationConfig()
         if not isinstance(self.generation, GenerationConfig):
             raise RagQaArenaError(f"generation={generation!r}: give a metric_arena.generate.GenerationConfig")
-        self.judge = ArenaJudge(judge=judge, run=run, data_dir=data_dir)
+        self.judge = ArenaJudge(judge=judge, run=run, data_dir=data_dir, deadline=EVALUATION_DEADLINE)
+        if trainer is not None and getattr(trainer, "processing_class", None) is None:
+            raise RagQaArenaError(_NO_TOKENIZER)
         self.trainer = trainer
         self.every_n_steps, self.at_end, self.prefix = every_n_steps, at_end, prefix
         self.batch_size, self.data_dir = batch_size, data_dir
@@ -106,6 +123,7 @@ class ArenaCallback(TrainerCallback):
         self._rows: list[dict] | None = None
         self._last_step: int | None = None
         self.results: list[dict] = []
+        self.failures: list[dict] = []  # {"step", "error"} of each evaluation that could not run
 
     @property
     def rows(self) -> list[dict]:
@@ -119,7 +137,7 @@ class ArenaCallback(TrainerCallback):
         """Answer the questions with ``model`` (and its ``tokenizer``), judge the answers; the judge's
         result (rates, per domain, verdicts) with ``step``, ``n_generation_failed`` and ``answers``."""
         if tokenizer is None:
-            raise RagQaArenaError("ArenaCallback needs the model's tokenizer: give the trainer processing_class=tokenizer")
+            raise RagQaArenaError(_NO_TOKENIZER)
         tokenizer = getattr(tokenizer, "tokenizer", tokenizer)  # a processor wraps its tokenizer
         rows = self.rows
         backend = model_backend(model, tokenizer, name=f"trained@{step}", batch_size=self.batch_size)
@@ -143,8 +161,14 @@ class ArenaCallback(TrainerCallback):
         if not state.is_world_process_zero or self._last_step == state.global_step:
             return
         self._last_step = state.global_step
-        tokenizer = processing_class if processing_class is not None else getattr(self.trainer, "processing_class", None)
-        result = self.evaluate(model, tokenizer, step=state.global_step)
+        tokenizer = self._tokenizer(processing_class)
+        try:
+            result = self.evaluate(model, tokenizer, step=state.global_step)
+        except Exception as error:  # noqa: BLE001 - an evaluation that cannot run never stops training
+            self.failures.append({"step": state.global_step, "error": f"{type(error).__name__}: {error}"})
+            logger.warning("ArenaCallback: the evaluation at step %d could not run (%s: %s); training goes on",
+                           state.global_step, type(error).__name__, error)
+            return
         logs = _metrics(result, self.prefix)
         if state.epoch is not None:
             logs["epoch"] = state.epoch
@@ -152,8 +176,17 @@ class ArenaCallback(TrainerCallback):
         if self.trainer is not None:  # what Trainer.log does after recording: every callback gets the entry
             self.trainer.callback_handler.on_log(args, state, control, logs)
 
+    def _tokenizer(self, processing_class):
+        return processing_class if processing_class is not None else getattr(self.trainer, "processing_class", None)
+
     # -- TrainerCallback events --------------------------------------------------------------
-    def on_train_begin(self, args, state, control, **kwargs):
+    def on_init_end(self, args, state, control, processing_class=None, **kwargs):
+        if self._tokenizer(processing_class) is None:  # given to Trainer(callbacks=[...]) without a tokenizer
+            raise RagQaArenaError(_NO_TOKENIZER)
+
+    def on_train_begin(self, args, state, control, processing_class=None, **kwargs):
+        if self._tokenizer(processing_class) is None:  # added with add_callback to a Trainer without one
+            raise RagQaArenaError(_NO_TOKENIZER)
         if state.is_world_process_zero:
             _ = self.rows  # a missing file or corpus is said before the first step, not after it
 

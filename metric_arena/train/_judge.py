@@ -13,9 +13,24 @@ import os
 from dataclasses import replace
 
 from metric_arena.judge import JudgeSpec, judge_config, judge_pairs
-from metric_arena.llm import Backend, RunConfig, make_backend, parse_spec, synchronous
+from metric_arena.llm import Backend, RetryPolicy, RunConfig, make_backend, parse_spec, synchronous
 
-__all__ = ["ArenaJudge"]
+__all__ = ["TRAINING_RETRY", "ArenaJudge", "training_run"]
+
+#: Retries of a judge called inside a training loop, unless its RunConfig gives its own: a few quick
+#: retries (a failed judgment costs one reward, a long wait costs every GPU of the run).
+TRAINING_RETRY = RetryPolicy(max_retries=2, initial=1.0, max_wait=5.0)
+
+
+def training_run(run: RunConfig | None, deadline: float) -> RunConfig:
+    """``run`` as a training loop uses it: its ``retry`` and ``deadline`` when it sets them, else
+    :data:`TRAINING_RETRY` and ``deadline`` seconds per call (a judge that is down or dies mid-call
+    costs a bounded wait, never the training run)."""
+    run = run if run is not None else RunConfig()
+    if not isinstance(run, RunConfig):
+        return run  # refused with its fix by judge_pairs
+    return replace(run, retry=run.retry if run.retry is not None else TRAINING_RETRY,
+                   deadline=run.deadline if run.deadline is not None else deadline)
 
 
 async def _release(backends: list[Backend]) -> None:
@@ -29,9 +44,10 @@ _release_all = synchronous(_release, name="release", doc="Close every backend in
 class ArenaJudge:
     """The judge settings of a reward or a callback, and one method to judge a list of pairs."""
 
-    def __init__(self, *, judge: JudgeSpec, run: RunConfig | None, data_dir: str | os.PathLike | None) -> None:
+    def __init__(self, *, judge: JudgeSpec, run: RunConfig | None, data_dir: str | os.PathLike | None,
+                 deadline: float) -> None:
         config = judge_config(judge)
-        self.run = run if run is not None else RunConfig()
+        self.run = training_run(run, deadline)
         self._local: list[Backend] = []
         judges: list[str | Backend] = []
         for item in config.judges:

@@ -21,6 +21,7 @@ position is seeded by what it says, the same in every step.
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 import os
 from collections import Counter
@@ -29,12 +30,16 @@ from typing import Any
 
 from lfrqa.errors import InvalidInputType, RagQaArenaError
 from metric_arena.judge import DEFAULT_JUDGE, JudgeSpec
-from metric_arena.llm import RunConfig
+from metric_arena.llm import BackendError, RunConfig
 from metric_arena.prompts import clean_response
 from metric_arena.train._judge import ArenaJudge
 
-__all__ = ["DEFAULT_SCORES", "LENGTH_CONTROLS", "ArenaReward", "completion_text", "reward_function"]
+__all__ = ["DEFAULT_SCORES", "LENGTH_CONTROLS", "REWARD_DEADLINE", "ArenaReward", "completion_text", "reward_function"]
 
+logger = logging.getLogger("metric_arena.train")
+#: Seconds one reward call may take when the RunConfig sets no ``deadline``: judgments still
+#: unanswered then score None.
+REWARD_DEADLINE = 120.0
 #: ``length_control`` values: None (the judge's reward as it is) or "regress" (its fitted length advantage removed).
 LENGTH_CONTROLS = (None, "regress")
 
@@ -146,10 +151,8 @@ class ArenaReward:
             first.setdefault(pair_id, i)
         unique = list(first.values())
         outcomes: dict[str, str | None] = {}
-        if unique:
-            result = self.judge([answers[i] for i in unique], [references[i] for i in unique],
-                                [questions[i] for i in unique], ids=[pair_ids[i] for i in unique],
-                                system=self.__name__, n_boot=0)
+        result = self._judge(unique, answers, references, questions, pair_ids) if unique else None
+        if result is not None:
             outcomes = {v["qid"]: v["outcome"] for v in result["verdicts"]}
             self.counts.update(n_sent=result.get("n_sent", 0), n_cached=result.get("n_cached", 0), pairs=len(unique))
             self.errors.update(result.get("errors") or {})
@@ -187,6 +190,21 @@ class ArenaReward:
         slope = self.length_slope
         return [None if r is None else r - slope * f for r, f in zip(rewards, fs)]
 
+    def _judge(self, unique, answers, references, questions, pair_ids) -> dict | None:
+        """The judge's result on the distinct pairs, or None when the judge cannot be used right now
+        (unreachable, the key or model refused, its cache unwritable: a full disk): then every
+        completion of this call scores None, a warning says why, and the next call tries again.
+        Training goes on. (Mistakes in the call itself, such as a missing column, still raise.)"""
+        try:
+            return self.judge([answers[i] for i in unique], [references[i] for i in unique],
+                              [questions[i] for i in unique], ids=[pair_ids[i] for i in unique],
+                              system=self.__name__, n_boot=0)
+        except (BackendError, OSError) as error:
+            self.errors[getattr(error, "kind", type(error).__name__)] += 1
+            logger.warning("%s: the judge could not be used (%s); the %d completions of this call score None "
+                           "and training goes on", self.__name__, error, len(answers))
+            return None
+
     def close(self) -> None:
         """Free what the judge holds (a local judge model)."""
         self.judge.close()
@@ -216,6 +234,13 @@ def reward_function(
     ``judge``: a :class:`~metric_arena.JudgeConfig` (or a spec / list of specs): judges, order,
     seed, parse, ``max_input_tokens``, backend options. ``run``: a :class:`~metric_arena.RunConfig`
     (server, key, concurrency, a rate limiter shared by all calls, retries, timeout, cache).
+
+    A call never takes training down: a judge that is unreachable (after ``retry.fail_fast_after``,
+    20 s), refuses the key or the model, or dies mid-call scores its completions None (a warning on
+    the ``metric_arena.train`` logger says why). Each call is bounded by ``run.deadline``
+    (:data:`REWARD_DEADLINE`, 120 s, when the RunConfig sets none; judgments unanswered then score
+    None), and retries are :data:`~metric_arena.train.TRAINING_RETRY` (2 quick retries) unless
+    ``run.retry`` is given.
     ``data_dir``: the pinned prompt files. ``name`` is the reward's name in TRL's logs
     (``rewards/<name>/mean``); through TRL's ``log_metric`` it also logs the shares
     ``<name>/win|tie|loss|failed``.
@@ -233,6 +258,6 @@ def reward_function(
     ...                          run=RunConfig(max_concurrency=64), scores={"win": 1, "tie": 0, "loss": -1})  # doctest: +SKIP
     >>> trainer = GRPOTrainer(model=..., reward_funcs=[reward], train_dataset=lfrqa_with_prompts)  # doctest: +SKIP
     """
-    settings = ArenaJudge(judge=judge, run=run, data_dir=data_dir)
+    settings = ArenaJudge(judge=judge, run=run, data_dir=data_dir, deadline=REWARD_DEADLINE)
     return ArenaReward(settings, scores=scores, reference_column=reference_column, question_column=question_column,
                        id_column=id_column, name=name, length_control=length_control)

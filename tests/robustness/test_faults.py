@@ -332,10 +332,12 @@ def test_a_cached_row_marked_valid_without_a_rating_is_asked_again(tmp_path):
 
 
 def test_oversized_replies_are_cut_and_flagged(tmp_path):
-    """Six 2 MB replies to 256-token requests used to make a 12 MB verdicts.jsonl."""
+    """Six 2 MB replies to 256-token requests used to make a 12 MB verdicts.jsonl. (A reply body under
+    the body limit, 1 MiB and more, is read and its text cut; a longer one is never read whole: see
+    test_odd_replies.)"""
     from metric_arena.llm._runner import max_reply_chars
 
-    huge = "<thinking>" + "blah " * 400_000 + "</thinking><rating>1</rating>"  # 2 MB, rating at the end
+    huge = "<thinking>" + "blah " * 150_000 + "</thinking><rating>1</rating>"  # 750 KB, rating at the end
     preds = prediction_rows(6)
     with OpenAIServer(lambda body, attempt: huge) as server:
         result = run_cli(["judge", "--predictions", write_jsonl(tmp_path / "a.jsonl", preds), "--versus",

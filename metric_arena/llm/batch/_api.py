@@ -266,7 +266,7 @@ def batch_client(base_url: str | None = None, api_key: str | None = None):
     """A synchronous ``openai.OpenAI`` for the Files and Batches API (``$OPENAI_BASE_URL``/``$OPENAI_API_KEY``)."""
     import openai
 
-    from metric_arena.llm._openai import OPENAI_BASE_URL
+    from metric_arena.llm._openai import OPENAI_BASE_URL, split_query
 
     url = (base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL).rstrip("/")
     key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
@@ -274,4 +274,5 @@ def batch_client(base_url: str | None = None, api_key: str | None = None):
         if "api.openai.com" in url:
             raise RagQaArenaError("No OpenAI API key: set the OPENAI_API_KEY environment variable (or pass api_key=)")
         key = "EMPTY"
-    return openai.OpenAI(base_url=url, api_key=key, max_retries=5)
+    url, query = split_query(url)  # a gateway's ?api-key=... goes with every request, never into a message
+    return openai.OpenAI(base_url=url, api_key=key, max_retries=5, default_query=query or None)
