@@ -247,7 +247,8 @@ def run_settings(args: argparse.Namespace):
     """The :class:`~metric_arena.RunConfig` the flags give: server, key, timeout, concurrency, limits, cache."""
     from metric_arena import RunConfig
 
-    return RunConfig(base_url=args.base_url, api_key=api_key(args), timeout=getattr(args, "timeout", None),
+    # Without --api-key the backend reads $OPENAI_API_KEY itself (and names it when the key is unusable).
+    return RunConfig(base_url=args.base_url, api_key=args.api_key or None, timeout=getattr(args, "timeout", None),
                      max_concurrency=args.max_concurrency, limiter=make_limiter(args),
                      cache_dir=args.cache_dir, use_cache=not args.no_cache)
 

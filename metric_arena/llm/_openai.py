@@ -78,6 +78,11 @@ class OpenAIBackend(Backend):
                     "keys on the command line end up in shell history."
                 )
             key = "EMPTY"  # local OpenAI-compatible servers (vLLM...) accept any key
+        if key != key.strip() or any(ord(c) < 32 or ord(c) == 127 for c in key):
+            where = "api_key" if api_key is not None else "$OPENAI_API_KEY"
+            raise RagQaArenaError(f"The API key in {where} has whitespace or a control character around or in it (a "
+                                  "newline from a key file or a CRLF .env?): no header can carry it, so nothing was "
+                                  "sent. Remove it, e.g. export OPENAI_API_KEY=\"$(tr -d '\\r\\n' < keyfile)\"")
         self._api_key = key
         self._secrets = _secrets(key, self._url_auth) + query_secrets(self._query)
         self.timeout = float(timeout)

@@ -112,6 +112,11 @@ class RateLimiter:
     def _reserve(self, n_tokens: int) -> tuple[float, float]:
         """Book one request of ``n_tokens``; return (monotonic time it may go, pause offset then)."""
         check_int("n_tokens", n_tokens, minimum=0, hint="prompt tokens + max_tokens")
+        if self.tpm is not None and n_tokens > self.tpm:
+            raise RagQaArenaError(
+                f"tpm={self.tpm:g} (--tpm) is smaller than one request ({n_tokens:,} tokens: prompt + max_tokens), "
+                f"which would wait about {n_tokens / self.tpm:,.0f} minutes each: give your key's real limit (at "
+                f"least {n_tokens:,}), or no --tpm")
         with self._lock:
             now = time.monotonic()
             go = max(now, self._paused_until)

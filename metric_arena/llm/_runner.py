@@ -75,6 +75,9 @@ MIN_KEPT_CHARS = 4096
 KEPT_TAIL_CHARS = 1024
 #: Between the kept beginning and end of a cut reply: no digit and no tag, so no parser reads it as a rating.
 CUT_MARK = "\n[…]\n"
+#: While nothing got through to a backend, an attempt in flight is waited for at most this long past the
+#: fail-fast window (or the window's own length, when longer): a first reply may be slow, a hung server not.
+FIRST_REPLY_GRACE = 5.0
 #: Seconds between looks at the cache while another run sends the same request (jittered).
 CLAIM_POLL = 0.2
 
@@ -143,7 +146,7 @@ class _Reach:
     def unreachable(self, backend: Backend, failure: TransientBackendError, window: float | None):
         """A :class:`ServerUnreachable` when nothing got through within ``window`` seconds, else None.
         An attempt in flight since before the window ended may still succeed (a slow first reply
-        while others get 503): while there is one, the run goes on."""
+        while others get 503): while there is one, the run goes on, at most until :meth:`cutoff`."""
         if self.reached or window is None:
             return None
         self.failures[failure.kind] += 1
@@ -152,14 +155,38 @@ class _Reach:
         if elapsed < window or any(start < deadline for start in self.flying.values()):
             return None
         kinds = ", ".join(f"{kind} x{count}" for kind, count in self.failures.most_common())
+        if set(self.failures) == {"429"}:
+            asked = f" and asks to wait {failure.retry_after:.0f} s" if failure.retry_after else ""
+            return ServerUnreachable(f"{backend.spec} answered only 429 (rate limited){asked} for {elapsed:.0f} s "
+                                     f"({sum(self.failures.values())} attempts): try again later, or lower --rpm/--tpm")
         return ServerUnreachable(f"nothing got through to {backend.spec} in {elapsed:.0f} s "
                                  f"({sum(self.failures.values())} attempts failed: {kinds}). Last error: {failure}")
 
+    def cutoff(self, window: float | None) -> float | None:
+        """While nothing got through: how long an attempt may still wait for its reply (a server that
+        accepts and never answers ends the run at ``first + window + max(window, 5 s)``, not at the
+        attempt's own timeout); None once the backend answered, or without a window."""
+        if self.reached or window is None or self.first is None:
+            return None
+        return max(0.0, self.first + window + max(window, FIRST_REPLY_GRACE) - time.monotonic())
+
     def wait(self, wait: float, failure: TransientBackendError, window: float | None) -> float:
-        """A backoff wait shortened to end with the fail-fast window (a Retry-After is honoured)."""
-        if self.reached or window is None or failure.retry_after is not None:
+        """A backoff wait shortened to end with the fail-fast window, a ``Retry-After`` too: before the
+        first reply, a long ``Retry-After`` would hold the run past the window it promises."""
+        if self.reached or window is None:
             return wait
         return min(wait, max(0.0, (self.first or 0.0) + window - time.monotonic()) + 0.05)
+
+
+async def _within(coroutine, seconds: float | None):
+    """``await coroutine``, given up after ``seconds`` (a timeout, retried like one); no limit with None."""
+    if seconds is None:
+        return await coroutine
+    try:
+        return await asyncio.wait_for(coroutine, timeout=seconds)
+    except asyncio.TimeoutError:
+        raise TransientBackendError(f"no reply within {seconds:.0f} s while the server has not answered yet",
+                                    kind="timeout") from None
 
 
 class _Busy(Exception):
@@ -376,7 +403,7 @@ class Runner:
                         if backend.batched:
                             completion = await self._batcher(backend).submit(request)
                         else:
-                            completion = await backend.complete(request)
+                            completion = await _within(backend.complete(request), reach.cutoff(window))
                     finally:
                         del reach.flying[token]
                     reach.reached = True
