@@ -27,6 +27,7 @@ between any two systems is at most ``alpha``, however many rounds are looked at.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import math
@@ -46,7 +47,7 @@ from metric_arena.judge._inputs import lfrqa_rows, read_predictions
 from metric_arena.judge._plan import DEFAULT_JUDGE
 from metric_arena.judge._run import ajudge_pairs
 from metric_arena.judge._tournament_folder import TournamentFolder
-from metric_arena.llm import CostEstimate, Progress, RunConfig, synchronous
+from metric_arena.llm import CostEstimate, Progress, RequestPool, RunConfig, gather_or_cancel, synchronous
 from metric_arena.stats import BattleCounts, SequentialRanking, stratified_sample
 
 __all__ = ["Tournament", "atournament", "load_tournament", "tournament", "tournament_dry_run"]
@@ -198,8 +199,11 @@ async def _adaptive(plan: Tournament, matches: list[dict], *, folder: Tournament
         for (a, b), n in step.grown.items():
             spent += n - taken[(a, b)]
             taken[(a, b)] = n
-            pair_results[(a, b)] = _match_row(await _play(plan, a, b, plan.order[:n], folder=folder, judge=judge,
-                                                          settings=settings))
+        grown = list(step.grown.items())  # the round's pairs all at once, through the one request pool
+        rows = await gather_or_cancel([asyncio.ensure_future(_play(plan, a, b, plan.order[:n], folder=folder,
+                                                                   judge=judge, settings=settings))
+                                       for (a, b), n in grown])
+        pair_results.update({pair: _match_row(row) for (pair, _), row in zip(grown, rows)})
         rounds += 1
         bar.advance(False, False)
     neighbours = [{**{k: v for k, v in row.items() if k != "pair"}} for row in step.neighbours]
@@ -261,21 +265,28 @@ async def atournament(
     play = dict(folder=folder, judge=config, settings=dict(run=run, n_boot=n_boot, data_dir=data_dir))
     steps = len(plan.systems) + (0 if adaptive else len(plan.pairs()))
     bar = Progress(steps, progress, f"tournament of {len(plan.systems)} systems")
+    # Every match feeds one request pool: matches run at once and share the run's concurrency limit (and
+    # its one limiter), so no slot idles while any match has work left.
+    pool = RequestPool(max_concurrency=(run or RunConfig()).max_concurrency)
+
+    async def played(a: str, b: str, qids: list[str]) -> dict:
+        row = _match_row(await _play(plan, a, b, qids, **play))
+        bar.advance(False, row["reused"])
+        return row
+
     try:
-        matches = []
-        for name, answers in plan.systems.items():  # every system against LFRQA, on all its questions
-            matches.append(_match_row(await _play(plan, name, REFERENCE, list(answers), **play)))
-            bar.advance(False, matches[-1]["reused"])
-        result = {"systems": list(plan.systems), "n_common": plan.n_common, "against_reference": matches}
-        if adaptive:
-            result.update(await _adaptive(plan, matches, alpha=alpha, round_size=round_size,
-                                          max_judgments=max_judgments, bar=bar, **play))
-        else:
-            shared = plan.sample(sizes[-1])  # the largest sample; the smaller ones are its first questions
-            pairs = []
-            for a, b in plan.pairs():
-                pairs.append(_match_row(await _play(plan, a, b, shared, **play)))
-                bar.advance(False, pairs[-1]["reused"])
+        with pool:
+            # every system against LFRQA on all its questions; without adaptive, every pair on the sample too
+            shared = [] if adaptive else plan.sample(sizes[-1])  # the largest; smaller ones are its prefixes
+            games = [(name, REFERENCE, list(answers)) for name, answers in plan.systems.items()]
+            games += [] if adaptive else [(a, b, shared) for a, b in plan.pairs()]
+            rows = await gather_or_cancel([asyncio.ensure_future(played(*game)) for game in games])
+            matches, pairs = rows[:len(plan.systems)], rows[len(plan.systems):]
+            result = {"systems": list(plan.systems), "n_common": plan.n_common, "against_reference": matches}
+            if adaptive:
+                result.update(await _adaptive(plan, matches, alpha=alpha, round_size=round_size,
+                                              max_judgments=max_judgments, bar=bar, **play))
+        if not adaptive:
             result.update(stopped="complete", sample=len(shared), samples=sizes, samples_requested=requested,
                           pairs=pairs, pair_judgments=sum(p["n"] for p in pairs), sample_qids=shared)
     finally:

@@ -13,9 +13,9 @@ from metric_arena.llm._cache import CompletionCache, cache_key
 from metric_arena.llm._openai import redact
 from metric_arena.llm._ratelimit import RateLimiter
 from metric_arena.llm._runner import RetryPolicy
-from metric_arena.llm._session import RunConfig, Session
+from metric_arena.llm._session import RequestPool, RunConfig, Session
 from metric_arena.llm._specs import backend_identity, make_backend, model_backend, parse_spec
-from metric_arena.llm._tasks import Progress, synchronous
+from metric_arena.llm._tasks import Progress, gather_or_cancel, synchronous
 from metric_arena.llm._tokens import (
     PRICES_2024,
     CostEstimate,
@@ -46,6 +46,7 @@ __all__ = [
     "ModelNotFound",
     "Progress",
     "RateLimiter",
+    "RequestPool",
     "RetryPolicy",
     "RunConfig",
     "ServerUnreachable",
@@ -53,6 +54,7 @@ __all__ = [
     "backend_identity",
     "cache_key",
     "estimate_cost",
+    "gather_or_cancel",
     "get_encoding",
     "make_backend",
     "model_backend",

@@ -170,6 +170,7 @@ class Runner:
         max_concurrency: int = 16,
         retry: RetryPolicy | None = None,
         limiter=None,
+        slots: asyncio.Semaphore | None = None,
     ):
         if int(max_concurrency) < 1:
             raise RagQaArenaError(f"max_concurrency must be >= 1, got {max_concurrency!r}")
@@ -182,7 +183,7 @@ class Runner:
         self.n_cached = 0  # requests answered from the cache
         self.n_shared = 0  # of which answered by another run that was sending them at the same time
         self._owner = claim_owner()
-        self._semaphore: asyncio.Semaphore | None = None
+        self._semaphore: asyncio.Semaphore | None = slots  # slots shared with other runners (a RequestPool)
         self._batchers: dict[int, Batcher] = {}
         self._reach: dict[int, _Reach] = {}
         self._fatal: BaseException | None = None

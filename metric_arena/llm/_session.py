@@ -19,6 +19,7 @@ RunConfig(base_url='http://127.0.0.1:8000/v1', timeout=None, max_concurrency=32,
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import math
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -35,7 +36,7 @@ from metric_arena.llm._tasks import Progress, gather_or_cancel, run_until_stoppe
 from metric_arena.llm._tokens import make_budgets
 from metric_arena.llm._types import Backend, ChatRequest, Completion
 
-__all__ = ["RunConfig", "Session"]
+__all__ = ["RequestPool", "RunConfig", "Session"]
 
 T = TypeVar("T")
 
@@ -82,6 +83,35 @@ class RunConfig:
 
 def _shown(name: str, value) -> str:
     return "<hidden>" if name == "api_key" and isinstance(value, str) else repr(value)
+
+
+class RequestPool:
+    """One set of request slots for every :class:`Session` opened inside ``with pool:`` (in this task and
+    the tasks it starts): many runs at once (a tournament's matches) share ``max_concurrency`` requests
+    in flight, so no slot idles while any of them has work. Each session keeps its own counters.
+
+    >>> async def main():                                                   # doctest: +SKIP
+    ...     with RequestPool(max_concurrency=64):
+    ...         await asyncio.gather(ajudge_pairs(...), ajudge_pairs(...))  # 64 requests at once, in all
+    """
+
+    def __init__(self, *, max_concurrency: int) -> None:
+        check_int("RequestPool(max_concurrency)", max_concurrency, minimum=1)
+        self.max_concurrency = max_concurrency
+        self.slots: asyncio.Semaphore | None = None
+        self._token: contextvars.Token | None = None
+
+    def __enter__(self) -> RequestPool:
+        self.slots = asyncio.Semaphore(self.max_concurrency)
+        self._token = _POOL.set(self)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        _POOL.reset(self._token)
+        self._token = None
+
+
+_POOL: contextvars.ContextVar[RequestPool | None] = contextvars.ContextVar("request_pool", default=None)
 
 
 class Session:
@@ -132,6 +162,12 @@ class Session:
         """The results of all ``coroutines``, run concurrently; the first error cancels the rest."""
         return await gather_or_cancel([asyncio.ensure_future(c) for c in coroutines])
 
+    async def run_all(self, work: Callable[[int], Awaitable[None]], schedule: Sequence[int]) -> None:
+        """``work(i)`` for every ``i`` of ``schedule``, pulled in order by twice ``max_concurrency`` workers
+        (so a request always waits for each slot that frees): only the items being worked on exist at
+        once, however long the schedule (bounded memory). The first error cancels the rest."""
+        await run_until_stopped(work, schedule, lambda: False, 2 * self.runner.max_concurrency)
+
     async def run_until(self, work: Callable[[int], Awaitable[None]], schedule: Sequence[int],
                         should_stop: Callable[[], bool]) -> None:
         """``work(i)`` for ``schedule`` in order, ``max_concurrency`` at a time, starting no new one
@@ -140,8 +176,9 @@ class Session:
 
     async def __aenter__(self) -> Session:
         cache = CompletionCache(self.run.cache_dir) if self.run.use_cache else None
-        self.runner = Runner(cache, max_concurrency=self.run.max_concurrency, retry=self.run.retry,
-                             limiter=self.run.limiter)
+        pool = _POOL.get()
+        self.runner = Runner(cache, max_concurrency=pool.max_concurrency if pool else self.run.max_concurrency,
+                             retry=self.run.retry, limiter=self.run.limiter, slots=pool.slots if pool else None)
         return self
 
     async def __aexit__(self, *exc_info) -> None:
