@@ -57,9 +57,13 @@ T = TypeVar("T")
 def add_backend_flags(parser: argparse.ArgumentParser, kind: str) -> None:
     """``--base-url``, ``--api-key``, ``--max-concurrency`` and ``--timeout``; ``kind`` names what
     the command calls in the help ("judges", "models")."""
-    parser.add_argument("--base-url", metavar="URL",
+    parser.add_argument("--base-url", metavar="URL", action="append",
                         help=f"OpenAI-compatible server for openai {kind}, e.g. http://localhost:8000/v1 "
-                             "(default: $OPENAI_BASE_URL, else OpenAI)")
+                             "(default: $OPENAI_BASE_URL, else OpenAI); repeat it for replicas of one model: "
+                             "requests go to the least-loaded one, a failing one is taken out and tried later")
+    parser.add_argument("--endpoint-name", metavar="NAME",
+                        help="what names the server in the cache key (default: the first --base-url), so "
+                             "replicas and later runs on other servers of the same model share answers")
     parser.add_argument("--api-key", metavar="KEY",
                         help=f"API key for openai {kind} (default: $OPENAI_API_KEY; prefer the environment "
                              "variable: command lines end up in shell history). Never written anywhere.")
@@ -112,7 +116,7 @@ def cannot_write_message(error: OSError, where: str | None) -> str | None:
     return f"cannot write to {place}: {os.strerror(error.errno)} (disk full or read-only?)"
 
 
-def all_failed_message(result: dict, base_url: str | None, *, items: str, where: str) -> str | None:
+def all_failed_message(result: dict, base_url: str | list[str] | None, *, items: str, where: str) -> str | None:
     """The error line for a run that ended with every item failed (``items``: "pairs", "questions";
     ``where``: the file whose lines say why), else None. Connection errors and timeouts only: the
     server was never reached, so the line names ``--base-url``."""
@@ -122,7 +126,8 @@ def all_failed_message(result: dict, base_url: str | None, *, items: str, where:
     errors = result.get("errors") or {}
     counts = ", ".join(f"{k}: {v}" for k, v in errors.items())
     if errors and set(errors) <= {"connection", "timeout"}:
-        place = base_url or os.environ.get("OPENAI_BASE_URL") or "the OpenAI API"
+        urls = [base_url] if isinstance(base_url, str) else list(base_url or [])
+        place = ", ".join(urls) or os.environ.get("OPENAI_BASE_URL") or "the OpenAI API"
         return (f"rag-qa-arena: error: no request got through to {place} (connection errors or timeouts only: "
                 f"{counts}): check --base-url and the network, then run the same command again")
     why = f" (errors {counts})" if counts else ""
@@ -243,7 +248,8 @@ def run_settings(args: argparse.Namespace):
     """The :class:`~metric_arena.RunConfig` the flags give: server, key, timeout, concurrency, limits, cache."""
     from metric_arena import RunConfig
 
-    return RunConfig(base_url=args.base_url, api_key=api_key(args), timeout=getattr(args, "timeout", None),
+    return RunConfig(base_url=args.base_url, endpoint_name=args.endpoint_name, api_key=api_key(args),
+                     timeout=getattr(args, "timeout", None),
                      max_concurrency=args.max_concurrency, limiter=make_limiter(args),
                      cache_dir=args.cache_dir, use_cache=not args.no_cache)
 

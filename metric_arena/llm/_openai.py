@@ -13,6 +13,7 @@ import email.utils
 import os
 import re
 import time
+from collections.abc import Sequence
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from lfrqa.errors import RagQaArenaError
@@ -49,39 +50,52 @@ class OpenAIBackend(Backend):
         self,
         model: str,
         *,
-        base_url: str | None = None,
+        base_url: str | Sequence[str] | None = None,
         api_key: str | None = None,
         timeout: float = 120.0,
         organization: str | None = None,
         transport: str = "auto",
+        endpoint_name: str | None = None,
     ):
         if not model:
             raise RagQaArenaError("The model name is empty: give one, e.g. make_backend('openai:gpt-4o')")
         self.model = model
-        url = (base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL).rstrip("/")
+        urls = [base_url] if base_url is None or isinstance(base_url, str) else list(base_url)
+        if not urls:
+            raise RagQaArenaError("base_url=[] names no server: give one URL or several replicas of one judge")
         # URL credentials (http://user:key@host/v1) go to the client as basic auth, as httpx would
         # take them from the URL, and never into a message, a log line or the cache key.
-        self.base_url, self._url_auth = split_credentials(url)
+        self.replicas = [split_credentials((url or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL).rstrip("/"))
+                         for url in urls]
+        self.base_url, self._url_auth = self.replicas[0]
+        if endpoint_name is not None and (not isinstance(endpoint_name, str) or not endpoint_name.strip()):
+            raise RagQaArenaError(f"endpoint_name={endpoint_name!r}: give a non-empty name for the judge's endpoints "
+                                  "(it enters the cache key in place of the URL), or None for the first URL")
+        self.endpoint_name = endpoint_name
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         if not key:
-            if urlsplit(self.base_url).hostname == "api.openai.com":
+            if any(urlsplit(url).hostname == "api.openai.com" for url, _ in self.replicas):
                 raise RagQaArenaError(
                     "No OpenAI API key: set the OPENAI_API_KEY environment variable (or pass api_key=); "
                     "keys on the command line end up in shell history."
                 )
             key = "EMPTY"  # local OpenAI-compatible servers (vLLM...) accept any key
         self._api_key = key
-        self._secrets = _secrets(key, self._url_auth)
+        self._secrets = tuple(secret for _, auth in self.replicas for secret in _secrets(key, auth))
         self.timeout = float(timeout)
         self._organization = organization
         if transport not in TRANSPORTS:
             raise RagQaArenaError(f"transport={transport!r} is not an HTTP transport: give one of "
                                   f"{', '.join(map(repr, TRANSPORTS))} ('auto': aiohttp when installed)")
         self.transport = transport
-        self._client = None
+        self._clients: list = [None] * len(self.replicas)
+        self._balance = Balancer(len(self.replicas))
 
     def identity(self) -> dict:
-        """Backend, model and the server's URL (scheme, host, port and path; never credentials)."""
+        """Backend, model and the server's URL (scheme, host, port and path; never credentials), or the
+        ``endpoint_name`` given for a judge's replicas: what the cache key holds, so replicas share answers."""
+        if self.endpoint_name is not None:
+            return {"backend": self.name, "model": self.model, "url": self.endpoint_name}
         parts = urlsplit(self.base_url)
         port = parts.port or (443 if parts.scheme == "https" else 80)
         host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
@@ -91,27 +105,49 @@ class OpenAIBackend(Backend):
         """``text`` without this backend's key or URL credentials (nor anything shaped like a key)."""
         return redact(text, *self._secrets)
 
-    def _get_client(self):
-        if self._client is None:
+    def _get_client(self, replica: int = 0):
+        if self._clients[replica] is None:
             import openai
 
+            url, auth = self.replicas[replica]
             # --timeout bounds each attempt as a whole (see complete); connecting gets at most 10 s,
             # so a host that never answers is known early.
-            options = {"http_client": http_client(self.transport, auth=self._url_auth)}
-            self._client = openai.AsyncOpenAI(
+            self._clients[replica] = openai.AsyncOpenAI(
                 api_key=self._api_key,
-                base_url=self.base_url,
+                base_url=url,
                 organization=self._organization,
                 max_retries=0,
                 timeout=openai.Timeout(self.timeout, connect=min(self.timeout, CONNECT_TIMEOUT)),
-                **options,
+                http_client=http_client(self.transport, auth=auth),
             )
-        return self._client
+        return self._clients[replica]
 
     async def complete(self, request: ChatRequest) -> Completion:
+        """One attempt, on the least-loaded replica that is not out; a replica that fails (connection,
+        timeout, 5xx) is taken out for a while and the next one is tried at once, so one dying replica
+        slows a run without failing it while another answers."""
+        last: TransientBackendError | None = None
+        for replica in self._balance.order():
+            self._balance.started(replica)
+            try:
+                completion = await self._complete_at(replica, request)
+            except TransientBackendError as failure:
+                if len(self.replicas) == 1 or failure.kind == "429":
+                    raise  # one server, or a rate limit: the runner's retry policy decides
+                self._balance.failed(replica)
+                last = failure
+                continue
+            finally:
+                self._balance.finished(replica)
+            self._balance.answered(replica)
+            return completion
+        raise last
+
+    async def _complete_at(self, replica: int, request: ChatRequest) -> Completion:
         import openai
 
-        client = self._get_client()
+        client = self._get_client(replica)
+        url = self.replicas[replica][0]
         body = {"model": self.model, "messages": request.messages, "max_tokens": request.max_tokens,
                 "temperature": request.temperature, "top_p": request.top_p}
         try:
@@ -122,55 +158,99 @@ class OpenAIBackend(Backend):
                                                           cast_to=ChatCompletionType()), self.timeout)
         except asyncio.TimeoutError:
             raise TransientBackendError(f"no complete reply within the {self.timeout:g} s timeout from "
-                                        f"{self.base_url}", kind="timeout") from None
+                                        f"{url}", kind="timeout") from None
         except openai.OpenAIError as error:
-            raise self._translate(error) from None
+            raise self._translate(error, url=url) from None
         except ValueError:  # body is not (valid) JSON
-            raise BadReply(f"malformed reply body from {self.base_url}: ValueError", kind="malformed") from None
-        return _to_completion(response, self.base_url, self.redact)
+            raise BadReply(f"malformed reply body from {url}: ValueError", kind="malformed") from None
+        return _to_completion(response, url, self.redact)
 
-    def _translate(self, error) -> BaseException:
+    def _translate(self, error, *, url: str | None = None) -> BaseException:
         """The backend error an ``openai`` exception stands for."""
         import openai
 
+        url = url or self.base_url
         if isinstance(error, openai.AuthenticationError):
-            return AuthenticationFailed(self._describe(error, "authentication failed (HTTP 401)",
+            return AuthenticationFailed(self._describe(url, error, "authentication failed (HTTP 401)",
                                                        "check OPENAI_API_KEY / --api-key"))
         if isinstance(error, openai.PermissionDeniedError):
-            return AuthenticationFailed(self._describe(error, "permission denied (HTTP 403)",
+            return AuthenticationFailed(self._describe(url, error, "permission denied (HTTP 403)",
                                                        "check that the key may use this model"))
         if isinstance(error, openai.NotFoundError):
-            return ModelNotFound(self._describe(error, "model or endpoint not found (HTTP 404)",
+            return ModelNotFound(self._describe(url, error, "model or endpoint not found (HTTP 404)",
                                                 "check the model name and that the base URL ends in /v1"))
         if isinstance(error, openai.RateLimitError):
-            return TransientBackendError(self._describe(error, "rate limited (HTTP 429)"), kind="429",
+            return TransientBackendError(self._describe(url, error, "rate limited (HTTP 429)"), kind="429",
                                          retry_after=_retry_after(error.response))
         if isinstance(error, openai.APITimeoutError) and not _dropped(error):
-            return TransientBackendError(f"timeout after {self.timeout:g} s at {self.base_url}", kind="timeout")
+            return TransientBackendError(f"timeout after {self.timeout:g} s at {url}", kind="timeout")
         if isinstance(error, openai.APIConnectionError):
-            return TransientBackendError(f"connection error at {self.base_url}: {type(error).__name__}",
+            return TransientBackendError(f"connection error at {url}: {type(error).__name__}",
                                          kind="connection")
         if isinstance(error, openai.APIStatusError):
             status = error.status_code
             if status >= 500 or status in (408, 409):
-                return TransientBackendError(self._describe(error, f"server error (HTTP {status})"), kind=str(status),
+                return TransientBackendError(self._describe(url, error, f"server error (HTTP {status})"), kind=str(status),
                                              retry_after=_retry_after(error.response))
-            return BackendError(self._describe(error, f"request rejected (HTTP {status})"), kind=str(status))
+            return BackendError(self._describe(url, error, f"request rejected (HTTP {status})"), kind=str(status))
         if isinstance(error, openai.APIResponseValidationError):
-            return BadReply(f"malformed reply body from {self.base_url}: {type(error).__name__}", kind="malformed")
-        return BackendError(f"request failed at {self.base_url}: {type(error).__name__}")
+            return BadReply(f"malformed reply body from {url}: {type(error).__name__}", kind="malformed")
+        return BackendError(f"request failed at {url}: {type(error).__name__}")
 
-    def _describe(self, error, what: str, fix: str | None = None) -> str:
+    def _describe(self, url: str, error, what: str, fix: str | None = None) -> str:
         detail = self.redact(getattr(error, "message", "") or str(error))
-        text = f"{what} at {self.base_url} for model {self.model!r}"
+        text = f"{what} at {url} for model {self.model!r}"
         if fix:
             text += f": {fix}"
         return f"{text}. Server said: {detail}" if detail else text
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.close()
-            self._client = None
+        for replica, client in enumerate(self._clients):
+            if client is not None:
+                self._clients[replica] = None
+                await client.close()
+
+
+class Balancer:
+    """Which replica of one judge takes the next request: the least loaded of those not taken out (ties in
+    turn). A replica that fails is out for ``OUT_FOR`` seconds, twice as long after each further failure
+    (up to ``MAX_OUT_FOR``), then tried again; one answer brings it back for good. When every replica is
+    out, the one back soonest is tried."""
+
+    OUT_FOR = 2.0
+    MAX_OUT_FOR = 60.0
+
+    def __init__(self, n: int) -> None:
+        self.load = [0] * n
+        self.served = [0] * n
+        self.out_until = [0.0] * n
+        self.strikes = [0] * n
+        self._turn = 0
+
+    def order(self) -> list[int]:
+        """The replicas to try for one attempt, best first: those in service by load, then those out."""
+        now = time.monotonic()
+        n = len(self.load)
+        self._turn = (self._turn + 1) % n
+        turns = [(self._turn + k) % n for k in range(n)]
+        up = sorted((r for r in turns if self.out_until[r] <= now), key=lambda r: self.load[r])
+        down = sorted((r for r in turns if self.out_until[r] > now), key=lambda r: self.out_until[r])
+        return up + down[:1] if up else down
+
+    def started(self, replica: int) -> None:
+        self.load[replica] += 1
+
+    def finished(self, replica: int) -> None:
+        self.load[replica] -= 1
+
+    def answered(self, replica: int) -> None:
+        self.served[replica] += 1
+        self.strikes[replica] = 0
+        self.out_until[replica] = 0.0
+
+    def failed(self, replica: int) -> None:
+        self.out_until[replica] = time.monotonic() + min(self.MAX_OUT_FOR, self.OUT_FOR * 2 ** self.strikes[replica])
+        self.strikes[replica] += 1
 
 
 def _dropped(error: BaseException) -> bool:

@@ -10,7 +10,7 @@ use), but a model it runs on this machine stays loaded (a judge kept across a tr
 
 >>> run = RunConfig(base_url="http://127.0.0.1:8000/v1", max_concurrency=32)
 >>> run
-RunConfig(base_url='http://127.0.0.1:8000/v1', timeout=None, max_concurrency=32, limiter=None, retry=None, cache_dir=None, use_cache=True)
+RunConfig(base_url='http://127.0.0.1:8000/v1', timeout=None, max_concurrency=32, limiter=None, retry=None, cache_dir=None, use_cache=True, endpoint_name=None)
 >>> async def main():                                                   # doctest: +SKIP
 ...     async with Session("openai:gpt-4o-mini", run) as session:
 ...         result = await session.runner.run_one(session.backends[0], ChatRequest([...]))
@@ -46,14 +46,17 @@ class RunConfig:
     """How requests run: where they go, how many at once, how fast, how often retried, where cached.
 
     ``base_url``/``api_key`` reach openai backends (defaults ``$OPENAI_BASE_URL``/``$OPENAI_API_KEY``;
-    the key is never shown in ``repr`` nor stored). ``timeout``: seconds one attempt may take
+    the key is never shown in ``repr`` nor stored). Several URLs (a list) are replicas of one judge:
+    requests go to the least-loaded one, a failing one is taken out and tried again later.
+    ``endpoint_name``: what names the server in the cache key (default: the first URL), so replicas, and
+    later runs on other servers of the same model, share answers. ``timeout``: seconds one attempt may take
     (openai backends). ``max_concurrency``: requests in flight at once (network backends).
     ``limiter``: a :class:`~metric_arena.RateLimiter` shared by every request of the run.
     ``retry``: a :class:`~metric_arena.RetryPolicy`. ``cache_dir``: the SQLite cache (default
     ``$RAG_QA_ARENA_CACHE`` or ``~/.cache/rag_qa_arena``); ``use_cache=False`` neither reads nor writes it.
     """
 
-    base_url: str | None = None
+    base_url: str | Sequence[str] | None = None
     api_key: str | None = field(default=None, repr=False)
     timeout: float | None = None
     max_concurrency: int = 16
@@ -61,9 +64,16 @@ class RunConfig:
     retry: RetryPolicy | None = None
     cache_dir: str | os.PathLike | None = None
     use_cache: bool = True
+    endpoint_name: str | None = None
 
     def __post_init__(self) -> None:
-        for name in ("base_url", "api_key"):
+        if self.base_url is not None and not isinstance(self.base_url, str):
+            urls = list(self.base_url) if isinstance(self.base_url, Sequence) else None
+            if not urls or not all(isinstance(url, str) and url.strip() for url in urls):
+                raise InvalidInputType(f"RunConfig(base_url={self.base_url!r}): give a URL, a non-empty list of "
+                                       "URLs (replicas of one judge) or None")
+            object.__setattr__(self, "base_url", urls[0] if len(urls) == 1 else tuple(urls))
+        for name in ("api_key", "endpoint_name") + (("base_url",) if isinstance(self.base_url, str) else ()):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, str) or not value.strip()):
                 raise InvalidInputType(f"RunConfig({name}={_shown(name, value)}): give a non-empty string or None")
@@ -79,6 +89,11 @@ class RunConfig:
             raise InvalidInputType(f"RunConfig(cache_dir={self.cache_dir!r}): give a folder path or None")
         if not isinstance(self.use_cache, bool):
             raise InvalidInputType(f"RunConfig(use_cache={self.use_cache!r}): give True or False")
+
+    @property
+    def first_url(self) -> str | None:
+        """The one URL, or the first of the replicas (None: the default)."""
+        return self.base_url if self.base_url is None or isinstance(self.base_url, str) else self.base_url[0]
 
 
 def _shown(name: str, value) -> str:
@@ -133,6 +148,7 @@ class Session:
             raise InvalidInputType(f"run={run!r}: give a metric_arena.RunConfig (or None for the defaults)")
         items = [models] if isinstance(models, (str, Backend)) else list(models)
         self.backends: list[Backend] = make_backends(items, base_url=self.run.base_url, api_key=self.run.api_key,
+                                                     endpoint_name=self.run.endpoint_name,
                                                      timeout=self.run.timeout, options=options)
         self._owned = [backend for item, backend in zip(items, self.backends) if not isinstance(item, Backend)]
         self._budgets = make_budgets(self.backends, max_input_tokens)
