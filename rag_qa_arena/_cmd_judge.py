@@ -98,7 +98,58 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     # --cache-dir, --no-cache, --data-dir, --dry-run, --no-progress
     add_run_flags(parser, cache="judgment cache", cost="estimated cost")
     add_judge_scale_flags(parser)
+    add_exchange_flags(parser, judge=True)
     parser.set_defaults(func=run_judge)
+
+
+def add_exchange_flags(parser: argparse.ArgumentParser, *, judge: bool) -> None:
+    """``--export-requests DIR``, ``--shards K`` and (``judge``) ``--import-results FILE...``."""
+    group = parser.add_argument_group(
+        "Request files for other engines (vllm run-batch, Ray Data LLM; docs/scaling.md)",
+        "  1) --export-requests DIR writes the requests not yet cached, OpenAI batch format, custom_id = cache key;\n"
+        "  2) run them anywhere; 3) `judge --import-results OUT.jsonl... --out RUN` stores the answers in the\n"
+        "     judgment cache and finishes the run from it (online only for what is missing; nothing with --batch-only)",
+    )
+    group.add_argument("--export-requests", metavar="DIR",
+                       help="write the judge requests not yet cached to DIR (one folder per judge, --shards files "
+                            "each, and requests.json) and exit: nothing is sent")
+    group.add_argument("--shards", type=int, default=1, metavar="K",
+                       help="with --export-requests: split each judge's requests into K files (default: 1)")
+    if judge:
+        group.add_argument("--import-results", nargs="+", metavar="FILE",
+                           help="read OpenAI batch-format output files into the judgment cache (checked as online "
+                                "replies), then run the judge from the cache")
+
+
+def export_requests(args: argparse.Namespace, matches: list[dict], judge, run) -> int:
+    """Write the request files of ``matches`` for ``--export-requests`` and say what they hold."""
+    from metric_arena.judge import EXPORT_FILE, export_judge_requests
+
+    if args.shards < 1:
+        raise RagQaArenaError(f"--shards must be a positive number of files, got {args.shards}")
+    if args.no_cache:
+        raise RagQaArenaError("--export-requests leaves out what the judgment cache answers: drop --no-cache")
+    done = export_judge_requests(matches, args.export_requests, judge=judge, run=run, shards=args.shards,
+                                 data_dir=args.data_dir)
+    for entry in done["judges"]:
+        print(f"{entry['judge']}: {entry['n_requests']:,} requests in {len(entry['files'])} file(s) under "
+              f"{args.export_requests}/{entry['folder']} ({entry['n_cached']:,} already cached)")
+    print(f"written: {args.export_requests}/{EXPORT_FILE}; nothing sent. Run the shards (docs/scaling.md), then "
+          "`judge --import-results OUT.jsonl...` with this command's other flags", file=sys.stderr)
+    return 0
+
+
+def import_results(args: argparse.Namespace, run) -> None:
+    from metric_arena.judge import import_judge_results
+
+    counts = import_judge_results(args.import_results, run=run)
+    errors = ", ".join(f"{k}: {v}" for k, v in counts["errors"].items())
+    print(f"imported {counts['n_answers']:,} answers from {len(counts['files'])} file(s) ({counts['n_valid']:,} with a "
+          f"valid rating, {counts['n_invalid']:,} without, {counts['n_oversized']:,} cut at the size cap); "
+          f"{counts['n_errors']:,} failed lines{f' ({errors})' if errors else ''}", file=sys.stderr)
+    if counts["n_unknown_ids"]:
+        print(f"rag-qa-arena: warning: {counts['n_unknown_ids']:,} line(s) have no cache key as custom_id (not from "
+              "--export-requests): skipped", file=sys.stderr)
 
 
 # --------------------------------------------------------------------------------------------
@@ -136,9 +187,12 @@ def run_judge(args: argparse.Namespace) -> int:
     scale.check_judge_scale_args(args)
     if args.batch_status:
         return scale.run_batch_status(args)
+    if args.import_results and not args.predictions:  # only the import: a tournament (or a later run) uses it
+        import_results(args, scale.run_settings(args))
+        return 0
     if not args.predictions:
         raise RagQaArenaError("--predictions FILE is required (the evaluated system's answers, JSONL)")
-    if not args.dry_run and not args.out and not args.batch:
+    if not args.dry_run and not args.out and not args.batch and not args.export_requests:
         raise RagQaArenaError("--out DIR is required (the run folder for verdicts.jsonl and summary.json), or use --dry-run")
     check_backend_args(args)
     inputs = prepare_judge_inputs(args.predictions, versus=args.versus, versus_name=args.versus_name,
@@ -162,6 +216,12 @@ def run_judge(args: argparse.Namespace) -> int:
         print(format_estimate(estimates, batch=bool(args.batch)))
         return 0
 
+    if args.export_requests:
+        return export_requests(args, [dict(predictions=answers, references=references, questions=questions, ids=qids,
+                                           domains=domains, sample=args.sample, generation_failed=failed)],
+                               scale.judge_settings(judges, args, build=False), scale.run_settings(args))
+    if args.import_results:
+        import_results(args, scale.run_settings(args))
     # Against LFRQA the system is named after the run folder; in a --versus run the folder holds a
     # pair, so both sides default to their prediction files' names.
     system = args.name or Path(args.predictions).stem if args.versus else _system_name(args.out, args.name)

@@ -235,8 +235,8 @@ def check_judge_scale_args(args: argparse.Namespace) -> None:
                                       ("--batch-collect", args.batch_collect)) if value]
     if len(steps) > 1:
         raise RagQaArenaError(f"{' and '.join(steps)} are separate steps: give one at a time")
-    if args.batch_only and not args.batch_collect:
-        raise RagQaArenaError("--batch-only goes with --batch-collect DIR")
+    if args.batch_only and not args.batch_collect and not getattr(args, "import_results", None):
+        raise RagQaArenaError("--batch-only goes with --batch-collect DIR or --import-results FILE...")
     if (args.batch or args.batch_collect) and args.no_cache:
         raise RagQaArenaError("the batch path stores answers in the judgment cache: drop --no-cache")
     if args.batch and args.target_width is not None:

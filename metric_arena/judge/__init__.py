@@ -101,6 +101,7 @@ from metric_arena.judge._plan import (
     pair_requests,
     planned_requests,
 )
+from metric_arena.judge._exchange import EXPORT_FILE, export_judge_requests, import_judge_results
 from metric_arena.judge._run import ajudge_pairs, judge_pairs
 from metric_arena.judge._tournament import (
     Tournament,
@@ -108,10 +109,12 @@ from metric_arena.judge._tournament import (
     load_tournament,
     tournament,
     tournament_dry_run,
+    tournament_requests,
 )
 
 __all__ = [
     "DEFAULT_JUDGE",
+    "EXPORT_FILE",
     "ORDERS",
     "PARSES",
     "PLAN_FILE",
@@ -125,7 +128,9 @@ __all__ = [
     "answer_positions",
     "collect_judge_batch",
     "expected_judge_reply_tokens",
+    "export_judge_requests",
     "format_estimate",
+    "import_judge_results",
     "judge_batch_requests",
     "judge_batch_status",
     "judge_config",
@@ -146,6 +151,7 @@ __all__ = [
     "submit_judge_batch",
     "tournament",
     "tournament_dry_run",
+    "tournament_requests",
 ]
 
 export_names(globals())

@@ -50,7 +50,7 @@ from metric_arena.judge._tournament_folder import TournamentFolder
 from metric_arena.llm import CostEstimate, Progress, RequestPool, RunConfig, gather_or_cancel, synchronous
 from metric_arena.stats import BattleCounts, SequentialRanking, stratified_sample
 
-__all__ = ["Tournament", "atournament", "load_tournament", "tournament", "tournament_dry_run"]
+__all__ = ["Tournament", "atournament", "load_tournament", "tournament", "tournament_dry_run", "tournament_requests"]
 
 REFERENCE = "LFRQA"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
@@ -333,6 +333,24 @@ def _adaptive_pair_questions(plan: Tournament, max_judgments: int | None) -> lis
     budget = len(pairs) * plan.n_common if max_judgments is None else min(max_judgments, len(pairs) * plan.n_common)
     counts = [budget // len(pairs) + (k < budget % len(pairs)) for k in range(len(pairs))]
     return [(a, b, plan.order[:n]) for (a, b), n in zip(pairs, counts) if n]
+
+
+def tournament_requests(
+    predictions: Sequence[str | os.PathLike] | Mapping[str, str | os.PathLike] | Tournament,
+    *,
+    seed: int = 0,
+    sample: int | Sequence[int] = 700,
+    data_dir: str | os.PathLike | None = None,
+) -> list[dict]:
+    """The inputs of every match of the complete schedule (each system against LFRQA on all its questions,
+    every pair on the largest sample), one mapping per match as :func:`export_judge_requests` takes them;
+    pairs whose answer failed to generate are left out (never sent)."""
+    plan = predictions if isinstance(predictions, Tournament) else load_tournament(predictions, seed=seed,
+                                                                                     data_dir=data_dir)
+    shared = plan.sample(min(max(_sample_sizes(sample)), plan.n_common))
+    games = [(name, REFERENCE, list(answers)) for name, answers in plan.systems.items()]
+    games += [(a, b, shared) for a, b in plan.pairs()]
+    return [_match_inputs(plan, a, b, qids) for a, b, qids in games]
 
 
 def tournament_dry_run(

@@ -12,7 +12,7 @@ from lfrqa.exports import export_names
 from metric_arena.llm._cache import CompletionCache, cache_key
 from metric_arena.llm._openai import redact
 from metric_arena.llm._ratelimit import RateLimiter
-from metric_arena.llm._runner import RetryPolicy
+from metric_arena.llm._runner import RetryPolicy, max_reply_chars
 from metric_arena.llm._session import RequestPool, RunConfig, Session
 from metric_arena.llm._specs import backend_identity, make_backend, model_backend, parse_spec
 from metric_arena.llm._tasks import Progress, gather_or_cancel, synchronous
@@ -57,6 +57,7 @@ __all__ = [
     "gather_or_cancel",
     "get_encoding",
     "make_backend",
+    "max_reply_chars",
     "model_backend",
     "parse_spec",
     "redact",
