@@ -38,8 +38,10 @@ class Run:
         return {v["qid"]: v.get("outcome") for v in self.verdicts}
 
 
-def load_run(path: str | Path) -> Run:
-    """Read a run folder written by ``rag-qa-arena judge --out DIR``."""
+def load_run(path: str | Path, *, lean: bool = False) -> Run:
+    """Read a run folder written by ``rag-qa-arena judge --out DIR``. ``lean``: keep of each judgment what a
+    leaderboard counts (judge, position, rating, outcome, flags), not the judge's reply text (``raw``, most of
+    a verdict's size); verdicts are read one line at a time either way."""
     path = Path(path)
     verdicts_path = path / "verdicts.jsonl"
     if not verdicts_path.is_file():
@@ -57,7 +59,7 @@ def load_run(path: str | Path) -> Run:
     if (path / REPLACING_FILE).is_file():
         warnings.append(f"{path.name}: a run with other settings into this folder did not finish ({REPLACING_FILE}); "
                         "reporting the earlier, complete run")
-    rows = _read_verdicts(verdicts_path, warnings)
+    rows = _read_verdicts(verdicts_path, warnings, lean=lean)
 
     pairs = {(r["system_a"], r["system_b"]) for r in rows}
     if len(pairs) > 1:
@@ -131,24 +133,34 @@ def _read_summary(summary_path: Path) -> dict | None:
     return summary
 
 
-def _read_verdicts(verdicts_path: Path, warnings: list[str]) -> list[Verdict]:
-    try:
-        lines = verdicts_path.read_bytes().decode("utf-8").splitlines()
-    except UnicodeDecodeError as error:
-        line = verdicts_path.read_bytes()[: error.start].count(b"\n") + 1
-        raise RagQaArenaError(f"{verdicts_path}:{line}: not UTF-8 text ({error.reason}); re-run the judge") from None
+def _read_verdicts(verdicts_path: Path, warnings: list[str], *, lean: bool = False) -> list[Verdict]:
+    """The checked verdicts, read one line at a time (the file is never held whole); a torn last line is
+    skipped with a warning, any other bad line is an error naming it."""
     rows: list[Verdict] = []
-    for line_no, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            row = loads_json(line)
-        except json.JSONDecodeError as error:
-            if line_no == len(lines):
-                warnings.append(f"{verdicts_path}:{line_no}: torn last line skipped (the judge stopped while writing it)")
+    torn: tuple[int, json.JSONDecodeError] | None = None
+    with verdicts_path.open("rb") as lines:
+        for line_no, raw in enumerate(lines, 1):
+            if torn is not None:  # a bad line with more after it: not a torn tail
+                raise RagQaArenaError(f"{verdicts_path}:{torn[0]}: not valid JSON ({torn[1].msg})") from None
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise RagQaArenaError(f"{verdicts_path}:{line_no}: not UTF-8 text ({error.reason}); re-run the "
+                                      "judge") from None
+            if not line.strip():
                 continue
-            raise RagQaArenaError(f"{verdicts_path}:{line_no}: not valid JSON ({error.msg})") from None
-        rows.append(check_verdict(row, f"{verdicts_path}:{line_no}"))
+            try:
+                row = loads_json(line)
+            except json.JSONDecodeError as error:
+                torn = (line_no, error)
+                continue
+            verdict = check_verdict(row, f"{verdicts_path}:{line_no}")
+            if lean:
+                for judgment in verdict.get("judgments") or []:
+                    judgment.pop("raw", None)
+            rows.append(verdict)
+    if torn is not None:
+        warnings.append(f"{verdicts_path}:{torn[0]}: torn last line skipped (the judge stopped while writing it)")
     return rows
 
 
