@@ -114,3 +114,17 @@ def test_import_refuses_what_is_not_batch_output(tmp_path):
     odd.write_text(json.dumps({"custom_id": "not-a-key", "response": {"status_code": 200, "body": {
         "choices": [{"message": {"content": "<rating>1</rating>"}}]}}}) + "\n")
     assert import_judge_results([odd], run=RunConfig(cache_dir=tmp_path / "c"))["n_unknown_ids"] == 1
+
+
+def test_an_imported_reply_is_cut_at_the_size_cap_as_online(tmp_path):
+    from metric_arena.llm import CompletionCache
+
+    key = "b" * 64
+    long = tmp_path / "long.jsonl"
+    long.write_text(json.dumps({"custom_id": key, "response": {"status_code": 200, "body": {
+        "choices": [{"message": {"content": "<rating>1</rating>" + "x" * 100_000}}]}}}) + "\n")
+    counts = import_judge_results([long], run=RunConfig(cache_dir=tmp_path / "c"))
+    assert counts["n_oversized"] == 1 and counts["n_valid"] == 1
+    with CompletionCache(tmp_path / "c") as cache:
+        entry = cache.get(key)
+    assert len(entry.text) == 8192 and entry.completion().original_chars == 100_018

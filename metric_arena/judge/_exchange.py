@@ -32,8 +32,8 @@ from metric_arena.judge._batch import judge_batch_requests
 from metric_arena.judge._config import JudgeSpec, judge_config
 from metric_arena.judge._parse import parse_rating
 from metric_arena.judge._plan import DEFAULT_JUDGE, JUDGE_MAX_TOKENS
-from metric_arena.llm import Completion, CompletionCache, RunConfig, max_reply_chars, redact
-from metric_arena.llm.batch import parse_output_lines
+from metric_arena.llm import CompletionCache, RunConfig
+from metric_arena.llm.batch import checked_completion, parse_output_lines
 
 __all__ = ["EXPORT_FILE", "export_judge_requests", "import_judge_results"]
 
@@ -127,7 +127,6 @@ def import_judge_results(
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
         raise RagQaArenaError(f"Result file {missing[0]} does not exist: give the output files the batch runner wrote")
-    cap = max_reply_chars(JUDGE_MAX_TOKENS)
     counts: Counter = Counter()
     errors: Counter = Counter()
     with CompletionCache(run.cache_dir) as cache:
@@ -147,12 +146,8 @@ def import_judge_results(
                     counts["n_errors"] += 1
                     errors[str(result["error"].get("code") or "error")] += 1
                     continue
-                text = redact(result["text"], run.api_key)
-                original = None
-                if len(text) > cap:
-                    original, text = len(text), text[:cap]
-                    counts["n_oversized"] += 1
-                completion = Completion(text, result.get("finish_reason"), result.get("usage"), original_chars=original)
+                completion = checked_completion(result, max_tokens=JUDGE_MAX_TOKENS, secrets=[run.api_key])
+                counts["n_oversized"] += completion.original_chars is not None
                 valid = parse_rating(completion.text) is not None
                 cache.put(custom_id, completion, valid=valid, backend=judge_spec)
                 counts["n_answers"] += 1

@@ -27,7 +27,6 @@ between any two systems is at most ``alpha``, however many rounds are looked at.
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import json
 import math
@@ -37,6 +36,7 @@ import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lfrqa.checks import check_int
 from lfrqa.errors import RagQaArenaError
@@ -47,8 +47,11 @@ from metric_arena.judge._inputs import lfrqa_rows, read_predictions
 from metric_arena.judge._plan import DEFAULT_JUDGE
 from metric_arena.judge._run import ajudge_pairs
 from metric_arena.judge._tournament_folder import TournamentFolder
-from metric_arena.llm import CostEstimate, Progress, RequestPool, RunConfig, gather_or_cancel, synchronous
+from metric_arena.llm import CostEstimate, Progress, RunConfig, Session, synchronous
 from metric_arena.stats import BattleCounts, SequentialRanking, stratified_sample
+
+if TYPE_CHECKING:
+    from metric_arena.llm._session import RequestPool
 
 __all__ = ["Tournament", "atournament", "load_tournament", "tournament", "tournament_dry_run", "tournament_requests"]
 
@@ -184,7 +187,8 @@ def _battles(root: Path, matches: list[dict]) -> list[tuple[str, str, str]]:
 
 
 async def _adaptive(plan: Tournament, matches: list[dict], *, folder: TournamentFolder, judge: JudgeConfig,
-                    settings: dict, alpha: float, round_size: int, max_judgments: int | None, bar: Progress) -> dict:
+                    settings: dict, alpha: float, round_size: int, max_judgments: int | None, bar: Progress,
+                    pool: RequestPool) -> dict:
     rule = SequentialRanking(list(plan.systems), alpha=alpha, tuned_n=min(200, plan.n_common))
     taken = {pair: 0 for pair in plan.pairs()}
     spent, rounds, pair_results = 0, 0, {}
@@ -200,9 +204,8 @@ async def _adaptive(plan: Tournament, matches: list[dict], *, folder: Tournament
             spent += n - taken[(a, b)]
             taken[(a, b)] = n
         grown = list(step.grown.items())  # the round's pairs all at once, through the one request pool
-        rows = await gather_or_cancel([asyncio.ensure_future(_play(plan, a, b, plan.order[:n], folder=folder,
-                                                                   judge=judge, settings=settings))
-                                       for (a, b), n in grown])
+        rows = await pool.gather(_play(plan, a, b, plan.order[:n], folder=folder, judge=judge, settings=settings)
+                                 for (a, b), n in grown)
         pair_results.update({pair: _match_row(row) for (pair, _), row in zip(grown, rows)})
         rounds += 1
         bar.advance(False, False)
@@ -267,7 +270,7 @@ async def atournament(
     bar = Progress(steps, progress, f"tournament of {len(plan.systems)} systems")
     # Every match feeds one request pool: matches run at once and share the run's concurrency limit (and
     # its one limiter), so no slot idles while any match has work left.
-    pool = RequestPool(max_concurrency=(run or RunConfig()).max_concurrency)
+    pool = Session.pool(max_concurrency=(run or RunConfig()).max_concurrency)
 
     async def played(a: str, b: str, qids: list[str]) -> dict:
         row = _match_row(await _play(plan, a, b, qids, **play))
@@ -280,12 +283,12 @@ async def atournament(
             shared = [] if adaptive else plan.sample(sizes[-1])  # the largest; smaller ones are its prefixes
             games = [(name, REFERENCE, list(answers)) for name, answers in plan.systems.items()]
             games += [] if adaptive else [(a, b, shared) for a, b in plan.pairs()]
-            rows = await gather_or_cancel([asyncio.ensure_future(played(*game)) for game in games])
+            rows = await pool.gather(played(*game) for game in games)
             matches, pairs = rows[:len(plan.systems)], rows[len(plan.systems):]
             result = {"systems": list(plan.systems), "n_common": plan.n_common, "against_reference": matches}
             if adaptive:
                 result.update(await _adaptive(plan, matches, alpha=alpha, round_size=round_size,
-                                              max_judgments=max_judgments, bar=bar, **play))
+                                              max_judgments=max_judgments, bar=bar, pool=pool, **play))
         if not adaptive:
             result.update(stopped="complete", sample=len(shared), samples=sizes, samples_requested=requested,
                           pairs=pairs, pair_judgments=sum(p["n"] for p in pairs), sample_qids=shared)

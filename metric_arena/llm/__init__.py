@@ -12,10 +12,10 @@ from lfrqa.exports import export_names
 from metric_arena.llm._cache import CompletionCache, cache_key
 from metric_arena.llm._openai import redact
 from metric_arena.llm._ratelimit import RateLimiter
-from metric_arena.llm._runner import RetryPolicy, max_reply_chars
-from metric_arena.llm._session import RequestPool, RunConfig, Session
+from metric_arena.llm._runner import RetryPolicy
+from metric_arena.llm._session import RunConfig, Session
 from metric_arena.llm._specs import backend_identity, make_backend, model_backend, parse_spec
-from metric_arena.llm._tasks import Progress, gather_or_cancel, synchronous
+from metric_arena.llm._tasks import Progress, synchronous
 from metric_arena.llm._tokens import (
     PRICES_2024,
     CostEstimate,
@@ -46,7 +46,6 @@ __all__ = [
     "ModelNotFound",
     "Progress",
     "RateLimiter",
-    "RequestPool",
     "RetryPolicy",
     "RunConfig",
     "ServerUnreachable",
@@ -54,10 +53,8 @@ __all__ = [
     "backend_identity",
     "cache_key",
     "estimate_cost",
-    "gather_or_cancel",
     "get_encoding",
     "make_backend",
-    "max_reply_chars",
     "model_backend",
     "parse_spec",
     "redact",

@@ -106,8 +106,8 @@ class RequestPool:
     in flight, so no slot idles while any of them has work. Each session keeps its own counters.
 
     >>> async def main():                                                   # doctest: +SKIP
-    ...     with RequestPool(max_concurrency=64):
-    ...         await asyncio.gather(ajudge_pairs(...), ajudge_pairs(...))  # 64 requests at once, in all
+    ...     with Session.pool(max_concurrency=64) as pool:
+    ...         await pool.gather([ajudge_pairs(...), ajudge_pairs(...)])   # 64 requests at once, in all
     """
 
     def __init__(self, *, max_concurrency: int) -> None:
@@ -124,6 +124,11 @@ class RequestPool:
     def __exit__(self, *exc_info) -> None:
         _POOL.reset(self._token)
         self._token = None
+
+    async def gather(self, coroutines: Iterable[Awaitable[T]]) -> list[T]:
+        """The results of all ``coroutines`` (runs sharing this pool), run at once; the first error cancels
+        the rest and is raised."""
+        return await gather_or_cancel([asyncio.ensure_future(c) for c in coroutines])
 
 
 _POOL: contextvars.ContextVar[RequestPool | None] = contextvars.ContextVar("request_pool", default=None)
@@ -154,6 +159,12 @@ class Session:
         self._budgets = make_budgets(self.backends, max_input_tokens)
         self._bars: list[Progress] = []
         self.runner: Runner | None = None
+
+    @staticmethod
+    def pool(*, max_concurrency: int) -> RequestPool:
+        """One set of ``max_concurrency`` request slots for every session opened inside ``with
+        Session.pool(...)`` (see :class:`RequestPool`): many runs at once share one concurrency limit."""
+        return RequestPool(max_concurrency=max_concurrency)
 
     @property
     def specs(self) -> list[str]:
