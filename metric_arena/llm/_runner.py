@@ -208,10 +208,13 @@ class Runner:
         last_cached = False
         error: str | None = None
         attempts = 0
+        keys = [cache_key(identity, request, attempt) for attempt in range(int(reask) + 1)]
+        # every attempt's stored entry in one trip to the cache's thread (a fresh request is then sent at once)
+        stored = await self.cache.off_loop(self.cache.get_many, keys) if self.cache is not None else {}
         for attempt in range(int(reask) + 1):
             attempts = attempt + 1
-            key = cache_key(identity, request, attempt)
-            entry = await self._cached(key, validate)
+            key = keys[attempt]
+            entry = await self._cached(key, validate, stored)
             if entry is not None and (entry.valid or reask == 0):
                 # With no re-ask wanted (reask=0), the cached first reply is the answer, valid or not.
                 self.n_cached += 1
@@ -224,7 +227,7 @@ class Runner:
                 continue
             if entry is None and attempt < reask:
                 # A previous run may have had an unusable body here (not cached) and a valid re-ask.
-                found = await self._cached_later(identity, request, attempt, int(reask), validate)
+                found = await self._cached_later(keys, attempt, validate, stored)
                 if found is not None:
                     return found
             try:
@@ -295,19 +298,23 @@ class Runner:
             if self._fatal is not None:
                 raise self._fatal
 
-    async def _cached(self, key: str, validate: Callable[[Completion], bool] | None):
-        """The cache entry under ``key``, its validity checked again: a row stored as valid whose
-        reply fails ``validate`` now is marked invalid, so it is asked again instead of failing forever."""
-        entry = await self.cache.off_loop(self.cache.get, key) if self.cache is not None else None
+    async def _cached(self, key: str, validate: Callable[[Completion], bool] | None, stored: dict | None = None):
+        """The cache entry under ``key`` (from ``stored``, read ahead, when given), its validity checked again: a
+        row stored as valid whose reply fails ``validate`` now is marked invalid, so it is asked again instead
+        of failing forever."""
+        if stored is not None:
+            entry = stored.get(key)
+        else:
+            entry = await self.cache.off_loop(self.cache.get, key) if self.cache is not None else None
         if entry is not None and entry.valid and validate is not None and not validate(entry.completion()):
             await self.cache.off_loop(self.cache.mark_invalid, key)
             self.errors["invalid_cached"] += 1
             entry = replace(entry, valid=False)
         return entry
 
-    async def _cached_later(self, identity: dict, request: ChatRequest, attempt: int, reask: int, validate):
-        for later in range(attempt + 1, reask + 1):
-            found = await self._cached(cache_key(identity, request, later), validate)
+    async def _cached_later(self, keys: list[str], attempt: int, validate, stored: dict):
+        for later in range(attempt + 1, len(keys)):
+            found = await self._cached(keys[later], validate, stored)
             if found is not None and found.valid:
                 self.n_cached += 1
                 return RequestResult(found.completion(), True, later + 1, True)
