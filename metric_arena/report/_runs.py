@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -89,8 +90,9 @@ def load_run(path: str | Path, *, lean: bool = False) -> Run:
     return Run(path, system, opponent, judges, summary, list(by_qid.values()), warnings)
 
 
-def load_runs(paths: Sequence[Run | str | os.PathLike]) -> tuple[list[Run], list[str]]:
-    """The run folders among ``paths`` loaded, and a warning for each stray entry skipped.
+def load_runs(paths: Sequence[Run | str | os.PathLike], *, lean: bool = False) -> tuple[list[Run], list[str]]:
+    """The run folders among ``paths`` loaded (``lean``: as :func:`load_run` says), and a warning for each
+    stray entry skipped.
 
     What ``report runs/*`` meets besides run folders (a file, a folder without ``verdicts.jsonl``)
     is skipped with a warning; a path that does not exist is an error, and so is a list where
@@ -112,7 +114,7 @@ def load_runs(paths: Sequence[Run | str | os.PathLike]) -> tuple[list[Run], list
                 kind = "a file" if path.is_file() else "a folder without verdicts.jsonl"
                 warnings.append(f"{path}: skipped, not a run folder ({kind})")
                 continue
-        loaded.append(load_run(path))
+        loaded.append(load_run(path, lean=lean))
     if not loaded and first_error is not None:
         raise first_error
     return loaded, warnings
@@ -156,12 +158,24 @@ def _read_verdicts(verdicts_path: Path, warnings: list[str], *, lean: bool = Fal
                 continue
             verdict = check_verdict(row, f"{verdicts_path}:{line_no}")
             if lean:
-                for judgment in verdict.get("judgments") or []:
-                    judgment.pop("raw", None)
+                verdict = _lean(verdict)
             rows.append(verdict)
     if torn is not None:
         warnings.append(f"{verdicts_path}:{torn[0]}: torn last line skipped (the judge stopped while writing it)")
     return rows
+
+
+def _lean(verdict: Verdict) -> Verdict:
+    """``verdict`` without its judgments' reply texts, its keys and short strings (qids, names, outcomes)
+    shared with every other verdict's (one object each, not one per line read: most of a verdict's size)."""
+    def shared(row: dict) -> dict:
+        return {sys.intern(key): sys.intern(value) if isinstance(value, str) and len(value) < 200 else value
+                for key, value in row.items() if key != "raw"}
+
+    lean = shared(verdict)
+    if isinstance(verdict.get("judgments"), list):
+        lean["judgments"] = [shared(j) if isinstance(j, dict) else j for j in verdict["judgments"]]
+    return lean
 
 
 def _stale(summary: dict, n: int, judges: list[str], pairs: set) -> list[str]:
