@@ -8,7 +8,9 @@
    (``report`` then shows one Table 5 column per size).
 
 Every match is an ordinary judge run (:func:`~metric_arena.judge.ajudge_pairs`) through one cache and
-one rate limiter, so the tournament is resumable after a kill (finished matches are reused, the
+one rate limiter, and all of them feed one request pool (``Session.pool``): the matches run at once under
+the run's one ``max_concurrency``, and each adaptive round plays all its pairs together, so no slot idles
+while work remains (verdict files are those of the matches run one after another). The tournament is resumable after a kill (finished matches are reused, the
 interrupted one continues from the cache; a match that still holds failed pairs asks them again) and
 ``report RUNS/*`` links all battles by system name. A folder holds one design: see
 :mod:`metric_arena.judge._tournament_folder`.
