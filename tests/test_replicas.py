@@ -87,3 +87,35 @@ def test_cli_takes_base_url_repeated_and_an_endpoint_name(lfrqa_data_dir, tmp_pa
         served = (len(one.requests), len(two.requests))
     assert code == 0, capsys.readouterr().err
     assert sum(served) == 12 and min(served) >= 3
+
+
+def test_the_sdks_aiohttp_transport_is_the_default_with_httpx_as_the_fallback(monkeypatch):
+    import asyncio
+
+    import openai
+
+    def clients(transport: str):
+        backend = make_backend("openai:m", base_url="http://127.0.0.1:9/v1", api_key="x",
+                               options={"transport": transport})
+
+        async def build():
+            client = backend._get_client()
+            kind = type(client._client).__mro__
+            await backend.aclose()
+            return [k.__name__ for k in kind]
+
+        return asyncio.run(build())
+
+    assert any("Aiohttp" in name for name in clients("auto"))
+    assert not any("Aiohttp" in name for name in clients("httpx"))
+
+    class Missing:
+        def __init__(self, **_):
+            raise RuntimeError("To use the aiohttp client you must have installed the package with the `aiohttp` extra")
+
+    monkeypatch.setattr(openai, "DefaultAioHttpClient", Missing)
+    assert not any("Aiohttp" in name for name in clients("auto"))  # falls back
+    with pytest.raises(RagQaArenaError, match=r'pip install "openai\[aiohttp\]"'):
+        clients("aiohttp")
+    with pytest.raises(RagQaArenaError, match="transport='h2'"):
+        make_backend("openai:m", api_key="x", options={"transport": "h2"})
