@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
+from rag_qa_arena._options import BATCH_NOT_READY_EXIT, api_key, judge_settings, run_settings
 
 _EPILOG = """\
 prediction files: JSON Lines, one {"qid": "...", "answer": "..."} per line (LFRQA qids), or
@@ -98,7 +99,58 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     # --cache-dir, --no-cache, --data-dir, --dry-run, --no-progress
     add_run_flags(parser, cache="judgment cache", cost="estimated cost")
     add_judge_scale_flags(parser)
+    add_exchange_flags(parser, judge=True)
     parser.set_defaults(func=run_judge)
+
+
+def add_exchange_flags(parser: argparse.ArgumentParser, *, judge: bool) -> None:
+    """``--export-requests DIR``, ``--shards K`` and (``judge``) ``--import-results FILE...``."""
+    group = parser.add_argument_group(
+        "Request files for other engines (vllm run-batch, Ray Data LLM; docs/scaling.md)",
+        "  1) --export-requests DIR writes the requests not yet cached, OpenAI batch format, custom_id = cache key;\n"
+        "  2) run them anywhere; 3) `judge --import-results OUT.jsonl... --out RUN` stores the answers in the\n"
+        "     judgment cache and finishes the run from it (online only for what is missing; nothing with --batch-only)",
+    )
+    group.add_argument("--export-requests", metavar="DIR",
+                       help="write the judge requests not yet cached to DIR (one folder per judge, --shards files "
+                            "each, and requests.json) and exit: nothing is sent")
+    group.add_argument("--shards", type=int, default=1, metavar="K",
+                       help="with --export-requests: split each judge's requests into K files (default: 1)")
+    if judge:
+        group.add_argument("--import-results", nargs="+", metavar="FILE",
+                           help="read OpenAI batch-format output files into the judgment cache (checked as online "
+                                "replies), then run the judge from the cache")
+
+
+def export_requests(args: argparse.Namespace, matches: list[dict], judge, run) -> int:
+    """Write the request files of ``matches`` for ``--export-requests`` and say what they hold."""
+    from metric_arena.judge import EXPORT_FILE, export_judge_requests
+
+    if args.shards < 1:
+        raise RagQaArenaError(f"--shards must be a positive number of files, got {args.shards}")
+    if args.no_cache:
+        raise RagQaArenaError("--export-requests leaves out what the judgment cache answers: drop --no-cache")
+    done = export_judge_requests(matches, args.export_requests, judge=judge, run=run, shards=args.shards,
+                                 data_dir=args.data_dir)
+    for entry in done["judges"]:
+        print(f"{entry['judge']}: {entry['n_requests']:,} requests in {len(entry['files'])} file(s) under "
+              f"{args.export_requests}/{entry['folder']} ({entry['n_cached']:,} already cached)")
+    print(f"written: {args.export_requests}/{EXPORT_FILE}; nothing sent. Run the shards (docs/scaling.md), then "
+          "`judge --import-results OUT.jsonl...` with this command's other flags", file=sys.stderr)
+    return 0
+
+
+def import_results(args: argparse.Namespace, run) -> None:
+    from metric_arena.judge import import_judge_results
+
+    counts = import_judge_results(args.import_results, run=run)
+    errors = ", ".join(f"{k}: {v}" for k, v in counts["errors"].items())
+    print(f"imported {counts['n_answers']:,} answers from {len(counts['files'])} file(s) ({counts['n_valid']:,} with a "
+          f"valid rating, {counts['n_invalid']:,} without, {counts['n_oversized']:,} cut at the size cap); "
+          f"{counts['n_errors']:,} failed lines{f' ({errors})' if errors else ''}", file=sys.stderr)
+    if counts["n_unknown_ids"]:
+        print(f"rag-qa-arena: warning: {counts['n_unknown_ids']:,} line(s) have no cache key as custom_id (not from "
+              "--export-requests): skipped", file=sys.stderr)
 
 
 # --------------------------------------------------------------------------------------------
@@ -135,10 +187,13 @@ def run_judge(args: argparse.Namespace) -> int:
 
     scale.check_judge_scale_args(args)
     if args.batch_status:
-        return scale.run_batch_status(args)
+        return run_batch_status(args)
+    if args.import_results and not args.predictions:  # only the import: a tournament (or a later run) uses it
+        import_results(args, scale.run_settings(args))
+        return 0
     if not args.predictions:
         raise RagQaArenaError("--predictions FILE is required (the evaluated system's answers, JSONL)")
-    if not args.dry_run and not args.out and not args.batch:
+    if not args.dry_run and not args.out and not args.batch and not args.export_requests:
         raise RagQaArenaError("--out DIR is required (the run folder for verdicts.jsonl and summary.json), or use --dry-run")
     check_backend_args(args)
     from lfrqa.files import refuse_output_over_input
@@ -166,6 +221,12 @@ def run_judge(args: argparse.Namespace) -> int:
         print(format_estimate(estimates, batch=bool(args.batch)))
         return 0
 
+    if args.export_requests:
+        return export_requests(args, [dict(predictions=answers, references=references, questions=questions, ids=qids,
+                                           domains=domains, sample=args.sample, generation_failed=failed)],
+                               scale.judge_settings(judges, args, build=False), scale.run_settings(args))
+    if args.import_results:
+        import_results(args, scale.run_settings(args))
     # Against LFRQA the system is named after the run folder; in a --versus run the folder holds a
     # pair, so both sides default to their prediction files' names.
     system = args.name or Path(args.predictions).stem if args.versus else _system_name(args.out, args.name)
@@ -173,7 +234,7 @@ def run_judge(args: argparse.Namespace) -> int:
 
     check_system_names(system, opponent)
     if args.batch or args.batch_collect:
-        code = scale.run_batch_step(args, answers=answers, references=references, questions=questions, qids=qids,
+        code = run_batch_step(args, answers=answers, references=references, questions=questions, qids=qids,
                                     domains=domains, judges=judges, generation_failed=failed)
         if code is not None:
             return code
@@ -240,3 +301,96 @@ def _next_step(out: str) -> str:
     if not parent:
         return f"next: rag-qa-arena report {folder} --out leaderboard"
     return f"next: rag-qa-arena report {os.path.join(parent, '*')} --out {parent}-leaderboard"
+
+
+# --------------------------------------------------------------------------------------------
+# The OpenAI Batch API steps (--batch, --batch-status, --batch-collect)
+# --------------------------------------------------------------------------------------------
+def run_batch_status(args: argparse.Namespace) -> int:
+    """``--batch-status DIR``: one line per request file."""
+    from metric_arena.judge import judge_batch_status
+    from metric_arena.llm.batch import TERMINAL_STATUSES
+
+    rows_by_judge = _api_call(lambda: judge_batch_status(args.batch_status, run=run_settings(args)), api_key(args))
+    if isinstance(rows_by_judge, int):
+        return rows_by_judge
+    ended = True
+    for judge, rows in rows_by_judge.items():
+        print(f"judge {judge}")
+        for row in rows:
+            counts = row["request_counts"] or {}
+            done = f"{counts.get('completed', 0):,}/{counts.get('total', row['n_requests']):,} done" if counts else ""
+            failed = f", {counts['failed']:,} failed" if counts.get("failed") else ""
+            print(f"  {row['file']}  {row['batch_id'] or '-'}  {row['status']}  {done}{failed}")
+            for error in row["errors"]:
+                print(f"    error: {error}")
+            ended = ended and row["status"] in TERMINAL_STATUSES
+    if ended:
+        print(f"all batches ended: finish the run with the same command and --batch-collect {args.batch_status}")
+    return 0
+
+
+def run_batch_step(args: argparse.Namespace, *, answers, references, questions, qids, domains, judges,
+                   generation_failed=None) -> int | None:
+    """``--batch DIR`` (write + submit; returns the exit code) or the collection step of
+    ``--batch-collect DIR`` (returns None: the caller then runs the judge, which finds the answers
+    in the cache). Returns an exit code when the run cannot go on."""
+    from metric_arena.judge import collect_judge_batch, submit_judge_batch
+    from metric_arena.llm.batch import BatchNotReady
+
+    if args.batch:
+        result = _api_call(lambda: submit_judge_batch(
+            answers, references, questions, args.batch, ids=qids, domains=domains,
+            judge=judge_settings(judges, args, build=False), run=run_settings(args), sample=args.sample,
+            data_dir=args.data_dir, generation_failed=generation_failed), api_key(args))
+        if isinstance(result, int):
+            return result
+        for judge in result["judges"]:
+            print(f"judge {judge['judge']}: {judge['n_requests']:,} requests to send "
+                  f"({judge['n_reasks']:,} of them re-asks), {judge['n_cached']:,} already answered in the cache"
+                  + (f", {judge['n_refused']:,} over --max-input-tokens (not sent)" if judge["n_refused"] else ""))
+            for path, batch_id in zip(judge["files"], judge["batch_ids"]):
+                print(f"  {path} -> batch {batch_id}")
+        if result["n_requests"] == 0:
+            print("nothing to send: the cache answers every request; run the same command without --batch")
+            return 0
+        print(f"submitted. Check with --batch-status {args.batch}; once ended, run the same command with "
+              f"--batch-collect {args.batch} --out DIR")
+        return 0
+    if not args.out:
+        raise RagQaArenaError("--batch-collect finishes the judge run: give --out DIR for verdicts.jsonl and summary.json")
+    try:
+        counts = _api_call(lambda: collect_judge_batch(args.batch_collect, run=run_settings(args)), api_key(args))
+    except BatchNotReady as error:
+        print(f"rag-qa-arena: {error}", file=sys.stderr)
+        return BATCH_NOT_READY_EXIT
+    if isinstance(counts, int):
+        return counts
+    errors = ", ".join(f"{code}: {n}" for code, n in counts["errors"].items())
+    print(f"collected {counts['n_answers']:,} answers into the cache ({counts['n_valid']:,} with a valid rating, "
+          f"{counts['n_invalid']:,} without: {'failed' if args.batch_only else 're-asked online'}); "
+          f"{counts['n_errors']:,} requests failed in the batch{f' ({errors})' if errors else ''}"
+          f"{' and are failed' if args.batch_only else ' and are asked online'}")
+    return None
+
+
+def _api_call(call, key: str | None):
+    """Run a Files/Batches API call; auth errors exit 3 and other API errors exit 2, with the server's words."""
+    import openai
+
+    from metric_arena.llm import redact
+
+    try:
+        return call()
+    except (openai.AuthenticationError, openai.PermissionDeniedError) as error:
+        print(f"rag-qa-arena: error: the Batch API refused the credentials (HTTP {error.status_code}): "
+              f"{redact(error.message, key)}. Check OPENAI_API_KEY", file=sys.stderr)
+        return 3
+    except openai.APIStatusError as error:
+        print(f"rag-qa-arena: error: the Batch API answered HTTP {error.status_code}: "
+              f"{redact(error.message, key)}", file=sys.stderr)
+        return 2
+    except openai.APIConnectionError as error:
+        print(f"rag-qa-arena: error: cannot reach the Batch API ({type(error).__name__}); check --base-url and the "
+              "network, then run the same command again (nothing is submitted twice)", file=sys.stderr)
+        return 2

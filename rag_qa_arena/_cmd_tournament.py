@@ -30,6 +30,7 @@ examples:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from metric_arena.judge import DEFAULT_JUDGE, ORDERS, PARSES
+    from rag_qa_arena._cmd_judge import add_exchange_flags
     from rag_qa_arena._options import (
         add_backend_flags,
         add_rate_limit_flags,
@@ -80,6 +81,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_backend_flags(parser, "judges")
     add_run_flags(parser, cache="judgment cache", cost="estimated cost of the whole tournament")
     add_rate_limit_flags(parser)
+    add_exchange_flags(parser, judge=False)
     parser.set_defaults(func=run_tournament)
 
 
@@ -136,6 +138,7 @@ def _warn_sample(sizes: list[int], n_common: int) -> None:
 
 def run_tournament(args: argparse.Namespace) -> int:
     from metric_arena.judge import DEFAULT_JUDGE, tournament
+    from rag_qa_arena._cmd_judge import export_requests
     from rag_qa_arena._options import (
         FATAL_EXIT,
         check_backend_args,
@@ -152,6 +155,15 @@ def run_tournament(args: argparse.Namespace) -> int:
     args.sample = args.sample or [700]
     if args.dry_run:
         return _dry_run(args, systems, judge_settings(judges, args, build=False), run_settings(args))
+    if args.export_requests:
+        if args.adaptive:
+            raise RagQaArenaError("--export-requests writes the complete schedule's requests; adaptive rounds depend "
+                                  "on earlier verdicts: drop --adaptive (or run it online)")
+        from metric_arena.judge import tournament_requests
+
+        judge = judge_settings(judges, args, build=False)
+        return export_requests(args, tournament_requests(systems, seed=judge.seed, sample=args.sample,
+                                                         data_dir=args.data_dir), judge, run_settings(args))
     if not args.out:
         raise RagQaArenaError("--out RUNS_DIR is required (the folder for the run folders), or use --dry-run")
     from lfrqa.files import refuse_output_over_input

@@ -36,9 +36,7 @@ __all__ = [
     "percent",
     "positive_int",
     "print_table",
-    "run_batch_status",
     "run_settings",
-    "run_batch_step",
     "run_reporting_failures",
     "seed",
     "stop_note",
@@ -59,9 +57,13 @@ T = TypeVar("T")
 def add_backend_flags(parser: argparse.ArgumentParser, kind: str) -> None:
     """``--base-url``, ``--api-key``, ``--max-concurrency`` and ``--timeout``; ``kind`` names what
     the command calls in the help ("judges", "models")."""
-    parser.add_argument("--base-url", metavar="URL",
+    parser.add_argument("--base-url", metavar="URL", action="append",
                         help=f"OpenAI-compatible server for openai {kind}, e.g. http://localhost:8000/v1 "
-                             "(default: $OPENAI_BASE_URL, else OpenAI)")
+                             "(default: $OPENAI_BASE_URL, else OpenAI); repeat it for replicas of one model: "
+                             "requests go to the least-loaded one, a failing one is taken out and tried later")
+    parser.add_argument("--endpoint-name", metavar="NAME",
+                        help="what names the server in the cache key (default: the first --base-url), so "
+                             "replicas and later runs on other servers of the same model share answers")
     parser.add_argument("--api-key", metavar="KEY",
                         help=f"API key for openai {kind} (default: $OPENAI_API_KEY; prefer the environment "
                              "variable: command lines end up in shell history). Never written anywhere.")
@@ -114,7 +116,7 @@ def cannot_write_message(error: OSError, where: str | None) -> str | None:
     return f"cannot write to {place}: {os.strerror(error.errno)} (disk full or read-only?)"
 
 
-def all_failed_message(result: dict, base_url: str | None, *, items: str, where: str) -> str | None:
+def all_failed_message(result: dict, base_url: str | list[str] | None, *, items: str, where: str) -> str | None:
     """The error line for a run that ended with every item failed (``items``: "pairs", "questions";
     ``where``: the file whose lines say why), else None. Connection errors and timeouts only: the
     server was never reached, so the line names ``--base-url``."""
@@ -126,7 +128,8 @@ def all_failed_message(result: dict, base_url: str | None, *, items: str, where:
     if errors and set(errors) <= {"connection", "timeout"}:
         from builders import shown_url
 
-        place = shown_url(base_url or os.environ.get("OPENAI_BASE_URL")) or "the OpenAI API"
+        urls = [base_url] if isinstance(base_url, str) else list(base_url or [])
+        place = ", ".join(shown_url(u) for u in urls) or shown_url(os.environ.get("OPENAI_BASE_URL")) or "the OpenAI API"
         return (f"rag-qa-arena: error: no request got through to {place} (connection errors or timeouts only: "
                 f"{counts}): check --base-url and the network, then run the same command again")
     why = f" (errors {counts})" if counts else ""
@@ -234,8 +237,8 @@ def check_judge_scale_args(args: argparse.Namespace) -> None:
                                       ("--batch-collect", args.batch_collect)) if value]
     if len(steps) > 1:
         raise RagQaArenaError(f"{' and '.join(steps)} are separate steps: give one at a time")
-    if args.batch_only and not args.batch_collect:
-        raise RagQaArenaError("--batch-only goes with --batch-collect DIR")
+    if args.batch_only and not args.batch_collect and not getattr(args, "import_results", None):
+        raise RagQaArenaError("--batch-only goes with --batch-collect DIR or --import-results FILE...")
     if (args.batch or args.batch_collect) and args.no_cache:
         raise RagQaArenaError("the batch path stores answers in the judgment cache: drop --no-cache")
     if args.batch and args.target_width is not None:
@@ -248,7 +251,8 @@ def run_settings(args: argparse.Namespace):
     from metric_arena import RunConfig
 
     # Without --api-key the backend reads $OPENAI_API_KEY itself (and names it when the key is unusable).
-    return RunConfig(base_url=args.base_url, api_key=args.api_key or None, timeout=getattr(args, "timeout", None),
+    return RunConfig(base_url=args.base_url, endpoint_name=args.endpoint_name, api_key=args.api_key or None,
+                     timeout=getattr(args, "timeout", None),
                      max_concurrency=args.max_concurrency, limiter=make_limiter(args),
                      cache_dir=args.cache_dir, use_cache=not args.no_cache)
 
@@ -286,74 +290,6 @@ def judge_backends(judges: list[str], args: argparse.Namespace) -> list:
     return out
 
 
-def run_batch_status(args: argparse.Namespace) -> int:
-    """``--batch-status DIR``: one line per request file."""
-    from metric_arena.judge import judge_batch_status
-    from metric_arena.llm.batch import TERMINAL_STATUSES
-
-    rows_by_judge = _api_call(lambda: judge_batch_status(args.batch_status, run=run_settings(args)), api_key(args))
-    if isinstance(rows_by_judge, int):
-        return rows_by_judge
-    ended = True
-    for judge, rows in rows_by_judge.items():
-        print(f"judge {judge}")
-        for row in rows:
-            counts = row["request_counts"] or {}
-            done = f"{counts.get('completed', 0):,}/{counts.get('total', row['n_requests']):,} done" if counts else ""
-            failed = f", {counts['failed']:,} failed" if counts.get("failed") else ""
-            print(f"  {row['file']}  {row['batch_id'] or '-'}  {row['status']}  {done}{failed}")
-            for error in row["errors"]:
-                print(f"    error: {error}")
-            ended = ended and row["status"] in TERMINAL_STATUSES
-    if ended:
-        print(f"all batches ended: finish the run with the same command and --batch-collect {args.batch_status}")
-    return 0
-
-
-def run_batch_step(args: argparse.Namespace, *, answers, references, questions, qids, domains, judges,
-                   generation_failed=None) -> int | None:
-    """``--batch DIR`` (write + submit; returns the exit code) or the collection step of
-    ``--batch-collect DIR`` (returns None: the caller then runs the judge, which finds the answers
-    in the cache). Returns an exit code when the run cannot go on."""
-    from metric_arena.judge import collect_judge_batch, submit_judge_batch
-    from metric_arena.llm.batch import BatchNotReady
-
-    if args.batch:
-        result = _api_call(lambda: submit_judge_batch(
-            answers, references, questions, args.batch, ids=qids, domains=domains,
-            judge=judge_settings(judges, args, build=False), run=run_settings(args), sample=args.sample,
-            data_dir=args.data_dir, generation_failed=generation_failed), api_key(args))
-        if isinstance(result, int):
-            return result
-        for judge in result["judges"]:
-            print(f"judge {judge['judge']}: {judge['n_requests']:,} requests to send "
-                  f"({judge['n_reasks']:,} of them re-asks), {judge['n_cached']:,} already answered in the cache"
-                  + (f", {judge['n_refused']:,} over --max-input-tokens (not sent)" if judge["n_refused"] else ""))
-            for path, batch_id in zip(judge["files"], judge["batch_ids"]):
-                print(f"  {path} -> batch {batch_id}")
-        if result["n_requests"] == 0:
-            print("nothing to send: the cache answers every request; run the same command without --batch")
-            return 0
-        print(f"submitted. Check with --batch-status {args.batch}; once ended, run the same command with "
-              f"--batch-collect {args.batch} --out DIR")
-        return 0
-    if not args.out:
-        raise RagQaArenaError("--batch-collect finishes the judge run: give --out DIR for verdicts.jsonl and summary.json")
-    try:
-        counts = _api_call(lambda: collect_judge_batch(args.batch_collect, run=run_settings(args)), api_key(args))
-    except BatchNotReady as error:
-        print(f"rag-qa-arena: {error}", file=sys.stderr)
-        return BATCH_NOT_READY_EXIT
-    if isinstance(counts, int):
-        return counts
-    errors = ", ".join(f"{code}: {n}" for code, n in counts["errors"].items())
-    print(f"collected {counts['n_answers']:,} answers into the cache ({counts['n_valid']:,} with a valid rating, "
-          f"{counts['n_invalid']:,} without: {'failed' if args.batch_only else 're-asked online'}); "
-          f"{counts['n_errors']:,} requests failed in the batch{f' ({errors})' if errors else ''}"
-          f"{' and are failed' if args.batch_only else ' and are asked online'}")
-    return None
-
-
 def stop_note(result: dict) -> list[str]:
     """Summary lines about sampling and early stopping, and about batch-only failures."""
     lines = []
@@ -368,28 +304,6 @@ def stop_note(result: dict) -> list[str]:
         lines.append(f"  {missing:,} requests had no valid answer in the batch and were not sent (--batch-only): "
                      "their pairs are failed")
     return lines
-
-
-def _api_call(call, key: str | None):
-    """Run a Files/Batches API call; auth errors exit 3 and other API errors exit 2, with the server's words."""
-    import openai
-
-    from metric_arena.llm import redact
-
-    try:
-        return call()
-    except (openai.AuthenticationError, openai.PermissionDeniedError) as error:
-        print(f"rag-qa-arena: error: the Batch API refused the credentials (HTTP {error.status_code}): "
-              f"{redact(error.message, key)}. Check OPENAI_API_KEY", file=sys.stderr)
-        return 3
-    except openai.APIStatusError as error:
-        print(f"rag-qa-arena: error: the Batch API answered HTTP {error.status_code}: "
-              f"{redact(error.message, key)}", file=sys.stderr)
-        return 2
-    except openai.APIConnectionError as error:
-        print(f"rag-qa-arena: error: cannot reach the Batch API ({type(error).__name__}); check --base-url and the "
-              "network, then run the same command again (nothing is submitted twice)", file=sys.stderr)
-        return 2
 
 
 # --------------------------------------------------------------------------------------------

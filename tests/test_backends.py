@@ -112,7 +112,7 @@ def test_openai_errors_are_sorted_by_kind(reply, error, kind):
 
 
 def test_retry_after_ms_and_dates():
-    from metric_arena.llm._openai import _retry_after
+    from metric_arena.llm._openai._http import retry_after_seconds as _retry_after
 
     class R:
         def __init__(self, headers):

@@ -56,7 +56,8 @@ def generation_dry_run(
     rows = retrieved_rows(retrieved)
     requests = [generation.request(r, data_dir=data_dir) for r in rows]
     cached = None
-    identity = backend_identity(model, base_url=run.base_url, options=generation.options)
+    identity = backend_identity(model, base_url=run.base_url, options=generation.options,
+                                endpoint_name=run.endpoint_name)
     if run.use_cache and identity is not None:
         with CompletionCache(run.cache_dir) as cache:
             keys = [cache_key(identity, r, 0) for r in requests]

@@ -97,6 +97,7 @@ from metric_arena.judge._plan import (
     check_system_names,
     judge_request,
 )
+from metric_arena.judge._exchange import EXPORT_FILE, export_judge_requests, import_judge_results
 from metric_arena.judge._run import ajudge_pairs, judge_pairs
 from metric_arena.judge._tournament import (
     Tournament,
@@ -104,10 +105,12 @@ from metric_arena.judge._tournament import (
     load_tournament,
     tournament,
     tournament_dry_run,
+    tournament_requests,
 )
 
 __all__ = [
     "DEFAULT_JUDGE",
+    "EXPORT_FILE",
     "ORDERS",
     "PARSES",
     "CacheOnlyBackend",
@@ -120,7 +123,9 @@ __all__ = [
     "answer_positions",
     "check_system_names",
     "collect_judge_batch",
+    "export_judge_requests",
     "format_estimate",
+    "import_judge_results",
     "judge_batch_requests",
     "judge_batch_status",
     "judge_config",
@@ -138,6 +143,7 @@ __all__ = [
     "submit_judge_batch",
     "tournament",
     "tournament_dry_run",
+    "tournament_requests",
 ]
 
 export_names(globals())

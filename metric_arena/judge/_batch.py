@@ -82,7 +82,7 @@ _FORMAT = "rag-qa-arena/judge-batch"
 REASK = 1
 
 
-def _identities(judges, base_url: str | None, api_key: str | None) -> list[tuple[str, dict, str]]:
+def _identities(judges, base_url, api_key: str | None, endpoint_name: str | None = None) -> list[tuple[str, dict, str]]:
     """(spec, cache identity, model) of each judge, built as the online judge builds them."""
     specs = [judges] if isinstance(judges, str) else list(judges)
     if not specs:
@@ -98,7 +98,8 @@ def _identities(judges, base_url: str | None, api_key: str | None) -> list[tuple
                 "batch on the GPU already: run them without --batch"
             )
         # The online backend's own identity (host of base_url, never the key); no request is made.
-        identity = make_backend(spec, base_url=base_url, api_key=api_key or "unused").identity()
+        identity = make_backend(spec, base_url=base_url, api_key=api_key or "unused",
+                                endpoint_name=endpoint_name).identity()
         out.append((spec, identity, model))
     if len({s for s, _, _ in out}) != len(out):
         raise RagQaArenaError("A judge is given twice: list each judge once")
@@ -136,7 +137,7 @@ def judge_batch_requests(
     requests = planned_requests(predictions, references, questions, ids=ids, domains=domains, order=config.order,
                                 seed=config.seed, sample=sample, generation_failed=generation_failed,
                                 data_dir=data_dir)
-    judges = _identities(config.judges, run.base_url, run.api_key)
+    judges = _identities(config.judges, run.base_url, run.api_key, run.endpoint_name)
     cache = CompletionCache(run.cache_dir) if run.use_cache else None
     plans: dict[str, dict] = {}
     try:
@@ -238,7 +239,7 @@ def submit_judge_batch(
             {"judge": s, "folder": f} for s, f in old_folders.items() if s not in plans],
     })
     if client is None:
-        client = batch_client(run.base_url, run.api_key)
+        client = batch_client(run.first_url, run.api_key)
     for entry in entries:
         mine = files.get(entry["judge"], [])
         batch_ids = submit_batches(mine, client, metadata=metadata) if mine else []
@@ -266,7 +267,7 @@ def judge_batch_status(batch_dir: str | os.PathLike, client=None, *,
     plan = _read_plan(folder)
     if client is None:
         run = run if run is not None else RunConfig()
-        client = batch_client(run.base_url, run.api_key)
+        client = batch_client(run.first_url, run.api_key)
     return {j["judge"]: batch_status(folder / j["folder"], client) for j in plan["judges"]}
 
 
@@ -290,7 +291,7 @@ def collect_judge_batch(
     plan = _read_plan(folder)
     run = run if run is not None else RunConfig()
     if client is None:
-        client = batch_client(run.base_url, run.api_key)
+        client = batch_client(run.first_url, run.api_key)
     totals: Counter = Counter()
     errors: Counter = Counter()
     per_judge = {}
@@ -337,7 +338,7 @@ class CacheOnlyBackend(Backend):
     def like(cls, spec: str, *, run: RunConfig | None = None) -> "CacheOnlyBackend":
         """The cache-only stand-in for the openai judge ``spec`` at ``run``'s server."""
         run = run if run is not None else RunConfig()
-        [(spec, identity, _)] = _identities(spec, run.base_url, run.api_key)
+        [(spec, identity, _)] = _identities(spec, run.base_url, run.api_key, run.endpoint_name)
         return cls(spec, identity)
 
 

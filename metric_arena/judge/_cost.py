@@ -127,7 +127,8 @@ def judge_dry_run(
     try:
         for spec in config.specs:
             backend, model = parse_spec(spec)
-            identity = backend_identity(spec, base_url=run.base_url, options=config.options)
+            identity = backend_identity(spec, base_url=run.base_url, options=config.options,
+                                        endpoint_name=run.endpoint_name)
             if cache is not None and identity is not None:
                 keys = [cache_key(identity, r, 0) for r in requests]
                 found = cache.get_many(keys)

@@ -117,7 +117,7 @@ async def _run_schedule(pair_judge: _PairJudge, schedule: list[int], *, writer: 
             stopper.update(verdict["outcome"])
 
     if stopper is None:
-        await session.gather(one(i) for i in schedule)
+        await session.run_all(one, schedule)  # pairs pulled by a fixed pool of workers, prompts made when sent
     else:
         await session.run_until(one, schedule, lambda: stopper.should_stop)
     return verdicts

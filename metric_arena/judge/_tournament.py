@@ -8,7 +8,9 @@
    (``report`` then shows one Table 5 column per size).
 
 Every match is an ordinary judge run (:func:`~metric_arena.judge.ajudge_pairs`) through one cache and
-one rate limiter, so the tournament is resumable after a kill (finished matches are reused, the
+one rate limiter, and all of them feed one request pool (``Session.pool``): the matches run at once under
+the run's one ``max_concurrency``, and each adaptive round plays all its pairs together, so no slot idles
+while work remains (verdict files are those of the matches run one after another). The tournament is resumable after a kill (finished matches are reused, the
 interrupted one continues from the cache; a match that still holds failed pairs asks them again) and
 ``report RUNS/*`` links all battles by system name. A folder holds one design: see
 :mod:`metric_arena.judge._tournament_folder`.
@@ -36,6 +38,7 @@ import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lfrqa.checks import check_int
 from lfrqa.errors import RagQaArenaError
@@ -46,10 +49,13 @@ from metric_arena.judge._inputs import lfrqa_rows, read_predictions
 from metric_arena.judge._plan import DEFAULT_JUDGE
 from metric_arena.judge._run import ajudge_pairs
 from metric_arena.judge._tournament_folder import TournamentFolder
-from metric_arena.llm import CostEstimate, Progress, RunConfig, synchronous
+from metric_arena.llm import CostEstimate, Progress, RunConfig, Session, synchronous
 from metric_arena.stats import BattleCounts, SequentialRanking, stratified_sample
 
-__all__ = ["Tournament", "atournament", "load_tournament", "tournament", "tournament_dry_run"]
+if TYPE_CHECKING:
+    from metric_arena.llm._session import RequestPool
+
+__all__ = ["Tournament", "atournament", "load_tournament", "tournament", "tournament_dry_run", "tournament_requests"]
 
 REFERENCE = "LFRQA"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
@@ -186,7 +192,8 @@ def _battles(root: Path, matches: list[dict]) -> list[tuple[str, str, str]]:
 
 
 async def _adaptive(plan: Tournament, matches: list[dict], *, folder: TournamentFolder, judge: JudgeConfig,
-                    settings: dict, alpha: float, round_size: int, max_judgments: int | None, bar: Progress) -> dict:
+                    settings: dict, alpha: float, round_size: int, max_judgments: int | None, bar: Progress,
+                    pool: RequestPool) -> dict:
     rule = SequentialRanking(list(plan.systems), alpha=alpha, tuned_n=min(200, plan.n_common))
     taken = {pair: 0 for pair in plan.pairs()}
     spent, rounds, pair_results = 0, 0, {}
@@ -201,8 +208,10 @@ async def _adaptive(plan: Tournament, matches: list[dict], *, folder: Tournament
         for (a, b), n in step.grown.items():
             spent += n - taken[(a, b)]
             taken[(a, b)] = n
-            pair_results[(a, b)] = _match_row(await _play(plan, a, b, plan.order[:n], folder=folder, judge=judge,
-                                                          settings=settings))
+        grown = list(step.grown.items())  # the round's pairs all at once, through the one request pool
+        rows = await pool.gather(_play(plan, a, b, plan.order[:n], folder=folder, judge=judge, settings=settings)
+                                 for (a, b), n in grown)
+        pair_results.update({pair: _match_row(row) for (pair, _), row in zip(grown, rows)})
         rounds += 1
         bar.advance(False, False)
     neighbours = [{**{k: v for k, v in row.items() if k != "pair"}} for row in step.neighbours]
@@ -264,21 +273,28 @@ async def atournament(
     play = dict(folder=folder, judge=config, settings=dict(run=run, n_boot=n_boot, data_dir=data_dir))
     steps = len(plan.systems) + (0 if adaptive else len(plan.pairs()))
     bar = Progress(steps, progress, f"tournament of {len(plan.systems)} systems")
+    # Every match feeds one request pool: matches run at once and share the run's concurrency limit (and
+    # its one limiter), so no slot idles while any match has work left.
+    pool = Session.pool(max_concurrency=(run or RunConfig()).max_concurrency)
+
+    async def played(a: str, b: str, qids: list[str]) -> dict:
+        row = _match_row(await _play(plan, a, b, qids, **play))
+        bar.advance(False, row["reused"])
+        return row
+
     try:
-        matches = []
-        for name, answers in plan.systems.items():  # every system against LFRQA, on all its questions
-            matches.append(_match_row(await _play(plan, name, REFERENCE, list(answers), **play)))
-            bar.advance(False, matches[-1]["reused"])
-        result = {"systems": list(plan.systems), "n_common": plan.n_common, "against_reference": matches}
-        if adaptive:
-            result.update(await _adaptive(plan, matches, alpha=alpha, round_size=round_size,
-                                          max_judgments=max_judgments, bar=bar, **play))
-        else:
-            shared = plan.sample(sizes[-1])  # the largest sample; the smaller ones are its first questions
-            pairs = []
-            for a, b in plan.pairs():
-                pairs.append(_match_row(await _play(plan, a, b, shared, **play)))
-                bar.advance(False, pairs[-1]["reused"])
+        with pool:
+            # every system against LFRQA on all its questions; without adaptive, every pair on the sample too
+            shared = [] if adaptive else plan.sample(sizes[-1])  # the largest; smaller ones are its prefixes
+            games = [(name, REFERENCE, list(answers)) for name, answers in plan.systems.items()]
+            games += [] if adaptive else [(a, b, shared) for a, b in plan.pairs()]
+            rows = await pool.gather(played(*game) for game in games)
+            matches, pairs = rows[:len(plan.systems)], rows[len(plan.systems):]
+            result = {"systems": list(plan.systems), "n_common": plan.n_common, "against_reference": matches}
+            if adaptive:
+                result.update(await _adaptive(plan, matches, alpha=alpha, round_size=round_size,
+                                              max_judgments=max_judgments, bar=bar, pool=pool, **play))
+        if not adaptive:
             result.update(stopped="complete", sample=len(shared), samples=sizes, samples_requested=requested,
                           pairs=pairs, pair_judgments=sum(p["n"] for p in pairs), sample_qids=shared)
     finally:
@@ -325,6 +341,24 @@ def _adaptive_pair_questions(plan: Tournament, max_judgments: int | None) -> lis
     budget = len(pairs) * plan.n_common if max_judgments is None else min(max_judgments, len(pairs) * plan.n_common)
     counts = [budget // len(pairs) + (k < budget % len(pairs)) for k in range(len(pairs))]
     return [(a, b, plan.order[:n]) for (a, b), n in zip(pairs, counts) if n]
+
+
+def tournament_requests(
+    predictions: Sequence[str | os.PathLike] | Mapping[str, str | os.PathLike] | Tournament,
+    *,
+    seed: int = 0,
+    sample: int | Sequence[int] = 700,
+    data_dir: str | os.PathLike | None = None,
+) -> list[dict]:
+    """The inputs of every match of the complete schedule (each system against LFRQA on all its questions,
+    every pair on the largest sample), one mapping per match as :func:`export_judge_requests` takes them;
+    pairs whose answer failed to generate are left out (never sent)."""
+    plan = predictions if isinstance(predictions, Tournament) else load_tournament(predictions, seed=seed,
+                                                                                     data_dir=data_dir)
+    shared = plan.sample(min(max(_sample_sizes(sample)), plan.n_common))
+    games = [(name, REFERENCE, list(answers)) for name, answers in plan.systems.items()]
+    games += [(a, b, shared) for a, b in plan.pairs()]
+    return [_match_inputs(plan, a, b, qids) for a, b, qids in games]
 
 
 def tournament_dry_run(

@@ -46,11 +46,12 @@ import random
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from lfrqa.errors import RagQaArenaError
 from metric_arena.llm._cache import CompletionCache, cache_key, claim_owner
 from metric_arena.llm._ratelimit import estimate_tokens
+from metric_arena.llm._retry import FirstContact, RetryPolicy, within
 from metric_arena.llm._tasks import Batcher, gather_or_cancel
 from metric_arena.llm._types import (
     AuthenticationFailed,
@@ -75,9 +76,6 @@ MIN_KEPT_CHARS = 4096
 KEPT_TAIL_CHARS = 1024
 #: Between the kept beginning and end of a cut reply: no digit and no tag, so no parser reads it as a rating.
 CUT_MARK = "\n[…]\n"
-#: While nothing got through to a backend, an attempt in flight is waited for at most this long past the
-#: fail-fast window (or the window's own length, when longer): a first reply may be slow, a hung server not.
-FIRST_REPLY_GRACE = 5.0
 #: Seconds between looks at the cache while another run sends the same request (jittered).
 CLAIM_POLL = 0.2
 
@@ -85,32 +83,6 @@ CLAIM_POLL = 0.2
 def max_reply_chars(max_tokens: int) -> int:
     """The longest reply kept for a request of ``max_tokens`` tokens, in characters."""
     return max(MIN_KEPT_CHARS, KEPT_CHARS_PER_TOKEN * int(max_tokens))
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Declarative retries of transient errors: wait ``initial * multiplier**n`` seconds (capped
-    at ``max_wait``, with ``jitter`` as a random fraction added), or the server's ``Retry-After``
-    when it sends one (capped at ``max_retry_after``); give up after ``max_retries`` retries.
-
-    Fail fast: while nothing has got through to a backend yet, its failed attempts (connection
-    errors, timeouts, 429, 5xx) stop the whole run with :class:`ServerUnreachable` once
-    ``fail_fast_after`` seconds have passed since its first attempt (backoff waits are shortened
-    to end there). After the first reply the policy above applies. ``None`` turns this off."""
-
-    max_retries: int = 8
-    initial: float = 1.0
-    multiplier: float = 2.0
-    max_wait: float = 60.0
-    jitter: float = 0.25
-    max_retry_after: float = 300.0
-    fail_fast_after: float | None = 20.0
-
-    def wait(self, retry: int, retry_after: float | None = None) -> float:
-        if retry_after is not None:
-            return min(max(0.0, retry_after), self.max_retry_after)
-        base = min(self.max_wait, self.initial * self.multiplier**retry)
-        return base * (1.0 + self.jitter * random.random())
 
 
 @dataclass
@@ -134,61 +106,6 @@ class RequestResult:
         return None if self.completion is None else self.completion.text
 
 
-@dataclass
-class _Reach:
-    """Whether anything got through to one backend yet, since when it is tried, what failed."""
-
-    first: float | None = None
-    reached: bool = False
-    failures: Counter = field(default_factory=Counter)
-    flying: dict = field(default_factory=dict)  # attempts in flight: token -> when each started
-
-    def unreachable(self, backend: Backend, failure: TransientBackendError, window: float | None):
-        """A :class:`ServerUnreachable` when nothing got through within ``window`` seconds, else None.
-        An attempt in flight since before the window ended may still succeed (a slow first reply
-        while others get 503): while there is one, the run goes on, at most until :meth:`cutoff`."""
-        if self.reached or window is None:
-            return None
-        self.failures[failure.kind] += 1
-        deadline = (self.first or 0.0) + window
-        elapsed = time.monotonic() - (self.first or 0.0)
-        if elapsed < window or any(start < deadline for start in self.flying.values()):
-            return None
-        kinds = ", ".join(f"{kind} x{count}" for kind, count in self.failures.most_common())
-        if set(self.failures) == {"429"}:
-            asked = f" and asks to wait {failure.retry_after:.0f} s" if failure.retry_after else ""
-            return ServerUnreachable(f"{backend.spec} answered only 429 (rate limited){asked} for {elapsed:.0f} s "
-                                     f"({sum(self.failures.values())} attempts): try again later, or lower --rpm/--tpm")
-        return ServerUnreachable(f"nothing got through to {backend.spec} in {elapsed:.0f} s "
-                                 f"({sum(self.failures.values())} attempts failed: {kinds}). Last error: {failure}")
-
-    def cutoff(self, window: float | None) -> float | None:
-        """While nothing got through: how long an attempt may still wait for its reply (a server that
-        accepts and never answers ends the run at ``first + window + max(window, 5 s)``, not at the
-        attempt's own timeout); None once the backend answered, or without a window."""
-        if self.reached or window is None or self.first is None:
-            return None
-        return max(0.0, self.first + window + max(window, FIRST_REPLY_GRACE) - time.monotonic())
-
-    def wait(self, wait: float, failure: TransientBackendError, window: float | None) -> float:
-        """A backoff wait shortened to end with the fail-fast window, a ``Retry-After`` too: before the
-        first reply, a long ``Retry-After`` would hold the run past the window it promises."""
-        if self.reached or window is None:
-            return wait
-        return min(wait, max(0.0, (self.first or 0.0) + window - time.monotonic()) + 0.05)
-
-
-async def _within(coroutine, seconds: float | None):
-    """``await coroutine``, given up after ``seconds`` (a timeout, retried like one); no limit with None."""
-    if seconds is None:
-        return await coroutine
-    try:
-        return await asyncio.wait_for(coroutine, timeout=seconds)
-    except asyncio.TimeoutError:
-        raise TransientBackendError(f"no reply within {seconds:.0f} s while the server has not answered yet",
-                                    kind="timeout") from None
-
-
 class _Busy(Exception):
     """Another process is sending this request right now (it holds the key's claim in the cache)."""
 
@@ -204,6 +121,7 @@ class Runner:
         retry: RetryPolicy | None = None,
         limiter=None,
         deadline: float | None = None,
+        slots: asyncio.Semaphore | None = None,
     ):
         if int(max_concurrency) < 1:
             raise RagQaArenaError(f"max_concurrency must be >= 1, got {max_concurrency!r}")
@@ -216,9 +134,9 @@ class Runner:
         self.n_cached = 0  # requests answered from the cache
         self.n_shared = 0  # of which answered by another run that was sending them at the same time
         self._owner = claim_owner()
-        self._semaphore: asyncio.Semaphore | None = None
+        self._semaphore: asyncio.Semaphore | None = slots  # slots shared with other runners (a RequestPool)
         self._batchers: dict[int, Batcher] = {}
-        self._reach: dict[int, _Reach] = {}
+        self._reach: dict[int, FirstContact] = {}
         self._fatal: BaseException | None = None
         # A run's deadline counts from the runner's making (the session's start).
         self.deadline = deadline
@@ -256,10 +174,13 @@ class Runner:
         last_cached = False
         error: str | None = None
         attempts = 0
+        keys = [cache_key(identity, request, attempt) for attempt in range(int(reask) + 1)]
+        # every attempt's stored entry in one trip to the cache's thread (a fresh request is then sent at once)
+        stored = await self.cache.off_loop(self.cache.get_many, keys) if self.cache is not None else {}
         for attempt in range(int(reask) + 1):
             attempts = attempt + 1
-            key = cache_key(identity, request, attempt)
-            entry = await self._cached(key, validate)
+            key = keys[attempt]
+            entry = await self._cached(key, validate, stored)
             if entry is not None and (entry.valid or reask == 0):
                 # With no re-ask wanted (reask=0), the cached first reply is the answer, valid or not.
                 self.n_cached += 1
@@ -272,7 +193,7 @@ class Runner:
                 continue
             if entry is None and attempt < reask:
                 # A previous run may have had an unusable body here (not cached) and a valid re-ask.
-                found = await self._cached_later(identity, request, attempt, int(reask), validate)
+                found = await self._cached_later(keys, attempt, validate, stored)
                 if found is not None:
                     return found
             try:
@@ -344,19 +265,23 @@ class Runner:
             if self._fatal is not None:
                 raise self._fatal
 
-    async def _cached(self, key: str, validate: Callable[[Completion], bool] | None):
-        """The cache entry under ``key``, its validity checked again: a row stored as valid whose
-        reply fails ``validate`` now is marked invalid, so it is asked again instead of failing forever."""
-        entry = await self.cache.off_loop(self.cache.get, key) if self.cache is not None else None
+    async def _cached(self, key: str, validate: Callable[[Completion], bool] | None, stored: dict | None = None):
+        """The cache entry under ``key`` (from ``stored``, read ahead, when given), its validity checked again: a
+        row stored as valid whose reply fails ``validate`` now is marked invalid, so it is asked again instead
+        of failing forever."""
+        if stored is not None:
+            entry = stored.get(key)
+        else:
+            entry = await self.cache.off_loop(self.cache.get, key) if self.cache is not None else None
         if entry is not None and entry.valid and validate is not None and not validate(entry.completion()):
             await self.cache.off_loop(self.cache.mark_invalid, key)
             self.errors["invalid_cached"] += 1
             entry = replace(entry, valid=False)
         return entry
 
-    async def _cached_later(self, identity: dict, request: ChatRequest, attempt: int, reask: int, validate):
-        for later in range(attempt + 1, reask + 1):
-            found = await self._cached(cache_key(identity, request, later), validate)
+    async def _cached_later(self, keys: list[str], attempt: int, validate, stored: dict):
+        for later in range(attempt + 1, len(keys)):
+            found = await self._cached(keys[later], validate, stored)
             if found is not None and found.valid:
                 self.n_cached += 1
                 return RequestResult(found.completion(), True, later + 1, True)
@@ -378,7 +303,7 @@ class Runner:
         """The backend's reply, after retries; with ``key``, each attempt first claims it in the cache
         (:class:`_Busy` when another process is sending the same request right now)."""
         retry = 0
-        reach = self._reach.setdefault(id(backend), _Reach())
+        reach = self._reach.setdefault(id(backend), FirstContact())
         window = self.retry.fail_fast_after
         while True:
             if self._fatal is not None:
@@ -403,7 +328,7 @@ class Runner:
                         if backend.batched:
                             completion = await self._batcher(backend).submit(request)
                         else:
-                            completion = await _within(backend.complete(request), reach.cutoff(window))
+                            completion = await within(backend.complete(request), reach.cutoff(window))
                     finally:
                         del reach.flying[token]
                     reach.reached = True

@@ -10,7 +10,7 @@ use), but a model it runs on this machine stays loaded (a judge kept across a tr
 
 >>> run = RunConfig(base_url="http://127.0.0.1:8000/v1", max_concurrency=32)
 >>> run
-RunConfig(base_url='http://127.0.0.1:8000/v1', timeout=None, max_concurrency=32, limiter=None, retry=None, cache_dir=None, use_cache=True, deadline=None)
+RunConfig(base_url='http://127.0.0.1:8000/v1', timeout=None, max_concurrency=32, limiter=None, retry=None, cache_dir=None, use_cache=True, endpoint_name=None, deadline=None)
 >>> async def main():                                                   # doctest: +SKIP
 ...     async with Session("openai:gpt-4o-mini", run) as session:
 ...         result = await session.runner.run_one(session.backends[0], ChatRequest([...]))
@@ -19,6 +19,7 @@ RunConfig(base_url='http://127.0.0.1:8000/v1', timeout=None, max_concurrency=32,
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import math
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -36,7 +37,7 @@ from metric_arena.llm._tasks import Progress, gather_or_cancel, run_until_stoppe
 from metric_arena.llm._tokens import make_budgets
 from metric_arena.llm._types import Backend, ChatRequest, Completion
 
-__all__ = ["RunConfig", "Session"]
+__all__ = ["RequestPool", "RunConfig", "Session"]
 
 T = TypeVar("T")
 
@@ -46,7 +47,10 @@ class RunConfig:
     """How requests run: where they go, how many at once, how fast, how often retried, where cached.
 
     ``base_url``/``api_key`` reach openai backends (defaults ``$OPENAI_BASE_URL``/``$OPENAI_API_KEY``;
-    the key is never shown in ``repr`` nor stored). ``timeout``: seconds one attempt may take
+    the key is never shown in ``repr`` nor stored). Several URLs (a list) are replicas of one judge:
+    requests go to the least-loaded one, a failing one is taken out and tried again later.
+    ``endpoint_name``: what names the server in the cache key (default: the first URL), so replicas, and
+    later runs on other servers of the same model, share answers. ``timeout``: seconds one attempt may take
     (openai backends). ``max_concurrency``: requests in flight at once (network backends).
     ``limiter``: a :class:`~metric_arena.RateLimiter` shared by every request of the run.
     ``retry``: a :class:`~metric_arena.RetryPolicy`. ``cache_dir``: the SQLite cache (default
@@ -56,7 +60,7 @@ class RunConfig:
     ends with what it has. None: no limit but the retries' own.
     """
 
-    base_url: str | None = None
+    base_url: str | Sequence[str] | None = None
     api_key: str | None = field(default=None, repr=False)
     timeout: float | None = None
     max_concurrency: int = 16
@@ -64,15 +68,23 @@ class RunConfig:
     retry: RetryPolicy | None = None
     cache_dir: str | os.PathLike | None = None
     use_cache: bool = True
+    endpoint_name: str | None = None
     deadline: float | None = None
 
-    def __repr__(self) -> str:  # the base URL without credentials or query string (a gateway's key)
+    def __repr__(self) -> str:  # the base URLs without credentials or query string (a gateway's key)
         shown = {f.name: getattr(self, f.name) for f in fields(self) if f.repr}
-        shown["base_url"] = shown_url(self.base_url)
+        urls = shown["base_url"]
+        shown["base_url"] = shown_url(urls) if urls is None or isinstance(urls, str) else [shown_url(u) for u in urls]
         return f"RunConfig({', '.join(f'{name}={value!r}' for name, value in shown.items())})"
 
     def __post_init__(self) -> None:
-        for name in ("base_url", "api_key"):
+        if self.base_url is not None and not isinstance(self.base_url, str):
+            urls = list(self.base_url) if isinstance(self.base_url, Sequence) else None
+            if not urls or not all(isinstance(url, str) and url.strip() for url in urls):
+                raise InvalidInputType(f"RunConfig(base_url={self.base_url!r}): give a URL, a non-empty list of "
+                                       "URLs (replicas of one judge) or None")
+            object.__setattr__(self, "base_url", urls[0] if len(urls) == 1 else tuple(urls))
+        for name in ("api_key", "endpoint_name") + (("base_url",) if isinstance(self.base_url, str) else ()):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, str) or not value.strip()):
                 raise InvalidInputType(f"RunConfig({name}={_shown(name, value)}): give a non-empty string or None")
@@ -92,9 +104,48 @@ class RunConfig:
         if not isinstance(self.use_cache, bool):
             raise InvalidInputType(f"RunConfig(use_cache={self.use_cache!r}): give True or False")
 
+    @property
+    def first_url(self) -> str | None:
+        """The one URL, or the first of the replicas (None: the default)."""
+        return self.base_url if self.base_url is None or isinstance(self.base_url, str) else self.base_url[0]
+
 
 def _shown(name: str, value) -> str:
     return "<hidden>" if name == "api_key" and isinstance(value, str) else repr(value)
+
+
+class RequestPool:
+    """One set of request slots for every :class:`Session` opened inside ``with pool:`` (in this task and
+    the tasks it starts): many runs at once (a tournament's matches) share ``max_concurrency`` requests
+    in flight, so no slot idles while any of them has work. Each session keeps its own counters.
+
+    >>> async def main():                                                   # doctest: +SKIP
+    ...     with Session.pool(max_concurrency=64) as pool:
+    ...         await pool.gather([ajudge_pairs(...), ajudge_pairs(...)])   # 64 requests at once, in all
+    """
+
+    def __init__(self, *, max_concurrency: int) -> None:
+        check_int("RequestPool(max_concurrency)", max_concurrency, minimum=1)
+        self.max_concurrency = max_concurrency
+        self.slots: asyncio.Semaphore | None = None
+        self._token: contextvars.Token | None = None
+
+    def __enter__(self) -> RequestPool:
+        self.slots = asyncio.Semaphore(self.max_concurrency)
+        self._token = _POOL.set(self)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        _POOL.reset(self._token)
+        self._token = None
+
+    async def gather(self, coroutines: Iterable[Awaitable[T]]) -> list[T]:
+        """The results of all ``coroutines`` (runs sharing this pool), run at once; the first error cancels
+        the rest and is raised."""
+        return await gather_or_cancel([asyncio.ensure_future(c) for c in coroutines])
+
+
+_POOL: contextvars.ContextVar[RequestPool | None] = contextvars.ContextVar("request_pool", default=None)
 
 
 class Session:
@@ -116,11 +167,18 @@ class Session:
             raise InvalidInputType(f"run={run!r}: give a metric_arena.RunConfig (or None for the defaults)")
         items = [models] if isinstance(models, (str, Backend)) else list(models)
         self.backends: list[Backend] = make_backends(items, base_url=self.run.base_url, api_key=self.run.api_key,
+                                                     endpoint_name=self.run.endpoint_name,
                                                      timeout=self.run.timeout, options=options)
         self._owned = [backend for item, backend in zip(items, self.backends) if not isinstance(item, Backend)]
         self._budgets = make_budgets(self.backends, max_input_tokens)
         self._bars: list[Progress] = []
         self.runner: Runner | None = None
+
+    @staticmethod
+    def pool(*, max_concurrency: int) -> RequestPool:
+        """One set of ``max_concurrency`` request slots for every session opened inside ``with
+        Session.pool(...)`` (see :class:`RequestPool`): many runs at once share one concurrency limit."""
+        return RequestPool(max_concurrency=max_concurrency)
 
     @property
     def specs(self) -> list[str]:
@@ -145,6 +203,12 @@ class Session:
         """The results of all ``coroutines``, run concurrently; the first error cancels the rest."""
         return await gather_or_cancel([asyncio.ensure_future(c) for c in coroutines])
 
+    async def run_all(self, work: Callable[[int], Awaitable[None]], schedule: Sequence[int]) -> None:
+        """``work(i)`` for every ``i`` of ``schedule``, pulled in order by twice ``max_concurrency`` workers
+        (so a request always waits for each slot that frees): only the items being worked on exist at
+        once, however long the schedule (bounded memory). The first error cancels the rest."""
+        await run_until_stopped(work, schedule, lambda: False, 2 * self.runner.max_concurrency)
+
     async def run_until(self, work: Callable[[int], Awaitable[None]], schedule: Sequence[int],
                         should_stop: Callable[[], bool]) -> None:
         """``work(i)`` for ``schedule`` in order, ``max_concurrency`` at a time, starting no new one
@@ -153,8 +217,10 @@ class Session:
 
     async def __aenter__(self) -> Session:
         cache = CompletionCache(self.run.cache_dir) if self.run.use_cache else None
-        self.runner = Runner(cache, max_concurrency=self.run.max_concurrency, retry=self.run.retry,
-                             limiter=self.run.limiter, deadline=self.run.deadline)
+        pool = _POOL.get()
+        self.runner = Runner(cache, max_concurrency=pool.max_concurrency if pool else self.run.max_concurrency,
+                             retry=self.run.retry, limiter=self.run.limiter, slots=pool.slots if pool else None,
+                             deadline=self.run.deadline)
         return self
 
     async def __aexit__(self, *exc_info) -> None:

@@ -64,9 +64,10 @@ def parse_spec(spec: str) -> tuple[str, str]:
 def make_backend(
     spec: str,
     *,
-    base_url: str | None = None,
+    base_url: str | Sequence[str] | None = None,
     api_key: str | None = None,
     options: Mapping | None = None,
+    endpoint_name: str | None = None,
 ) -> Backend:
     """Build the backend a spec names.
 
@@ -80,12 +81,12 @@ def make_backend(
     4
     """
     backend, model = parse_spec(spec)
-    if backend != "openai" and (base_url is not None or api_key is not None):
-        raise RagQaArenaError(f"base_url/api_key apply to the openai backend only, not to {spec!r}")
+    if backend != "openai" and (base_url is not None or api_key is not None or endpoint_name is not None):
+        raise RagQaArenaError(f"base_url/api_key/endpoint_name apply to the openai backend only, not to {spec!r}")
     if backend == "openai":
         from metric_arena.llm._openai import OpenAIBackend as cls
 
-        fixed = {"base_url": base_url, "api_key": api_key}
+        fixed = {"base_url": base_url, "api_key": api_key, "endpoint_name": endpoint_name}
     elif backend == "hf":
         from metric_arena.llm._hf import HFBackend as cls
 
@@ -103,10 +104,10 @@ def _checked_options(cls: type, options: dict, spec: str) -> dict:
 
     accepted = [name for name, p in inspect.signature(cls.__init__).parameters.items()
                 if p.kind is inspect.Parameter.KEYWORD_ONLY or (p.kind is p.POSITIONAL_OR_KEYWORD and name not in ("self", "model"))]
-    unknown = sorted(set(options) - set(accepted) - {"base_url", "api_key"})
+    unknown = sorted(set(options) - set(accepted) - {"base_url", "api_key", "endpoint_name"})
     if unknown:
         raise RagQaArenaError(f"{spec!r} takes no option {', '.join(map(repr, unknown))}. "
-                              f"Its options: {', '.join(a for a in accepted if a not in ('base_url', 'api_key'))}")
+                              f"Its options: {', '.join(a for a in accepted if a not in ('base_url', 'api_key', 'endpoint_name'))}")
     return options
 
 
@@ -124,10 +125,11 @@ def model_backend(model, tokenizer, *, name: str = "in-memory", batch_size: int 
 def make_backends(
     specs: str | Backend | Sequence[str | Backend],
     *,
-    base_url: str | None = None,
+    base_url: str | Sequence[str] | None = None,
     api_key: str | None = None,
     timeout: float | None = None,
     options: Mapping | None = None,
+    endpoint_name: str | None = None,
 ) -> list[Backend]:
     """Backends for one spec or several (built :class:`Backend` objects pass through).
 
@@ -149,7 +151,8 @@ def make_backends(
             extra = dict(options or {})
             if timeout is not None:
                 extra["timeout"] = timeout
-            backends.append(make_backend(item, base_url=base_url, api_key=api_key, options=extra))
+            backends.append(make_backend(item, base_url=base_url, api_key=api_key, options=extra,
+                                         endpoint_name=endpoint_name))
         else:
             backends.append(make_backend(item, options=options))
     built = [b.spec for b in backends]
@@ -159,12 +162,14 @@ def make_backends(
     return backends
 
 
-def backend_identity(spec: str, *, base_url: str | None = None, options: Mapping | None = None) -> dict | None:
+def backend_identity(spec: str, *, base_url: str | Sequence[str] | None = None, options: Mapping | None = None,
+                     endpoint_name: str | None = None) -> dict | None:
     """The cache identity of the backend ``spec`` names, without loading a model or sending anything
     (None when the backend's package is not installed here)."""
     try:
-        backend = make_backends(spec, base_url=base_url if parse_spec(spec)[0] == "openai" else None,
-                                api_key="unused", options=options)[0]
+        openai_judge = parse_spec(spec)[0] == "openai"
+        backend = make_backends(spec, base_url=base_url if openai_judge else None, api_key="unused", options=options,
+                                endpoint_name=endpoint_name if openai_judge else None)[0]
     except MissingDependency:
         return None
     return backend.identity()

@@ -191,7 +191,7 @@ def _load_runs(runs: Sequence[Run | str | Path], progress: ProgressCallback | No
         raise RagQaArenaError("No run folders given: pass at least one folder written by `rag-qa-arena judge --out DIR`")
     loaded: list[Run] = []
     for k, run in enumerate(runs):
-        loaded.append(run if isinstance(run, Run) else load_run(run))
+        loaded.append(run if isinstance(run, Run) else load_run(run, lean=True))  # no reply texts: counts only
         if progress:
             progress("Reading runs", k + 1, len(runs))
     seen: dict[frozenset, Run] = {}

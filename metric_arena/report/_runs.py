@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,8 +41,10 @@ class Run:
         return {v["qid"]: v.get("outcome") for v in self.verdicts}
 
 
-def load_run(path: str | Path) -> Run:
-    """Read a run folder written by ``rag-qa-arena judge --out DIR``."""
+def load_run(path: str | Path, *, lean: bool = False) -> Run:
+    """Read a run folder written by ``rag-qa-arena judge --out DIR``. ``lean``: keep of each judgment what a
+    leaderboard counts (judge, position, rating, outcome, flags), not the judge's reply text (``raw``, most of
+    a verdict's size); verdicts are read one line at a time either way."""
     path = Path(path)
     verdicts_path = path / "verdicts.jsonl"
     if not verdicts_path.is_file():
@@ -64,7 +67,7 @@ def load_run(path: str | Path) -> Run:
     if (path / REPLACING_FILE).is_file():
         warnings.append(f"{path.name}: a run with other settings into this folder did not finish ({REPLACING_FILE}); "
                         "reporting the earlier, complete run")
-    rows = _read_verdicts(verdicts_path, warnings)
+    rows = _read_verdicts(verdicts_path, warnings, lean=lean)
 
     pairs = {(r["system_a"], r["system_b"]) for r in rows}
     if len(pairs) > 1:
@@ -94,8 +97,9 @@ def load_run(path: str | Path) -> Run:
     return Run(path, system, opponent, judges, summary, list(by_qid.values()), warnings)
 
 
-def load_runs(paths: Sequence[Run | str | os.PathLike]) -> tuple[list[Run], list[str]]:
-    """The run folders among ``paths`` loaded, and a warning for each stray entry skipped.
+def load_runs(paths: Sequence[Run | str | os.PathLike], *, lean: bool = False) -> tuple[list[Run], list[str]]:
+    """The run folders among ``paths`` loaded (``lean``: as :func:`load_run` says), and a warning for each
+    stray entry skipped.
 
     What ``report runs/*`` meets besides run folders (a file, a folder without ``verdicts.jsonl``)
     is skipped with a warning; a path that does not exist is an error, and so is a list where
@@ -122,10 +126,10 @@ def load_runs(paths: Sequence[Run | str | os.PathLike]) -> tuple[list[Run], list
                 warnings.append(f"{path}: skipped, not a run folder ({kind})")
                 continue
         if not path.exists():
-            loaded.append(load_run(path))  # a path that does not exist (a typo): the error names it
+            loaded.append(load_run(path, lean=lean))  # a path that does not exist (a typo): the error names it
             continue
         try:
-            loaded.append(load_run(path))
+            loaded.append(load_run(path, lean=lean))
         except (RagQaArenaError, OSError, ValueError) as error:
             first_error = first_error or error
             warnings.append(f"{path}: skipped, {_one_line(error)}")
@@ -215,39 +219,55 @@ def _read_summary(summary_path: Path) -> dict | None:
     return summary
 
 
-def _read_verdicts(verdicts_path: Path, warnings: list[str]) -> list[Verdict]:
-    data = verdicts_path.read_bytes()
-    try:
-        lines = data.decode("utf-8").splitlines()
-    except UnicodeDecodeError as error:
-        line = data[: error.start].count(b"\n") + 1
-        cut = data.rfind(b"\n") + 1
-        if error.start < cut or data.endswith(b"\n"):
-            raise RagQaArenaError(f"{verdicts_path}:{line}: not UTF-8 text ({error.reason}); re-run the judge") from None
-        # The last line was cut inside a multi-byte character (a crash, a full disk): skip it.
-        warnings.append(f"{verdicts_path}:{line}: torn last line skipped (the judge stopped while writing it)")
-        return _read_verdicts_text(verdicts_path, data[:cut].decode("utf-8", "replace").splitlines(), warnings)
-    return _read_verdicts_text(verdicts_path, lines, warnings)
-
-
-def _read_verdicts_text(verdicts_path: Path, lines: list[str], warnings: list[str]) -> list[Verdict]:
+def _read_verdicts(verdicts_path: Path, warnings: list[str], *, lean: bool = False) -> list[Verdict]:
+    """The checked verdicts, read one line at a time (the file is never held whole). A torn last line (a
+    crash or a full disk cut it, inside a multi-byte character too) is skipped with a warning; any other
+    bad line is an error naming it. A domain that is not a string is counted as unknown, with a warning."""
     rows: list[Verdict] = []
-    for line_no, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            row = loads_json(line)
-        except json.JSONDecodeError as error:
-            if line_no == len(lines):
-                warnings.append(f"{verdicts_path}:{line_no}: torn last line skipped (the judge stopped while writing it)")
+    torn: tuple[int, str] | None = None
+    with verdicts_path.open("rb") as lines:
+        for line_no, raw in enumerate(lines, 1):
+            if torn is not None:  # a bad line with more after it: not a torn tail
+                raise RagQaArenaError(f"{verdicts_path}:{torn[0]}: {torn[1]}") from None
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                if raw.endswith(b"\n"):
+                    raise RagQaArenaError(f"{verdicts_path}:{line_no}: not UTF-8 text ({error.reason}); re-run the "
+                                          "judge") from None
+                torn = (line_no, f"not UTF-8 text ({error.reason}); re-run the judge")
                 continue
-            raise RagQaArenaError(f"{verdicts_path}:{line_no}: not valid JSON ({error.msg})") from None
-        row = check_verdict(row, f"{verdicts_path}:{line_no}")
-        if row.get("domain") is not None and not isinstance(row["domain"], str):
-            warnings.append(f"{verdicts_path}:{line_no}: domain {row['domain']!r:.40} is not a string: counted as unknown")
-            row["domain"] = None
-        rows.append(row)
+            if not line.strip():
+                continue
+            try:
+                row = loads_json(line)
+            except json.JSONDecodeError as error:
+                torn = (line_no, f"not valid JSON ({error.msg})")
+                continue
+            verdict = check_verdict(row, f"{verdicts_path}:{line_no}")
+            if verdict.get("domain") is not None and not isinstance(verdict["domain"], str):
+                warnings.append(f"{verdicts_path}:{line_no}: domain {verdict['domain']!r:.40} is not a string: counted "
+                                "as unknown")
+                verdict["domain"] = None
+            if lean:
+                verdict = _lean(verdict)
+            rows.append(verdict)
+    if torn is not None:
+        warnings.append(f"{verdicts_path}:{torn[0]}: torn last line skipped (the judge stopped while writing it)")
     return rows
+
+
+def _lean(verdict: Verdict) -> Verdict:
+    """``verdict`` without its judgments' reply texts, its keys and short strings (qids, names, outcomes)
+    shared with every other verdict's (one object each, not one per line read: most of a verdict's size)."""
+    def shared(row: dict) -> dict:
+        return {sys.intern(key): sys.intern(value) if isinstance(value, str) and len(value) < 200 else value
+                for key, value in row.items() if key != "raw"}
+
+    lean = shared(verdict)
+    if isinstance(verdict.get("judgments"), list):
+        lean["judgments"] = [shared(j) if isinstance(j, dict) else j for j in verdict["judgments"]]
+    return lean
 
 
 def _stale(summary: dict, n: int, judges: list[str], pairs: set) -> list[str]:

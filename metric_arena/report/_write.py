@@ -52,7 +52,7 @@ def write_report(
     # `report runs/* --out runs/leaderboard` run twice passes the report folder itself: skip it.
     runs = [r for r in runs if isinstance(r, Run) or os.path.realpath(r) != os.path.realpath(out)
             or (Path(r) / "verdicts.jsonl").is_file()]  # realpath: a symlink loop is no error here
-    loaded, skipped = load_runs(runs)
+    loaded, skipped = load_runs(runs, lean=True)  # what the report counts, not the judges' reply texts
     for run in loaded:
         if out.resolve() == run.path.resolve():
             raise RagQaArenaError(f"--out {str(out)!r} is a run folder: write the report to a folder of its own")

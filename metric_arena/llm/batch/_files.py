@@ -13,9 +13,12 @@ from pathlib import Path
 from lfrqa.checks import check_int
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import atomic_write, dumps_json
+from metric_arena.llm._openai import redact
+from metric_arena.llm._runner import max_reply_chars
+from metric_arena.llm._types import Completion
 
-__all__ = ["MANIFEST", "check_plain_name", "MAX_BYTES", "MAX_REQUESTS", "chat_body", "parse_output_lines", "read_manifest",
-           "write_batch_files"]
+__all__ = ["MANIFEST", "MAX_BYTES", "MAX_REQUESTS", "chat_body", "check_plain_name", "checked_completion",
+           "parse_output_lines", "read_manifest", "write_batch_files"]
 
 MANIFEST = "manifest.json"
 MAX_REQUESTS = 50_000  # per input file (OpenAI)
@@ -221,6 +224,16 @@ def _parse_record(record: dict) -> dict:
     else:
         usage = None
     return {"text": text, "finish_reason": choice.get("finish_reason"), "usage": usage}
+
+
+def checked_completion(result: dict, *, max_tokens: int, secrets: Sequence[str | None] = ()) -> Completion:
+    """An answered line of :func:`parse_output_lines` as the online runner would keep it: its text without
+    ``secrets`` or anything shaped like a key, cut at :func:`~metric_arena.llm._runner.max_reply_chars` of
+    ``max_tokens`` (the full length then in ``original_chars``)."""
+    text = redact(result["text"], *secrets)
+    cap = max_reply_chars(max_tokens)
+    original = len(text) if len(text) > cap else None
+    return Completion(text[:cap], result.get("finish_reason"), result.get("usage"), original_chars=original)
 
 
 def read_manifest(folder: Path) -> dict:

@@ -1,0 +1,175 @@
+"""The tournament's wall time against the ideal and against a hand-written global pool, on one fast local server.
+
+Systems ``s1..sN`` of designed Bradley–Terry strengths answer the first ``--questions`` LFRQA questions; a fast
+asyncio server (its own process, ``benchmarks/_fast_server.py``) answers every judge request after
+``--latency`` seconds. Timed, each with a fresh cache:
+
+- **tournament, exhaustive**: ``tournament(sample=--sample)``: every system against LFRQA on all its
+  questions, every pair on the shared sample; all matches feed one request pool.
+- **matches one at a time**: the same matches, each an ordinary ``judge_pairs`` run after the other (what the
+  tournament did before the pool); its verdict files are compared byte for byte with the tournament's.
+- **hand-written global pool**: the same requests (the package's own prompts), sent by ``AsyncOpenAI`` on the
+  SDK's aiohttp transport behind one semaphore: no cache, no run folders, no parsing.
+- **tournament, adaptive**: ``tournament(adaptive=True, round_size=--round-size)``: its judgments and rounds
+  against its own ideal (each round cannot start before the previous one's verdicts are in: the matches
+  against LFRQA, then at least one latency per round).
+
+The ideal is ceil(judgments / concurrency) × latency (every slot busy from start to end).
+
+    python benchmarks/tournament_throughput.py                      # 8 systems x 40 questions, sample 20, c=64
+    python benchmarks/tournament_throughput.py --systems 6 --questions 700 --sample 700 --concurrency 64
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import resource
+import tempfile
+import time
+from pathlib import Path
+
+import _setup  # noqa: F401 - this checkout first on sys.path, and $LFRQA_DATA_DIR
+import lfrqa  # noqa: E402
+from _fast_server import fast_server  # noqa: E402
+from metric_arena import JudgeConfig, RunConfig, judge_pairs  # noqa: E402
+from metric_arena.judge import load_tournament, pair_requests, tournament  # noqa: E402
+
+
+def write_systems(folder: Path, *, n_systems: int, n_questions: int) -> dict[str, Path]:
+    rows = lfrqa.load("all")
+    picked = list(range(n_questions))
+    files = {}
+    for k in range(n_systems):
+        name, strength = f"s{k + 1}", round(3.0 * 0.75**k, 3)
+        files[name] = folder / f"{name}.jsonl"
+        files[name].write_text("".join(json.dumps({"qid": rows[i]["qid"], "answer": f"ANSWER[{name}:{strength}] "
+                                                   f"an answer to {rows[i]['question'][:60]}"}) + "\n" for i in picked))
+    return files
+
+
+def ideal(judgments: int, concurrency: int, latency: float) -> float:
+    return math.ceil(judgments / concurrency) * latency
+
+
+def one_at_a_time(files: dict[str, Path], out: Path, *, run: RunConfig, judge: JudgeConfig, sample: int) -> int:
+    """Every match as its own judge_pairs run, one after the other (the tournament before its request pool)."""
+    plan = load_tournament(files, seed=judge.seed)
+    refs = plan.lfrqa
+    shared = plan.sample(sample)
+    games = [(name, "LFRQA", list(answers)) for name, answers in plan.systems.items()]
+    games += [(a, b, shared) for a, b in plan.pairs()]
+    n = 0
+    for a, b, qids in games:
+        mine = plan.systems[a]
+        other = refs if b == "LFRQA" else plan.systems[b]
+        judge_pairs([mine[q]["answer"] for q in qids], [other[q]["answer"] for q in qids],
+                    [refs[q]["question"] for q in qids], ids=qids, domains=[refs[q]["domain"] for q in qids],
+                    judge=judge, run=run, out=out / (a if b == "LFRQA" else f"{a}__vs__{b}"), system=a, opponent=b,
+                    progress=False, n_boot=200)
+        n += len(qids)
+    return n
+
+
+async def global_pool(files: dict[str, Path], *, base_url: str, concurrency: int, sample: int, seed: int) -> int:
+    """The same judge requests, sent by a hand-written AsyncOpenAI loop behind one semaphore."""
+    import openai
+
+    plan = load_tournament(files, seed=seed)
+    refs = plan.lfrqa
+    shared = plan.sample(sample)
+    bodies = []
+    games = [(name, None, list(answers)) for name, answers in plan.systems.items()]
+    games += [(a, b, shared) for a, b in plan.pairs()]
+    for a, b, qids in games:
+        for q in qids:
+            other = refs[q]["answer"] if b is None else plan.systems[b][q]["answer"]
+            planned = pair_requests(refs[q]["question"], plan.systems[a][q]["answer"], other, qid=q, order="paper",
+                                    seed=seed)
+            for _, request in planned.requests:
+                bodies.append({"model": "bench-judge", "messages": request.messages, "max_tokens": request.max_tokens,
+                               "temperature": request.temperature, "top_p": request.top_p})
+    options = {"http_client": openai.DefaultAioHttpClient()} if hasattr(openai, "DefaultAioHttpClient") else {}
+    async with openai.AsyncOpenAI(base_url=base_url, api_key="sk-bench", max_retries=0, **options) as client:
+        semaphore = asyncio.Semaphore(concurrency)
+
+        async def one(body: dict) -> None:
+            async with semaphore:
+                await client.chat.completions.create(**body)
+
+        await asyncio.gather(*(one(body) for body in bodies))
+    return len(bodies)
+
+
+def same_verdict_files(a: Path, b: Path) -> tuple[int, int]:
+    """(files byte-identical, files compared) over the match folders both hold."""
+    names = sorted(p.name for p in a.iterdir() if (p / "verdicts.jsonl").exists())
+    same = sum((a / n / "verdicts.jsonl").read_bytes() == (b / n / "verdicts.jsonl").read_bytes() for n in names)
+    return same, len(names)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--systems", type=int, default=8)
+    parser.add_argument("--questions", type=int, default=40)
+    parser.add_argument("--sample", type=int, default=20)
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--latency", type=float, default=0.5)
+    parser.add_argument("--round-size", type=int, default=10, help="adaptive rounds (default 10 questions)")
+    parser.add_argument("--skip", nargs="*", default=[], choices=["sequential", "pool", "adaptive"])
+    args = parser.parse_args()
+    c, lat = args.concurrency, args.latency
+    judge = JudgeConfig("openai:bench-judge", seed=0)
+    with tempfile.TemporaryDirectory() as tmp, fast_server(latency=lat) as server:
+        tmp = Path(tmp)
+        files = write_systems(tmp, n_systems=args.systems, n_questions=args.questions)
+
+        def run(name: str) -> RunConfig:
+            return RunConfig(base_url=server.base_url, api_key="sk-bench", max_concurrency=c, cache_dir=tmp / name)
+
+        print(f"{args.systems} systems x {args.questions} questions, sample {args.sample}, latency {lat} s, "
+              f"concurrency {c}")
+        print(f"{'schedule':<28} {'judgments':>9} {'requests':>8} {'wall s':>7} {'ideal s':>7} {'of ideal':>8}")
+
+        def row(name: str, judgments: int, requests: int, wall: float, best: float) -> None:
+            print(f"{name:<28} {judgments:>9} {requests:>8} {wall:7.2f} {best:7.2f} {best / wall:8.0%}"
+                  f"  ({wall / best:.2f}x ideal)")
+
+        start, before = time.perf_counter(), server.count()
+        result = tournament(files, out=tmp / "exhaustive", judge=judge, run=run("c1"), sample=args.sample,
+                            n_boot=200)
+        wall = time.perf_counter() - start
+        row("tournament, exhaustive", result["judgments"], server.count() - before, wall,
+            ideal(result["judgments"], c, lat))
+        if "sequential" not in args.skip:
+            start, before = time.perf_counter(), server.count()
+            n = one_at_a_time(files, tmp / "sequential", run=run("c2"), judge=judge, sample=args.sample)
+            wall = time.perf_counter() - start
+            row("matches one at a time", n, server.count() - before, wall, ideal(n, c, lat))
+            same, total = same_verdict_files(tmp / "exhaustive", tmp / "sequential")
+            print(f"  verdict files byte-identical to the tournament's: {same}/{total}")
+        if "pool" not in args.skip:
+            start, before = time.perf_counter(), server.count()
+            n = asyncio.run(global_pool(files, base_url=server.base_url, concurrency=c, sample=args.sample, seed=0))
+            wall = time.perf_counter() - start
+            row("hand-written global pool", n, server.count() - before, wall, ideal(n, c, lat))
+        if "adaptive" not in args.skip:
+            start, before = time.perf_counter(), server.count()
+            result = tournament(files, out=tmp / "adaptive", judge=judge, run=run("c3"), adaptive=True,
+                                round_size=args.round_size, n_boot=200)
+            wall = time.perf_counter() - start
+            n_ref = result["judgments"] - result["pair_judgments"]
+            # the best a round-by-round schedule can do: the matches against LFRQA, then the rounds one after
+            # the other (a round waits for the previous one's verdicts), each at least one latency long
+            best = ideal(n_ref, c, lat) + max(result["rounds"] * lat, ideal(result["pair_judgments"], c, lat))
+            row(f"tournament, adaptive ({result['rounds']} rounds)", result["judgments"], server.count() - before,
+                wall, best)
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"peak memory (max RSS of this process): {peak_mb:.0f} MB")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

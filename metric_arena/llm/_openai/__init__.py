@@ -1,0 +1,272 @@
+"""Any OpenAI-compatible chat-completions server: OpenAI itself, vLLM/TGI/SGLang servers, proxies.
+
+One attempt per call (the client's own retries are off: :mod:`metric_arena.llm._runner` retries with
+its declarative policy and counts every error kind). The API key comes from ``api_key=`` or
+``$OPENAI_API_KEY`` and is never logged, cached or put into an error message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Sequence
+from urllib.parse import urlsplit
+
+from builders import redact_secrets
+from lfrqa.errors import RagQaArenaError
+from metric_arena.llm._openai._http import (
+    RAW_RESPONSE_HEADER,
+    Balancer,
+    dropped_connection,
+    http_client,
+    http_library,
+    max_body_bytes,
+    parse_reply,
+    query_secrets,
+    retry_after_seconds,
+    split_credentials,
+    split_query,
+    url_secrets,
+)
+from metric_arena.llm._types import (
+    AuthenticationFailed,
+    Backend,
+    BackendError,
+    BadReply,
+    ChatRequest,
+    Completion,
+    ModelNotFound,
+    TransientBackendError,
+)
+
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+#: The longest wait for a connection (``--timeout`` bounds the whole attempt).
+CONNECT_TIMEOUT = 10.0
+#: The HTTP transports of the SDK (``transport=``): "auto" takes aiohttp when installed.
+TRANSPORTS = ("auto", "aiohttp", "httpx")
+
+
+class OpenAIBackend(Backend):
+    """Chat completions over HTTP with ``openai.AsyncOpenAI``.
+
+    >>> backend = OpenAIBackend("gpt-4o", base_url="http://127.0.0.1:8000/v1", api_key="EMPTY")
+    >>> backend.identity()
+    {'backend': 'openai', 'model': 'gpt-4o', 'url': 'http://127.0.0.1:8000/v1'}
+    """
+
+    name = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | Sequence[str] | None = None,
+        api_key: str | None = None,
+        timeout: float = 120.0,
+        organization: str | None = None,
+        transport: str = "auto",
+        endpoint_name: str | None = None,
+    ):
+        if not model:
+            raise RagQaArenaError("The model name is empty: give one, e.g. make_backend('openai:gpt-4o')")
+        self.model = model
+        urls = [base_url] if base_url is None or isinstance(base_url, str) else list(base_url)
+        if not urls:
+            raise RagQaArenaError("base_url=[] names no server: give one URL or several replicas of one judge")
+        # URL credentials (http://user:key@host/v1) go to the client as basic auth, as httpx would
+        # take them from the URL, and never into a message, a log line or the cache key.
+        # A query string (gateway style: /v1?api-key=...) is sent with every request, as the client's
+        # default query, and never shown: the replicas' URLs keep scheme, host, port and path only.
+        self.replicas, self._queries = [], []
+        for url in urls:
+            base, auth = split_credentials((url or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL).rstrip("/"))
+            base, query = split_query(base)
+            self.replicas.append((base, auth))
+            self._queries.append(query)
+        self.base_url, self._url_auth = self.replicas[0]
+        if endpoint_name is not None and (not isinstance(endpoint_name, str) or not endpoint_name.strip()):
+            raise RagQaArenaError(f"endpoint_name={endpoint_name!r}: give a non-empty name for the judge's endpoints "
+                                  "(it enters the cache key in place of the URL), or None for the first URL")
+        self.endpoint_name = endpoint_name
+        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        if not key:
+            if any(urlsplit(url).hostname == "api.openai.com" for url, _ in self.replicas):
+                raise RagQaArenaError(
+                    "No OpenAI API key: set the OPENAI_API_KEY environment variable (or pass api_key=); "
+                    "keys on the command line end up in shell history."
+                )
+            key = "EMPTY"  # local OpenAI-compatible servers (vLLM...) accept any key
+        if key != key.strip() or any(ord(c) < 32 or ord(c) == 127 for c in key):
+            where = "api_key" if api_key is not None else "$OPENAI_API_KEY"
+            raise RagQaArenaError(f"The API key in {where} has whitespace or a control character around or in it (a "
+                                  "newline from a key file or a CRLF .env?): no header can carry it, so nothing was "
+                                  "sent. Remove it, e.g. export OPENAI_API_KEY=\"$(tr -d '\\r\\n' < keyfile)\"")
+        self._api_key = key
+        self.url_secrets = tuple(secret for _, auth in self.replicas for secret in url_secrets(key, auth)) + tuple(
+            secret for query in self._queries for secret in query_secrets(query))
+        self.timeout = float(timeout)
+        self._organization = organization
+        if transport not in TRANSPORTS:
+            raise RagQaArenaError(f"transport={transport!r} is not an HTTP transport: give one of "
+                                  f"{', '.join(map(repr, TRANSPORTS))} ('auto': aiohttp when installed)")
+        self.transport = transport
+        self._clients: list = [None] * len(self.replicas)
+        self._balance = Balancer(len(self.replicas))
+
+    def identity(self) -> dict:
+        """Backend, model and the server's URL (scheme, host, port and path; never credentials), or the
+        ``endpoint_name`` given for a judge's replicas: what the cache key holds, so replicas share answers."""
+        if self.endpoint_name is not None:
+            return {"backend": self.name, "model": self.model, "url": self.endpoint_name}
+        parts = urlsplit(self.base_url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+        return {"backend": self.name, "model": self.model, "url": f"{parts.scheme}://{host}:{port}{parts.path}"}
+
+    def redact(self, text: str) -> str:
+        """``text`` without this backend's key or URL credentials (nor anything shaped like a key)."""
+        return redact(text, *self.url_secrets)
+
+    def _get_client(self, replica: int = 0):
+        if self._clients[replica] is None:
+            import openai
+
+            url, auth = self.replicas[replica]
+            # --timeout bounds each attempt as a whole (see complete); connecting gets at most 10 s,
+            # so a host that never answers is known early.
+            # An error reply's body is read at most ERROR_BODY_BYTES (bound_error_body): the client
+            # would read it whole before raising.
+            self._clients[replica] = openai.AsyncOpenAI(
+                api_key=self._api_key,
+                base_url=url,
+                organization=self._organization,
+                max_retries=0,
+                default_query=self._queries[replica] or None,
+                timeout=openai.Timeout(self.timeout, connect=min(self.timeout, CONNECT_TIMEOUT)),
+                http_client=http_client(self.transport, auth=auth),
+            )
+        return self._clients[replica]
+
+    async def complete(self, request: ChatRequest) -> Completion:
+        """One attempt, on the least-loaded replica that is not out; a replica that fails (connection,
+        timeout, 5xx) is taken out for a while and the next one is tried at once, so one dying replica
+        slows a run without failing it while another answers."""
+        last: TransientBackendError | None = None
+        for replica in self._balance.order():
+            self._balance.started(replica)
+            try:
+                completion = await self._complete_at(replica, request)
+            except TransientBackendError as failure:
+                if len(self.replicas) == 1 or failure.kind == "429":
+                    raise  # one server, or a rate limit: the runner's retry policy decides
+                self._balance.failed(replica)
+                last = failure
+                continue
+            finally:
+                self._balance.finished(replica)
+            self._balance.answered(replica)
+            return completion
+        raise last
+
+    async def _complete_at(self, replica: int, request: ChatRequest) -> Completion:
+        import openai
+
+        client = self._get_client(replica)
+        url = self.replicas[replica][0]
+        body = {"model": self.model, "messages": request.messages, "max_tokens": request.max_tokens,
+                "temperature": request.temperature, "top_p": request.top_p}
+        limit = max_body_bytes(request.max_tokens)
+        try:
+            # The same body as chat.completions.create(...), posted without the client's recursive
+            # re-validation of the messages (milliseconds per 8 KB judge request), its reply body left
+            # unread: it is read here, at most ``limit`` bytes of it, and parsed as plain JSON (no pydantic
+            # models: ~1 ms of CPU a reply, the ceiling at hundreds in flight). The client's own timeout
+            # bounds each read only: a server sending a byte a second would hold it forever.
+            raw = await asyncio.wait_for(self._post(client, body, limit, url), self.timeout)
+        except asyncio.TimeoutError:
+            raise TransientBackendError(f"no complete reply within the {self.timeout:g} s timeout from "
+                                        f"{url}", kind="timeout") from None
+        except openai.OpenAIError as error:
+            raise self._translate(error, url=url) from None
+        return parse_reply(raw, url, self.redact)
+
+    async def _post(self, client, body: dict, limit: int, url: str) -> bytes:
+        """The reply body of one POST, read chunk by chunk: :class:`BadReply` ("oversized_body") once it
+        passes ``limit`` bytes (the rest is never read), ("cut_body") when the server answered but the
+        body broke off (a truncated chunked body is a bad reply, not an unreachable server)."""
+        http = http_library()
+        response = await client.post("/chat/completions", body=body, cast_to=http.Response,
+                                     options={"headers": {RAW_RESPONSE_HEADER: "stream"}})
+        data = bytearray()
+        try:
+            async for chunk in response.aiter_bytes():
+                data += chunk
+                if len(data) > limit:
+                    raise BadReply(f"reply body from {url} is over {limit:,} bytes (the most kept for "
+                                   f"a reply of this many tokens): not read further", kind="oversized_body")
+        except http.TimeoutException:
+            raise TransientBackendError(f"timeout after {self.timeout:g} s at {url}", kind="timeout") from None
+        except (http.TransportError, OSError) as error:
+            raise BadReply(f"reply body from {url} broke off after {len(data):,} bytes "
+                           f"({type(error).__name__})", kind="cut_body") from None
+        finally:
+            await response.aclose()
+        return bytes(data)
+
+    def _translate(self, error, *, url: str | None = None) -> BaseException:
+        """The backend error an ``openai`` exception stands for."""
+        import openai
+
+        url = url or self.base_url
+        if isinstance(error, openai.AuthenticationError):
+            return AuthenticationFailed(self._describe(url, error, "authentication failed (HTTP 401)",
+                                                       "check OPENAI_API_KEY / --api-key"))
+        if isinstance(error, openai.PermissionDeniedError):
+            return AuthenticationFailed(self._describe(url, error, "permission denied (HTTP 403)",
+                                                       "check that the key may use this model"))
+        if isinstance(error, openai.NotFoundError):
+            return ModelNotFound(self._describe(url, error, "model or endpoint not found (HTTP 404)",
+                                                "check the model name and that the base URL ends in /v1"))
+        if isinstance(error, openai.RateLimitError):
+            return TransientBackendError(self._describe(url, error, "rate limited (HTTP 429)"), kind="429",
+                                         retry_after=retry_after_seconds(error.response))
+        if isinstance(error, openai.APITimeoutError) and not dropped_connection(error):
+            return TransientBackendError(f"timeout after {self.timeout:g} s at {url}", kind="timeout")
+        if isinstance(error, openai.APIConnectionError):
+            return TransientBackendError(f"connection error at {url}: {type(error).__name__}",
+                                         kind="connection")
+        if isinstance(error, openai.APIStatusError):
+            status = error.status_code
+            if status >= 500 or status in (408, 409):
+                return TransientBackendError(self._describe(url, error, f"server error (HTTP {status})"), kind=str(status),
+                                             retry_after=retry_after_seconds(error.response))
+            return BackendError(self._describe(url, error, f"request rejected (HTTP {status})"), kind=str(status))
+        if isinstance(error, openai.APIResponseValidationError):
+            return BadReply(f"malformed reply body from {url}: {type(error).__name__}", kind="malformed")
+        return BackendError(f"request failed at {url}: {type(error).__name__}")
+
+    def _describe(self, url: str, error, what: str, fix: str | None = None) -> str:
+        detail = self.redact(getattr(error, "message", "") or str(error))
+        text = f"{what} at {url} for model {self.model!r}"
+        if fix:
+            text += f": {fix}"
+        return f"{text}. Server said: {detail}" if detail else text
+
+    async def aclose(self) -> None:
+        for replica, client in enumerate(self._clients):
+            if client is not None:
+                self._clients[replica] = None
+                await client.close()
+
+
+def redact(text: str, *secrets: str | None) -> str:
+    """``text`` with each of ``secrets`` (4 characters or more; not the placeholder ``EMPTY``), in
+    every encoding derivable from it (case, reversed, URL-encoded, hex, base64), and anything shaped
+    like an OpenAI or Hugging Face key replaced by ``***``; see :func:`builders.redact_secrets`.
+
+    >>> redact("Authorization: Bearer my-proxy-token-1 (sk-abcd1234efgh5678ijkl)", "my-proxy-token-1")
+    'Authorization: Bearer *** (***)'
+    """
+    return redact_secrets(text, *secrets)
+
+

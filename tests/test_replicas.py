@@ -1,0 +1,121 @@
+"""Several replicas of one judge (``--base-url`` repeated, ``RunConfig(base_url=[...])``) on local servers: the
+requests are shared, a replica that dies mid-run slows the run without failing it, and ``--endpoint-name`` puts
+one name in the cache key so a later run on another server of the same model is answered from the cache."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+import lfrqa
+from lfrqa.errors import InvalidInputType, RagQaArenaError
+from metric_arena import RunConfig, judge_pairs
+from metric_arena.llm import make_backend
+from rag_qa_arena.cli import main
+from tests.openai_server import DEFAULT_REPLY, OpenAIServer, Reply
+
+N = 60
+
+
+def _pairs(n: int = N) -> tuple[list[str], list[str], list[str]]:
+    return ([f"Answer {i} of the system." for i in range(n)], [f"Reference {i}." for i in range(n)],
+            [f"Question {i}?" for i in range(n)])
+
+
+def test_two_replicas_share_the_requests_and_their_answers(tmp_path):
+    with OpenAIServer(latency=0.02) as one, OpenAIServer(latency=0.02) as two:
+        run = RunConfig(base_url=[one.base_url, two.base_url], max_concurrency=8, cache_dir=tmp_path / "c",
+                        endpoint_name="judge-pool")
+        result = judge_pairs(*_pairs(), judge="openai:judge", run=run, progress=False, n_boot=10)
+        served = [len(one.requests), len(two.requests)]
+    assert result["n_failed"] == 0 and sum(served) == N
+    assert min(served) >= 0.3 * N, served  # least-loaded balancing: each replica takes its share
+    with OpenAIServer() as third:  # a later run under the same endpoint name, on another server: all cached
+        again = judge_pairs(*_pairs(), judge="openai:judge", progress=False, n_boot=10,
+                            run=RunConfig(base_url=third.base_url, cache_dir=tmp_path / "c", endpoint_name="judge-pool"))
+        assert len(third.requests) == 0 and again["n_cached"] == N
+    assert [v["outcome"] for v in again["verdicts"]] == [v["outcome"] for v in result["verdicts"]]
+
+
+def test_a_replica_that_dies_mid_run_slows_the_run_without_failing_it(tmp_path):
+    dead = threading.Event()
+
+    def reply(body, attempt):
+        if len(dying.requests) > 10:  # the 11th request on: the connection drops, and the server goes away
+            if not dead.is_set():
+                dead.set()
+                threading.Thread(target=dying.stop, daemon=True).start()
+            return Reply(status=-1)
+        return DEFAULT_REPLY
+
+    dying = OpenAIServer(reply, latency=0.02)
+    with OpenAIServer(latency=0.02) as alive, dying:
+        run = RunConfig(base_url=[dying.base_url, alive.base_url], max_concurrency=8, cache_dir=tmp_path / "c")
+        result = judge_pairs(*_pairs(), judge="openai:judge", run=run, progress=False, n_boot=10)
+        answered_by_alive = len(alive.requests)
+    assert dead.is_set()
+    assert result["n_failed"] == 0 and len(result["verdicts"]) == N
+    assert answered_by_alive >= N - 10
+
+
+def test_the_endpoint_name_replaces_the_url_in_the_cache_key_and_bad_settings_are_named():
+    a = make_backend("openai:m", base_url=["http://h1:8000/v1", "http://h2:8000/v1"], api_key="x")
+    assert a.identity() == {"backend": "openai", "model": "m", "url": "http://h1:8000/v1"}  # default: the first URL
+    b = make_backend("openai:m", base_url="http://h3:9000/v1", api_key="x", endpoint_name="llama-70b")
+    assert b.identity()["url"] == "llama-70b"
+    assert RunConfig(base_url=["http://h1/v1"]).base_url == "http://h1/v1"
+    assert RunConfig(base_url=["http://h1/v1", "http://h2/v1"]).first_url == "http://h1/v1"
+    with pytest.raises(InvalidInputType, match="non-empty list of URLs"):
+        RunConfig(base_url=[])
+    with pytest.raises(InvalidInputType, match="endpoint_name"):
+        RunConfig(endpoint_name="  ")
+    with pytest.raises(RagQaArenaError, match="endpoint_name"):
+        make_backend("hf:x", endpoint_name="n")
+
+
+def test_cli_takes_base_url_repeated_and_an_endpoint_name(lfrqa_data_dir, tmp_path, capsys):
+    qids = lfrqa.load("fiqa", data_dir=str(lfrqa_data_dir))["qid"][:12]
+    preds = tmp_path / "p.jsonl"
+    preds.write_text("".join(json.dumps({"qid": q, "answer": f"A{i}"}) + "\n" for i, q in enumerate(qids)))
+    with OpenAIServer(latency=0.01) as one, OpenAIServer(latency=0.01) as two:
+        code = main(["judge", "--predictions", str(preds), "--data-dir", str(lfrqa_data_dir), "--judge", "openai:judge",
+                     "--base-url", one.base_url, "--base-url", two.base_url, "--endpoint-name", "pool",
+                     "--api-key", "sk-local", "--out", str(tmp_path / "run"), "--cache-dir", str(tmp_path / "c"),
+                     "--no-progress", "--max-concurrency", "4"])
+        served = (len(one.requests), len(two.requests))
+    assert code == 0, capsys.readouterr().err
+    assert sum(served) == 12 and min(served) >= 3
+
+
+def test_the_sdks_aiohttp_transport_is_the_default_with_httpx_as_the_fallback(monkeypatch):
+    import asyncio
+
+    import openai
+
+    def clients(transport: str):
+        backend = make_backend("openai:m", base_url="http://127.0.0.1:9/v1", api_key="x",
+                               options={"transport": transport})
+
+        async def build():
+            client = backend._get_client()
+            kind = type(client._client).__mro__
+            await backend.aclose()
+            return [k.__name__ for k in kind]
+
+        return asyncio.run(build())
+
+    assert any("Aiohttp" in name for name in clients("auto"))
+    assert not any("Aiohttp" in name for name in clients("httpx"))
+
+    class Missing:
+        def __init__(self, **_):
+            raise RuntimeError("To use the aiohttp client you must have installed the package with the `aiohttp` extra")
+
+    monkeypatch.setattr(openai, "DefaultAioHttpClient", Missing)
+    assert not any("Aiohttp" in name for name in clients("auto"))  # falls back
+    with pytest.raises(RagQaArenaError, match=r'pip install "openai\[aiohttp\]"'):
+        clients("aiohttp")
+    with pytest.raises(RagQaArenaError, match="transport='h2'"):
+        make_backend("openai:m", api_key="x", options={"transport": "h2"})
