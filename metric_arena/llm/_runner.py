@@ -160,9 +160,12 @@ class Runner:
         deadline, a request still unanswered when it passes fails (counted as ``"deadline"``)."""
         if self._ends is None:
             return await self._run_one(backend, request, validate, reask)
+        task = asyncio.ensure_future(self._run_one(backend, request, validate, reask))
+        # When the run stops (a fatal error elsewhere cancels this wait), the request's own error, if it
+        # ended with one at that moment, is seen here rather than printed as "never retrieved".
+        task.add_done_callback(lambda done: done.cancelled() or done.exception())
         try:
-            return await asyncio.wait_for(self._run_one(backend, request, validate, reask),
-                                          max(0.0, self._ends - time.monotonic()))
+            return await asyncio.wait_for(task, max(0.0, self._ends - time.monotonic()))
         except asyncio.TimeoutError:
             self.errors["deadline"] += 1
             return RequestResult(None, False, 1, False,
