@@ -90,11 +90,15 @@ class FirstContact:
 
 
 async def within(coroutine, seconds: float | None):
-    """``await coroutine``, given up after ``seconds`` (a timeout, retried like one); no limit with None."""
+    """``await coroutine``, given up after ``seconds`` (a timeout, retried like one); no limit with None.
+    When the run stops while the attempt ends with an error, that error is seen here, never printed as
+    "Task exception was never retrieved"."""
     if seconds is None:
         return await coroutine
+    task = asyncio.ensure_future(coroutine)
+    task.add_done_callback(lambda done: done.cancelled() or done.exception())
     try:
-        return await asyncio.wait_for(coroutine, timeout=seconds)
+        return await asyncio.wait_for(task, timeout=seconds)
     except asyncio.TimeoutError:
         raise TransientBackendError(f"no reply within {seconds:.0f} s while the server has not answered yet",
                                     kind="timeout") from None

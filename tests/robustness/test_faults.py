@@ -49,7 +49,7 @@ JUDGE_FAULTS = {
     "server": Reply(status=500),
     "gateway": Reply(status=502),
     "unavailable": Reply(status=503),
-    "slow": Reply(delay=1.2),  # over the 0.4 s timeout
+    "slow": Reply(delay=4.0),  # over the 1.5 s timeout (which a loaded 2-core machine's ordinary replies stay under)
     "drop": Reply(status=-1),
     "malformed": Reply.malformed(),
     "empty": Reply.empty_choices(),
@@ -68,7 +68,7 @@ def test_judge_cli_survives_every_fault_and_counts_it(tmp_path):
         result = run_cli(["judge", "--predictions", write_jsonl(tmp_path / "a.jsonl", preds),
                           "--versus", write_jsonl(tmp_path / "b.jsonl", refs), "--judge", "openai:judge",
                           "--base-url", server.base_url, "--out", tmp_path / "run", "--cache-dir", tmp_path / "cache",
-                          "--timeout", "0.4", "--no-progress"], OPENAI_API_KEY=FAKE_KEY)
+                          "--timeout", "1.5", "--no-progress"], OPENAI_API_KEY=FAKE_KEY)
         sent = [query_of(b).split()[0] for b in server.requests]
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
