@@ -27,7 +27,6 @@ one sub-folder per judge (a batch holds one model) with the request files and
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections import Counter
@@ -59,10 +58,10 @@ from metric_arena.llm.batch import (
     batch_client,
     batch_status,
     chat_body,
-    check_plain_name,
     collect,
     custom_ids,
     read_manifest,
+    read_tagged_json,
     submit_batches,
     write_batch_files,
 )
@@ -348,18 +347,8 @@ def _read_plan(folder: Path) -> dict:
         raise FileNotFoundError(
             f"No {PLAN_FILE} in {folder}: give the folder you passed to --batch (submit_judge_batch) first"
         )
-    try:
-        plan = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError):
-        raise RagQaArenaError(f"{path} is not JSON: it is not a judge batch plan written by rag-qa-arena") from None
-    if not isinstance(plan, dict) or plan.get("format") != _FORMAT:
-        raise RagQaArenaError(f"{path} is not a judge batch plan written by rag-qa-arena")
-    judges = plan.get("judges")
-    if not isinstance(judges, list) or not all(isinstance(j, dict) for j in judges):
-        raise RagQaArenaError(f"{path}: 'judges' must be a list of entries; the plan was edited or damaged")
-    for entry in judges:
-        check_plain_name(entry.get("folder"), f"{path}: judge {entry.get('judge')!r}")
-    return plan
+    return read_tagged_json(path, format_tag=_FORMAT, what="a judge batch plan", entries="judges",
+                            name_field="folder")
 
 
 def _write_plan(path: Path, data: dict) -> None:

@@ -27,6 +27,7 @@ from metric_arena.llm.batch._files import (
     checked_completion,
     parse_output_lines,
     read_manifest,
+    read_tagged_json,
     write_batch_files,
 )
 
@@ -46,6 +47,7 @@ __all__ = [
     "custom_ids",
     "parse_output_lines",
     "read_manifest",
+    "read_tagged_json",
     "submit_batches",
     "wait_for_batches",
     "write_batch_files",

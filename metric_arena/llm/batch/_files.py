@@ -18,7 +18,7 @@ from metric_arena.llm._runner import max_reply_chars
 from metric_arena.llm._types import Completion
 
 __all__ = ["MANIFEST", "MAX_BYTES", "MAX_REQUESTS", "chat_body", "check_plain_name", "checked_completion",
-           "parse_output_lines", "read_manifest", "write_batch_files"]
+           "parse_output_lines", "read_manifest", "read_tagged_json", "write_batch_files"]
 
 MANIFEST = "manifest.json"
 MAX_REQUESTS = 50_000  # per input file (OpenAI)
@@ -236,22 +236,29 @@ def checked_completion(result: dict, *, max_tokens: int, secrets: Sequence[str |
     return Completion(text[:cap], result.get("finish_reason"), result.get("usage"), original_chars=original)
 
 
+def read_tagged_json(path: Path, *, format_tag: str, what: str, entries: str, name_field: str) -> dict:
+    """A JSON file this package wrote (``{"format": format_tag, entries: [{name_field: ...}, ...]}``), each
+    entry's ``name_field`` checked to be a plain name inside its folder (:func:`check_plain_name`): an
+    edited file can never point a later step outside its folder. ``what`` names the file in errors."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        raise RagQaArenaError(f"{path} is not JSON: it is not {what} written by rag-qa-arena") from None
+    if not isinstance(data, dict) or data.get("format") != format_tag:
+        raise RagQaArenaError(f"{path} is not {what} written by rag-qa-arena")
+    items = data.get(entries)
+    if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+        raise RagQaArenaError(f"{path}: {entries!r} must be a list of entries; the file was edited or damaged")
+    for item in items:
+        check_plain_name(item.get(name_field), f"{path}: {entries} entry {item.get('judge') or ''}".rstrip())
+    return data
+
+
 def read_manifest(folder: Path) -> dict:
     path = folder / MANIFEST
     if not path.is_file():
         raise FileNotFoundError(f"no {MANIFEST} in {folder}: write the requests with write_batch_files() first")
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError):
-        raise RagQaArenaError(f"{path} is not JSON: it is not a batch manifest written by rag-qa-arena") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != _FORMAT:
-        raise RagQaArenaError(f"{path} is not a batch manifest written by rag-qa-arena")
-    files = manifest.get("files")
-    if not isinstance(files, list) or not all(isinstance(f, dict) for f in files):
-        raise RagQaArenaError(f"{path}: 'files' must be a list of file entries; the manifest was edited or damaged")
-    for entry in files:
-        check_plain_name(entry.get("name"), f"{path}: file entry")
-    return manifest
+    return read_tagged_json(path, format_tag=_FORMAT, what="a batch manifest", entries="files", name_field="name")
 
 
 def check_plain_name(name, where: str) -> str:
