@@ -1,10 +1,9 @@
 """A persistent cache of LLM completions in SQLite, keyed by what determines the answer.
 
 Key = sha256 of the canonical JSON of (backend identity, decoding parameters, exact messages,
-attempt). The backend identity is the backend's name, model and, for HTTP backends, the
-server's address (scheme, host, port and path) — never an API key or a URL credential. ``attempt`` (0 for the first request, 1 for the re-ask
-after an invalid reply) is part of the key only, never of the request, so a re-ask is a real
-new request and not an answer from the cache.
+attempt). The backend identity is the backend's name, model and, for HTTP backends, the server's
+address (scheme, host, port and path; never a key or a URL credential) or its endpoint name.
+``attempt`` (1 for the re-ask after an invalid reply) is in the key only, never in the request.
 
 Every completion is stored with a ``valid`` flag set by whoever asked (the judge: "the reply
 holds exactly one valid rating"). Only valid entries count as answers; an invalid one merely
@@ -16,19 +15,15 @@ Concurrent runs share work in flight: before a request is sent its key is claime
 the claim waits for that answer in the cache instead of paying for it again. A claim lapses when
 its owner's process ends (even by ``kill -9``) or after its time-to-live.
 
-SQLite runs in WAL mode; each write is one transaction (an autocommitted statement), readers
-never block the writer, and a busy timeout lets two processes share one cache file. Async code
-(the runner) calls the cache through :meth:`CompletionCache.off_loop`: every call runs on the
-cache's own worker thread, so a write waiting for another process's lock (up to the 60 s busy
-timeout) never blocks the event loop.
+SQLite runs in WAL mode; each write is one autocommitted statement, readers never block the
+writer, and a busy timeout lets processes share one file. Async code calls the cache through
+:meth:`CompletionCache.off_loop` (its own worker thread): a write waiting for another process's
+lock never blocks the event loop.
 
-The file carries a schema version (``PRAGMA user_version``, :data:`SCHEMA_VERSION`). Version 1
-gives a cut reply's full length (``original_chars``) and the chat-template fallback
-(``system_folded``, see :class:`~metric_arena.llm.Completion`) columns of their own; a file of
-version 0 (before them: the full length was kept inside the ``usage`` JSON) is migrated in place
-when opened, in one transaction, and keeps every entry and every cache key. A damaged
-file (SQLite's "database disk image is malformed", at opening or at any later read or write)
-raises :class:`CacheCorrupt`, one line naming the file and the fix; a full disk or a read-only
+Schema version 1 (``PRAGMA user_version``) has columns for a cut reply's full length
+(``original_chars``) and the chat-template fallback (``system_folded``); a version-0 file is
+migrated in place when opened, in one transaction, keeping every entry and key. A damaged file
+raises :class:`CacheCorrupt` (one line naming the file and the fix); a full disk or a read-only
 folder an ``OSError`` naming the cache.
 
 >>> import tempfile
@@ -50,6 +45,7 @@ import hashlib
 import json
 import os
 import socket
+import random
 import sqlite3
 import threading
 import time
@@ -198,7 +194,7 @@ class CompletionCache:
         with _sqlite_errors(path):
             self._conn = sqlite3.connect(str(path), timeout=60.0, isolation_level=None, check_same_thread=False)
             try:
-                self._conn.execute("PRAGMA journal_mode=WAL")
+                _set_wal(self._conn)
                 self._conn.execute("PRAGMA synchronous=NORMAL")
                 _migrate(self._conn, path)
             except BaseException:
@@ -332,13 +328,8 @@ def _read_outcome(future: asyncio.Future) -> None:
         future.exception()
 
 
-_SQLITE_ERRNO = {
-    "SQLITE_FULL": errno.ENOSPC,
-    "SQLITE_READONLY": errno.EROFS,
-    "SQLITE_READONLY_DIRECTORY": errno.EROFS,
-    "SQLITE_CANTOPEN": errno.EACCES,
-    "SQLITE_IOERR": errno.EIO,
-}
+_SQLITE_ERRNO = {"SQLITE_FULL": errno.ENOSPC, "SQLITE_READONLY": errno.EROFS, "SQLITE_READONLY_DIRECTORY": errno.EROFS,
+                 "SQLITE_CANTOPEN": errno.EACCES, "SQLITE_IOERR": errno.EIO}
 
 
 def _os_error(error: sqlite3.OperationalError, path: Path) -> OSError | None:
@@ -442,3 +433,16 @@ def _row_to_entry(row) -> CachedCompletion:
     usage, in_usage = _split_usage(usage)  # a row an older rag-qa-arena wrote into a migrated file
     return CachedCompletion(text=text, finish_reason=finish_reason, usage=usage, valid=bool(valid),
                             original_chars=original if original is not None else in_usage, system_folded=bool(folded))
+
+
+def _set_wal(conn: sqlite3.Connection, patience: float = 60.0) -> None:
+    """WAL mode; SQLite says "locked" at once (no busy handler) while another process sets up a new file."""
+    ends = time.monotonic() + patience
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > ends:
+                raise
+            time.sleep(0.05 + 0.05 * random.random())
