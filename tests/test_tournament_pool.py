@@ -62,7 +62,7 @@ def _run(server, tmp_path, cache: str, concurrency: int) -> RunConfig:
 
 def test_every_match_shares_one_pool_and_writes_the_sequential_verdicts(files, tmp_path):
     judge = JudgeConfig("openai:judge", seed=0)
-    seen = InFlight()
+    seen = InFlight(hold=0.25)  # long enough that a loaded 2-core machine still fills every slot
     with OpenAIServer(seen) as server:
         result = tournament(files, out=tmp_path / "runs", judge=judge, run=_run(server, tmp_path, "c1", 4), sample=10,
                             n_boot=50)
