@@ -119,7 +119,7 @@ def _run(args: argparse.Namespace) -> int:
     if Path(args.out).exists() and not Path(args.out).is_dir():
         raise RagQaArenaError(f"--out {args.out} is a file: give a folder for the report (created if missing)")
     _refuse_outputs_over_inputs(args)
-    runs, skipped = load_runs(args.runs)
+    runs, skipped = load_runs(args.runs, lean=True)  # what the report counts, not the judges' reply texts
     backfill_styles(runs, predictions=_named_files(args.predictions), reference=args.reference,
                     data_dir=args.data_dir)
     err = Console(stderr=True)
