@@ -18,7 +18,6 @@ the manifest (OpenAI deletes them after 30 days).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -26,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
+from lfrqa.files import sha256_file
 from metric_arena.llm.batch._files import (
     MANIFEST,
     now,
@@ -84,7 +84,7 @@ def submit_batches(files: Sequence[str | os.PathLike], client, *, metadata: Mapp
             batch_ids.append(entry["batch_id"])
             continue
         if not entry.get("input_file_id"):
-            if _sha256(path) != entry["sha256"]:
+            if sha256_file(path) != entry["sha256"]:
                 raise RagQaArenaError(f"{path} changed since write_batch_files() wrote it: write the files again")
             with open(path, "rb") as handle:
                 uploaded = client.files.create(file=(path.name, handle), purpose="batch")
@@ -253,13 +253,6 @@ def _counts_text(row: dict) -> str:
     counts = row.get("request_counts") or {}
     return f"{counts.get('completed', 0)}/{counts.get('total', row.get('n_requests'))} done"
 
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def batch_client(base_url: str | None = None, api_key: str | None = None):
