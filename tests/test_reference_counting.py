@@ -1,6 +1,7 @@
 """``parse="reference"`` counts as the authors' scripts count: a failed request scores 0 (a tie, kept in
-every rate), several judges vote with ``Counter.most_common()[0]`` (the first value seen wins a tie of
-counts; a failed judge votes 0), and the battles file puts the answer shown first as ``model_a``.
+every rate), several judges vote as the authors' ``get_majority_vote`` (votes that all differ are a tie,
+else ``Counter.most_common()[0]``, the first value seen winning a tie of counts; a failed judge votes 0;
+every split of 2 to 5 judges in ``tests/test_reference_vote.py``), and the battles file puts the answer shown first as ``model_a``.
 
 The authors' counting is written out here independently (from ``code/compute_correlation.py`` and
 ``code/report_results.py`` at the pinned commit, read, not copied) and compared with the package's."""
@@ -51,7 +52,7 @@ def scripted(body: dict, attempt: int):
 
 def authors_outcomes(questions: list[str]) -> list[str]:
     """The authors' counting, written out: each judge's score (0 for a failed request), the vote as
-    ``Counter(scores).most_common()[0][0]``, then the outcome by where the system's answer was shown."""
+    a tie when every score differs, else ``Counter(scores).most_common()[0][0]``, then the outcome by where the system's answer was shown."""
     outcomes = []
     for i, question in enumerate(questions):
         scores = []
@@ -59,7 +60,7 @@ def authors_outcomes(questions: list[str]) -> list[str]:
             reply = scripted({"model": judge.split(":")[1],
                               "messages": [{"content": f"question number {i}"}]}, 1)
             scores.append(0 if isinstance(reply, Reply) else reference_rating(reply))
-        vote = Counter(scores).most_common()[0][0]
+        vote = 0 if len(set(scores)) == len(scores) else Counter(scores).most_common()[0][0]
         [position] = answer_positions("paper", f"q{i}", question)
         outcomes.append("tie" if vote == 0 else "win" if vote == position else "loss")
     return outcomes

@@ -33,7 +33,10 @@ Parsing as the reference (``parse="reference"``, ``--parse reference``)
 Several judges
     Each judge votes with its outcome (win/tie/loss); failed judges do not vote. The outcome with
     the most votes wins; a tie between top counts is a tie (as the paper's majority vote, where
-    three different votes make a tie). All judges failed: the pair is failed. Each judge's
+    three different votes make a tie). All judges failed: the pair is failed. Under
+    ``parse="reference"`` the authors' vote instead (:func:`~metric_arena.stats.reference_vote`): a
+    failed judge votes a tie, votes that all differ are a tie, otherwise the most frequent vote wins,
+    the first seen on a tie of counts (1, 1, 2, 2 is a 1). Each judge's
     judgments are kept in the verdict, and ``per_judge`` holds each judge's own summary.
 
 Fewer pairs

@@ -122,9 +122,9 @@ def parse_fields(verdicts: Sequence[dict], parse: str) -> dict:
 
 
 #: What a "reference" run's summary says about how it counts (the pinned scripts' conventions).
-_REFERENCE_COUNTING = ("reference: replies parsed whole before storage; a failed judge votes 0 (tie); the first "
-                       "value seen wins a tie of votes; a pair no judge answered is a tie in every rate (n_failed "
-                       "still counts it)")
+_REFERENCE_COUNTING = ("reference: replies parsed whole before storage; a failed judge votes 0 (tie); votes that "
+                       "all differ are a tie, else the most frequent wins (the first seen on a tie of counts); a "
+                       "pair no judge answered is a tie in every rate (n_failed still counts it)")
 
 
 def valid_reply(completion) -> bool:

@@ -26,7 +26,7 @@ from metric_arena.judge._records import RunWriter, summarize_verdicts
 from metric_arena.llm import Backend, RunConfig, Session, synchronous
 from metric_arena.prompts import is_no_answer, is_no_answer_reference
 from metric_arena.records import Judgment, Verdict
-from metric_arena.stats import IntervalStopper, first_plurality_vote, majority_vote
+from metric_arena.stats import IntervalStopper, reference_vote, majority_vote
 from metric_arena.style import verdict_style
 
 __all__ = ["ajudge_pairs", "judge_pairs"]
@@ -68,9 +68,9 @@ class _PairJudge:
         if is_no_answer_reference(planned.a_text):
             fields["no_answer_a_reference"] = True  # the reference scripts' substring rule, for comparison
         if config.parse == "reference":
-            # The reference's counting: a failed judge votes 0 (a tie), the first value seen wins a tie of
-            # counts, and a pair no judge answered scores 0 too: a tie, still counted in n_failed.
-            outcome = first_plurality_vote([o for o, _ in per_judge], failed_as="tie")
+            # The reference's counting: a failed judge votes 0 (a tie), votes that all differ are a tie, else
+            # the most frequent (first seen on a tie of counts); a pair no judge answered is a tie, still in n_failed.
+            outcome = reference_vote([o for o, _ in per_judge])
             fields["outcome_strict"] = strict_outcome(judgments, [b.spec for b in backends])
             if all(o is None for o, _ in per_judge):
                 fields["failed_as_tie"] = True

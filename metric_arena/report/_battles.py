@@ -9,7 +9,7 @@ from pathlib import Path
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import atomic_write, json_line
 from metric_arena.report._runs import Run, load_run
-from metric_arena.stats import first_plurality_vote, majority_vote
+from metric_arena.stats import reference_vote, majority_vote
 from metric_arena.style import STYLE_FIELDS, has_style
 
 __all__ = ["battle_rows", "write_battles"]
@@ -63,7 +63,7 @@ def _per_order(verdict: dict, judgments: list[dict]) -> list[tuple[int, str]]:
     positions = sorted({j.get("a_position") for j in judgments if j.get("a_position") in (1, 2)})
     if len(positions) <= 1:
         return [(positions[0] if positions else 1, verdict["outcome"])]
-    vote = first_plurality_vote if "outcome_strict" in verdict else majority_vote  # reference counting, or strict
+    vote = reference_vote if "outcome_strict" in verdict else majority_vote  # reference counting, or strict
     rows = []
     for position in positions:
         outcome = vote([j.get("outcome") for j in judgments if j.get("a_position") == position])

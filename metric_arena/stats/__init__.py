@@ -12,12 +12,12 @@ from lfrqa.exports import export_names
 from metric_arena.stats._agreement import (
     agreement,
     cohen_kappa,
-    first_plurality_vote,
     judge_outcomes,
     kappa_interval,
     load_human_labels,
     majority_labels,
     majority_vote,
+    reference_vote,
 )
 from metric_arena.stats._correlation import kendall_tau, spearman_rho
 from metric_arena.stats._length import (
@@ -75,11 +75,11 @@ __all__ = [
     "logistic_fit",
     "load_human_labels",
     "majority_labels",
-    "first_plurality_vote",
     "majority_vote",
     "normalized_difference",
     "paired_comparison",
     "percentile_interval",
+    "reference_vote",
     "pair_schedule",
     "sign_test",
     "spearman_rho",

@@ -78,19 +78,21 @@ def majority_vote(outcomes: Sequence[str | None]) -> str | None:
     return ranked[0][0]
 
 
-def first_plurality_vote(outcomes: Sequence[str | None], *, failed_as: str | None = "tie") -> str | None:
-    """The reference implementation's vote (``Counter(votes).most_common()[0]``): the most frequent
-    outcome, the one seen first winning a tie of counts; a failed judge (None) votes ``failed_as``
-    (the reference scores a failed request 0, a tie).
+def reference_vote(outcomes: Sequence[str | None]) -> str | None:
+    """The authors' vote (``get_majority_vote`` of the reference's ``code/compute_correlation.py``): a
+    failed judge (None) votes a tie; when every vote differs (1, 2, 0 from three judges, or two judges
+    that disagree) the pair is a tie; otherwise the most frequent vote, the one seen first winning a
+    tie of counts (``Counter(votes).most_common()[0]``). No judges at all is None.
 
-    >>> first_plurality_vote(["win", "win", "loss", "loss"]), first_plurality_vote(["loss", "win"])
-    ('win', 'loss')
-    >>> first_plurality_vote([None, None, "win"]), first_plurality_vote([])
-    ('tie', None)
+    >>> reference_vote(["win", "win", "loss", "loss"]), reference_vote(["loss", "win"])
+    ('win', 'tie')
+    >>> reference_vote(["win", "loss", "tie"]), reference_vote([None, None, "win"]), reference_vote([])
+    ('tie', 'tie', None)
     """
-    votes = [failed_as if o is None else o for o in outcomes]
-    votes = [v for v in votes if v is not None]
-    return Counter(votes).most_common(1)[0][0] if votes else None
+    votes = ["tie" if o is None else o for o in outcomes]
+    if len(votes) > 1 and len(set(votes)) == len(votes):
+        return "tie"
+    return Counter(votes).most_common()[0][0] if votes else None
 
 
 def judge_outcomes(verdicts: Iterable[Mapping], judge: str | None = None) -> dict[tuple[str, str, str], str]:
