@@ -11,8 +11,9 @@ answers the judge saw (cleaned the reference's way): ``words`` (whitespace words
 {'words': 11, 'headers': 1, 'list_items': 2, 'bold': 1, 'citations': 2}
 
 :func:`length_report` turns one system's verdicts against the reference into the descriptive views and
-the length-controlled rates (:mod:`metric_arena.stats`); :func:`style_battles` gives the style
-differences of any battles for the style-controlled Bradley–Terry fit.
+the length-controlled rates (:mod:`metric_arena.stats`); :func:`style_battles` (the ``words`` set) and
+:func:`fastchat_style_battles` (the ``fastchat`` set, on battles-file rows) give the style differences of
+battles for the style-controlled Bradley–Terry fit (:data:`STYLE_FEATURE_SETS`).
 """
 
 from __future__ import annotations
@@ -22,11 +23,12 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from lfrqa.errors import RagQaArenaError
 from metric_arena.llm import get_encoding
 from metric_arena.stats import length_controlled_rates, length_views, normalized_difference
 
-__all__ = ["STYLE_FIELDS", "TOKEN_ENCODING", "answer_style", "has_style", "length_report", "style_battles",
-           "verdict_style"]
+__all__ = ["STYLE_FEATURE_SETS", "STYLE_FIELDS", "TOKEN_ENCODING", "answer_style", "check_style_features",
+           "fastchat_style_battles", "has_style", "length_report", "style_battles", "verdict_style"]
 
 #: The counts :func:`answer_style` gives, in order.
 STYLE_FIELDS = ("words", "tokens", "headers", "list_items", "bold", "citations")
@@ -72,6 +74,41 @@ def style_battles(verdicts: Sequence[Mapping]) -> tuple[list[tuple[str, str, str
     marks = normalized_difference([markdown(v["style_a"]) for v in rows], [markdown(v["style_b"]) for v in rows],
                                   smooth=1.0)
     return battles, np.column_stack([length, marks]) if rows else np.zeros((0, 2))
+
+
+#: The style-feature sets of the style-controlled ratings and what each holds.
+STYLE_FEATURE_SETS = {
+    "words": "normalised differences (a - b) / (a + b) of whitespace words and of markdown elements (headers + "
+             "list items + bold, smoothed by 1), each divided by its SD; one battle per verdict, from the "
+             "evaluated system's side; log-odds per SD",
+    "fastchat": "FastChat's compute_style_control: tokens (o200k_base), headers, list items and bold spans, each "
+                "(a - b) / (a + b + 1), centred and divided by its SD; one battle per row of the battles file "
+                "(model_a: the answer shown first; one row per order judged); log-odds per SD",
+}
+#: Battles-file columns of the ``fastchat`` set, in FastChat's order (length, headers, lists, bold).
+FASTCHAT_FEATURES = (("tokens", "tokens"), ("headers", "headers"), ("lists", "list_items"), ("bold", "bold"))
+_WINNER_OUTCOME = {"model_a": "win", "model_b": "loss", "tie": "tie"}
+
+
+def check_style_features(name: str) -> str:
+    """``name`` if it is a style-feature set, else a one-line error naming the sets."""
+    if name not in STYLE_FEATURE_SETS:
+        raise RagQaArenaError(f"Unknown style-feature set {name!r}. Available: {', '.join(STYLE_FEATURE_SETS)}")
+    return name
+
+
+def fastchat_style_battles(rows: Sequence[Mapping]) -> tuple[list[tuple[str, str, str]], np.ndarray, list[str]]:
+    """Battles-file rows (``model_a``, ``model_b``, ``winner``, ``tokens_a``, ...) that carry styles as battles
+    ``(model_a, model_b, outcome)`` and FastChat's style features ``[tokens, headers, lists, bold]``: each
+    ``(a - b) / (a + b + 1)``, not yet centred or scaled (:func:`metric_arena.stats.style_controlled_ratings`
+    with ``center=True`` does that)."""
+    rows = [r for r in rows if all(r.get(f"{column}_{side}") is not None
+                                   for _, column in FASTCHAT_FEATURES for side in "ab")]
+    battles = [(r["model_a"], r["model_b"], _WINNER_OUTCOME[r["winner"]]) for r in rows]
+    columns = [normalized_difference([r[f"{column}_a"] for r in rows], [r[f"{column}_b"] for r in rows], smooth=1.0)
+               for _, column in FASTCHAT_FEATURES]
+    features = np.column_stack(columns) if rows else np.zeros((0, len(FASTCHAT_FEATURES)))
+    return battles, features, [name for name, _ in FASTCHAT_FEATURES]
 
 
 def length_report(verdicts: Sequence[Mapping], *, n_boot: int = 1000, seed: int = 0, confidence: float = 0.95) -> dict:

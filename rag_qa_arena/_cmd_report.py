@@ -76,6 +76,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="prediction files of systems whose run folders predate recorded answer lengths: their verdicts are "
              "back-filled (LFRQA's answers come from --data-dir) for the length views",
     )
+    parser.add_argument("--style-features", default="words", metavar="SET",
+                        help="features of the style-controlled ratings: 'words' (default: whitespace words and one "
+                             "markdown total) or 'fastchat' (FastChat's compute_style_control: tokens, headers, "
+                             "lists, bold, on the battles file's rows)")
     parser.add_argument("--title", default="RAG-QA Arena leaderboard", help="title of the HTML page")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots (the HTML then has none)")
     parser.add_argument("--battles", metavar="FILE",
@@ -115,7 +119,9 @@ def _run(args: argparse.Namespace) -> int:
     )
 
     from metric_arena.report import backfill_styles, load_runs, write_report
+    from metric_arena.style import check_style_features
 
+    check_style_features(args.style_features)
     if Path(args.out).exists() and not Path(args.out).is_dir():
         raise RagQaArenaError(f"--out {args.out} is a file: give a folder for the report (created if missing)")
     _refuse_outputs_over_inputs(args)
@@ -148,6 +154,7 @@ def _run(args: argparse.Namespace) -> int:
             progress=progress,
             retrieved=args.retrieved,
             data_dir=args.data_dir,
+            style_features=args.style_features,
         )
     out = Console()
     print_table(out, leaderboard_table(board))
@@ -320,7 +327,8 @@ def length_table(board):
                         "average", caption="Win % by length ratio to the reference answer (<0.8x, 0.8-1.25x, "
                         ">1.25x); LC: length-controlled rates (same length as the reference), interval below; "
                         "coef: log-odds of a win per unit of (Ls-Lr)/(Ls+Lr); style-controlled rating: "
-                        "Bradley-Terry with length and markdown differences held equal")
+                        f"Bradley-Terry with {', '.join(view.get('style_features') or ['no'])} differences held "
+                        f"equal ({view.get('style_feature_set', 'words')} set)")
     for name in ("System", "Words", "Longer wins %", "Win % <0.8x", "0.8-1.25x", ">1.25x", "LC win %",
                  "LC win+tie %", "Coef", "Style-ctrl rating"):
         table.add_column(name, justify="left" if name == "System" else "right")

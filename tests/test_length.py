@@ -268,4 +268,5 @@ def test_a_tournament_report_holds_style_controlled_ratings(tmp_path, lfrqa_data
         assert low <= entries[name]["style_controlled_rating"] <= high
     assert entries["LFRQA"]["style_controlled_rating"] == 1000
     assert board.length["n_battles_with_lengths"] == 40 * 3
-    assert set(board.length["style_coefficients"]) == {"length", "markdown"}
+    assert set(board.length["style_coefficients"]) == {"length"}  # no answer has markdown: the same in every battle
+    assert board.length["style_features_dropped"] == ["markdown"] and "dropped" in board.length["style_features_note"]

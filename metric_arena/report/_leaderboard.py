@@ -37,6 +37,7 @@ from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import package_version
+from metric_arena.report._battles import battle_rows
 from metric_arena.report._elo_study import elo_study
 from metric_arena.report._no_answer import (
     DENOMINATOR,
@@ -57,9 +58,10 @@ from metric_arena.stats import (
     cohen_kappa,
     judge_outcomes,
     paired_comparison,
-    style_controlled_bradley_terry,
+    style_controlled_ratings,
 )
-from metric_arena.style import has_style, length_report, style_battles
+from metric_arena.style import STYLE_FEATURE_SETS, check_style_features, fastchat_style_battles, has_style
+from metric_arena.style import length_report, style_battles
 
 __all__ = ["Leaderboard", "ProgressCallback", "build_leaderboard", "judge_agreement"]
 
@@ -128,16 +130,20 @@ def build_leaderboard(
     retrieved: RetrievedFiles | None = None,
     data_dir: str | os.PathLike | None = None,
     no_answer_view: bool = True,
+    style_features: str = "words",
 ) -> Leaderboard:
     """Leaderboard of the systems judged in ``runs`` (run folders or loaded :class:`Run`s).
 
     ``retrieved``: ``retrieve`` output files for the retrieval-aware analysis (gold documents from
-    ``lfrqa.load(data_dir=data_dir)``); ``no_answer_view``: also rebuild it without no-answer pairs.
+    ``lfrqa.load(data_dir=data_dir)``); ``no_answer_view``: also rebuild it without no-answer pairs;
+    ``style_features``: the style-controlled ratings' feature set (``"words"`` or ``"fastchat"``,
+    :data:`metric_arena.style.STYLE_FEATURE_SETS`).
 
     >>> board = build_leaderboard(["runs/gpt-4o", "runs/llama-3"])  # doctest: +SKIP
     >>> [(e["system"], round(e["rating"])) for e in board.entries]  # doctest: +SKIP
     [('gpt-4o', 1083), ('LFRQA', 1000), ('llama-3', 958)]
     """
+    check_style_features(style_features)
     loaded = _load_runs(runs, progress)
     warnings = [w for run in loaded for w in run.warnings] + _comparability_warnings(loaded)
     judges = sorted({j for run in loaded for j in run.judges})
@@ -181,7 +187,7 @@ def build_leaderboard(
         package_version=package_version(),
     )
     _add_analyses(board, loaded, reference_runs, retrieved=retrieved, data_dir=data_dir,
-                  no_answer_view=no_answer_view, stats=stats)
+                  no_answer_view=no_answer_view, stats=stats, style_features=style_features)
     return board
 
 
@@ -301,12 +307,13 @@ def _nan_to(value, default: float) -> float:
 # Analyses: question sets, the no-answer view, retrieval-aware rates
 # --------------------------------------------------------------------------------------------
 def _add_analyses(board: Leaderboard, loaded: list[Run], reference_runs: dict[str, Run], *,
-                  retrieved: RetrievedFiles | None, data_dir, no_answer_view: bool, stats: dict) -> None:
+                  retrieved: RetrievedFiles | None, data_dir, no_answer_view: bool, stats: dict,
+                  style_features: str = "words") -> None:
     """Fill ``question_sets``, ``no_answer`` and ``retrieval`` and each entry's share of them."""
     board.question_sets = _question_sets(board, reference_runs)
     board.judge_agreement = judge_agreement(loaded)
     if no_answer_view:  # (not again for the leaderboard rebuilt without no-answer pairs)
-        board.length = _length_views(board, loaded, reference_runs, stats)
+        board.length = _length_views(board, loaded, reference_runs, stats, style_features)
     if no_answer_view:
         board.no_answer = _no_answer_view(board, loaded, reference_runs, stats)
     if retrieved is not None:
@@ -372,7 +379,8 @@ LENGTH_KEYS = ("avg_words", "reference_avg_words", "p_longer_wins", "lc_win_rate
                "lc_win_tie_rate", "lc_win_tie_rate_ci", "length_coef_win", "length_coef_win_tie")
 
 
-def _length_views(board: Leaderboard, loaded: list[Run], reference_runs: dict[str, Run], stats: dict) -> dict | None:
+def _length_views(board: Leaderboard, loaded: list[Run], reference_runs: dict[str, Run], stats: dict,
+                  style_features: str = "words") -> dict | None:
     """Each entry's length figures (:func:`metric_arena.style.length_report`, flat ``LENGTH_KEYS`` and the
     whole block as ``length``) and style-controlled ratings; None when no verdict records lengths."""
     verdicts = [v for run in loaded for v in run.verdicts if has_style(v) and v.get("outcome") is not None]
@@ -384,12 +392,15 @@ def _length_views(board: Leaderboard, loaded: list[Run], reference_runs: dict[st
     reports = {name: length_report(run.verdicts, **stats) for name, run in reference_runs.items()}
     reference_words = {v["qid"]: v["style_b"]["words"] for run in reference_runs.values() for v in run.verdicts
                        if has_style(v)}
-    battles, features = style_battles(verdicts)
+    if style_features == "fastchat":  # as FastChat reads the battles file: one row per order, shown first as a
+        battles, features, names = fastchat_style_battles(battle_rows(loaded))
+    else:
+        battles, features = style_battles(verdicts)
+        names = ["length", "markdown"]
     rounds = min(stats["n_boot"], STYLE_ROUNDS)
-    fit = style_controlled_bradley_terry(battles, features, feature_names=["length", "markdown"],
-                                         anchor=board.reference if any(board.reference in b[:2] for b in battles)
-                                         else None,
-                                         **{**stats, "n_boot": rounds})
+    fit = style_controlled_ratings(battles, features, feature_names=names, center=style_features == "fastchat",
+                                   anchor=board.reference if any(board.reference in b[:2] for b in battles) else None,
+                                   **{**stats, "n_boot": rounds})
     for entry in board.entries:
         block = reports.get(entry["system"])
         if block is not None and block["avg_words"] is not None:
@@ -402,11 +413,10 @@ def _length_views(board: Leaderboard, loaded: list[Run], reference_runs: dict[st
         entry["style_controlled_rating"] = rating["rating"] if rating else None
         entry["style_controlled_rating_ci"] = rating["rating_ci"] if rating else None
     return {"reference_avg_words": sum(reference_words.values()) / len(reference_words) if reference_words else None,
-            "n_battles_with_lengths": len(battles), "style_features": ["length", "markdown"],
-            "style_bootstrap_rounds": rounds,
+            "n_battles_with_lengths": len(battles), "style_feature_set": style_features,
+            "style_features": fit["features"], "style_features_dropped": fit["dropped"], "style_bootstrap_rounds": rounds,
             "style_coefficients": fit["coefficients"], "style_coefficients_ci": fit["coefficients_ci"],
-            "style_features_note": "normalised differences (a - b) / (a + b) of words and of markdown elements "
-                                   "(headers + list items + bold, smoothed by 1), standardised; log-odds per SD"}
+            "style_features_note": STYLE_FEATURE_SETS[style_features] + (f"; {fit['note']}" if fit["note"] else "")}
 
 
 def judge_agreement(runs: list[Run]) -> dict | None:

@@ -37,6 +37,7 @@ def write_report(
     progress: ProgressCallback | None = None,
     retrieved: RetrievedFiles | None = None,
     data_dir: str | os.PathLike | None = None,
+    style_features: str = "words",
 ) -> Leaderboard:
     """Build the leaderboard and write it to ``out``: ``leaderboard.json`` (the entries),
     ``report.json`` (everything), ``win_rates.png``, ``ratings.png`` and a self-contained
@@ -44,7 +45,8 @@ def write_report(
     judge's agreement with people is added. ``retrieved``: the ``retrieve`` output files the systems
     answered from, for the retrieval-aware analysis (``"SYSTEM=FILE"`` gives one system its own;
     gold documents from ``lfrqa.load(data_dir=data_dir)``). Entries of ``runs`` that are not run
-    folders (a stray file or folder in ``runs/*``) are skipped with a warning.
+    folders (a stray file or folder in ``runs/*``) are skipped with a warning. ``style_features``: the
+    style-controlled ratings' feature set, ``"words"`` or ``"fastchat"`` (:func:`build_leaderboard`).
 
     >>> board = write_report(["runs/gpt-4o", "runs/llama-3"], "leaderboard/")  # doctest: +SKIP
     """
@@ -58,7 +60,7 @@ def write_report(
             raise RagQaArenaError(f"--out {str(out)!r} is a run folder: write the report to a folder of its own")
     labels = load_human_labels(human_labels) if human_labels is not None else None
     board = build_leaderboard(loaded, reference=reference, n_boot=n_boot, seed=seed, confidence=confidence,
-                              progress=progress, retrieved=retrieved, data_dir=data_dir)
+                              progress=progress, retrieved=retrieved, data_dir=data_dir, style_features=style_features)
     board.warnings[:0] = skipped
     if labels is not None:
         verdicts = [v for run in loaded for v in run.verdicts]

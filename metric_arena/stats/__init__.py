@@ -40,6 +40,7 @@ from metric_arena.stats._ratings import (
     expected_score,
     fit_bradley_terry,
     intervals_separated,
+    style_controlled_ratings,
 )
 from metric_arena.stats._sampling import (
     IntervalStopper,
@@ -85,6 +86,7 @@ __all__ = [
     "spearman_rho",
     "stratified_sample",
     "style_controlled_bradley_terry",
+    "style_controlled_ratings",
     "summarize",
     "wilson_interval",
 ]

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lfrqa.errors import RagQaArenaError
+from metric_arena.stats._length import style_controlled_bradley_terry
 
 SCALE = 400.0
 BASE = 10.0
@@ -251,6 +252,55 @@ def expected_score(rating_a: float, rating_b: float, *, scale: float = SCALE, ba
     0.64
     """
     return 1.0 / (1.0 + base ** ((rating_b - rating_a) / scale))
+
+
+def style_controlled_ratings(
+    battles: Sequence[tuple[str, str, str]],
+    features: np.ndarray,
+    *,
+    feature_names: Sequence[str],
+    center: bool = False,
+    anchor: str | None = None,
+    n_boot: int = 200,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> dict:
+    """Style-controlled Bradley–Terry ratings (:func:`style_controlled_bradley_terry`) on ``features``
+    standardised here: each column divided by its standard deviation, and first centred on its mean with
+    ``center=True`` (as FastChat's ``compute_style_control`` normalises). A constant column (every battle
+    the same value: nothing to control for; FastChat's own fit turns every rating into NaN there) is
+    dropped and named in ``note`` instead; with none left the ratings are the plain Bradley–Terry fit.
+
+    Returns the fit's ``ratings``, ``coefficients`` and ``coefficients_ci`` (kept features only),
+    ``features`` (the kept names), ``dropped`` (the constant ones) and ``note`` (None when none dropped).
+
+    >>> fit = style_controlled_ratings([("A", "B", "win"), ("A", "B", "loss")] * 10, [[0.5, 1], [-0.5, 1]] * 10,
+    ...                                feature_names=["length", "bold"], n_boot=5)
+    >>> fit["features"], fit["dropped"], round(fit["coefficients"]["length"]) > 3
+    (['length'], ['bold'], True)
+    """
+    names = list(feature_names)
+    matrix = np.asarray(features, dtype=float).reshape(len(battles), -1)
+    if matrix.shape[1] != len(names):
+        raise RagQaArenaError(f"style features have {matrix.shape[1]} columns but feature_names has {len(names)}: "
+                              "name each column once")
+    constant = [k for k in range(len(names)) if len(matrix) == 0 or np.ptp(matrix[:, k]) == 0]
+    kept = [k for k in range(len(names)) if k not in constant]
+    matrix = matrix[:, kept]
+    if center:
+        matrix = matrix - matrix.mean(axis=0)
+    if kept:
+        matrix = matrix / matrix.std(axis=0)
+    fit_names = [names[k] for k in kept] or ["(none)"]
+    fit = style_controlled_bradley_terry(battles, matrix if kept else np.zeros((len(battles), 1)),
+                                         feature_names=fit_names, anchor=anchor, n_boot=n_boot, seed=seed,
+                                         confidence=confidence)
+    dropped = [names[k] for k in constant]
+    note = (f"{', '.join(dropped)}: the same in every battle, so not controlled for (dropped)" if dropped else None)
+    coefficients = {n: fit["coefficients"][n] for n in fit_names if kept}
+    intervals = {n: fit["coefficients_ci"][n] for n in fit_names if kept}
+    return {"ratings": fit["ratings"], "coefficients": coefficients, "coefficients_ci": intervals,
+            "features": [names[k] for k in kept], "dropped": dropped, "note": note}
 
 
 def _check_scale(scale: float, base: float) -> None:
