@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -147,3 +148,44 @@ def test_the_judge_cli_votes_as_the_authors_with_three_judges(tmp_path, capsys):
                 for i, (r, q) in enumerate(zip(RATINGS, questions))]
     assert summary["win_rate"] == pytest.approx(expected.count("win") / n)
     assert summary["win_tie_rate"] == pytest.approx((expected.count("win") + expected.count("tie")) / n)
+
+
+def test_run_folders_voted_by_the_older_rule_are_re_voted_when_read(tmp_path):
+    """A folder written before the authors' rule (all-different votes took the first judge's) reads with the
+    authors' vote in the report, the battles file and calibrate, and says so."""
+    from metric_arena import JudgeConfig, RunConfig, judge_pairs
+    from metric_arena.calibrate import build_card
+    from metric_arena.report import build_leaderboard, load_run
+
+    n = len(RATINGS)
+    questions = [f"question number {i}" + " more" * (i % 3) for i in range(n)]
+
+    def reply(body, attempt):
+        return f"<rating>{RATINGS[_pair_index(body)][int(body['model'][1:]) - 1]}</rating>"
+
+    with OpenAIServer(reply) as server:
+        judge_pairs([f"a{i}" for i in range(n)], [f"r{i}" for i in range(n)], questions,
+                    ids=[f"q{i}" for i in range(n)], judge=JudgeConfig(["openai:j1", "openai:j2", "openai:j3"],
+                                                                       parse="reference"),
+                    run=RunConfig(base_url=server.base_url, api_key="k", cache_dir=tmp_path / "c"),
+                    out=tmp_path / "run", system="sys")
+    path = tmp_path / "run" / "verdicts.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    authors = [row["outcome"] for row in rows]
+    for row in rows:  # the older rule: Counter(votes).most_common()[0][0], with no tie for all-different votes
+        row["outcome"] = Counter(j["outcome"] for j in row["judgments"]).most_common()[0][0]
+    assert [row["outcome"] for row in rows] != authors  # the rules differ on these splits
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+
+    run = load_run(tmp_path / "run")
+    assert [v["outcome"] for v in run.verdicts] == authors
+    assert any("re-voted as the authors' vote" in w for w in run.warnings)
+    [entry] = [e for e in build_leaderboard([tmp_path / "run"], n_boot=20).entries if e["system"] == "sys"]
+    assert entry["win_rate"] == pytest.approx(authors.count("win") / n)
+    assert entry["win_tie_rate"] == pytest.approx((authors.count("win") + authors.count("tie")) / n)
+    winners = {r["qid"]: r["winner"] for r in battle_rows([run])}
+    assert [winners[f"q{i}"] == "tie" for i in range(n)] == [o == "tie" for o in authors]
+    shutil.copytree(tmp_path / "run", tmp_path / "again")
+    card, _ = build_card(reference=[tmp_path / "run"], candidate=[tmp_path / "again"], n_boot=20)
+    assert card["agreement"] == 1.0
+    assert card["win_rate_shift"]["sys"]["reference_win_rate"] == pytest.approx(authors.count("win") / n)

@@ -22,7 +22,7 @@ import re
 from collections.abc import Sequence
 
 from lfrqa.errors import RagQaArenaError
-from metric_arena.stats import majority_vote
+from metric_arena.stats import judge_outcome, majority_vote
 
 __all__ = [
     "PARSES",
@@ -139,14 +139,3 @@ def outcome_of(rating: int | None, a_position: int) -> str | None:
     if rating == 0:
         return "tie"
     return "win" if rating == a_position else "loss"
-
-
-def judge_outcome(judgments: Sequence[dict], judge: str) -> tuple[str | None, bool]:
-    """One judge's outcome for a pair from its judgments (one per order shown), and whether the
-    orders disagreed. A failed judgment fails the judge; two orders that disagree are a tie."""
-    outcomes = [j["outcome"] for j in judgments if j["judge"] == judge]
-    if not outcomes or any(o is None for o in outcomes):
-        return None, False
-    if len(set(outcomes)) == 1:
-        return outcomes[0], False
-    return "tie", True

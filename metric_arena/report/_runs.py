@@ -13,7 +13,7 @@ from lfrqa.errors import RagQaArenaError
 from lfrqa.files import iter_records, loads_json
 from metric_arena.prompts import clean_response
 from metric_arena.records import Verdict, check_prediction, check_verdict
-from metric_arena.stats import summarize
+from metric_arena.stats import judge_outcome, reference_vote, summarize
 from metric_arena.style import has_style, verdict_style
 
 __all__ = ["REFERENCE", "Run", "backfill_styles", "empty_rates", "load_run", "load_runs", "run_rates"]
@@ -85,6 +85,10 @@ def load_run(path: str | Path, *, lean: bool = False) -> Run:
     if len(by_qid) < len(rows):
         warnings.append(f"{path.name}: {len(rows) - len(by_qid)} repeated qid(s); kept the last successful verdict of each")
 
+    revoted = _vote_as_the_authors(by_qid.values())
+    if revoted:
+        warnings.append(f"{path.name}: {revoted} verdict(s) re-voted as the authors' vote (votes that all differ are a "
+                        "tie): written under --parse reference by an older version, which took the first judge's vote")
     found_judges = sorted({j.get("judge") for r in rows for j in r.get("judgments") or [] if j.get("judge")})
     stale = _stale(summary, len(by_qid), found_judges, pairs)
     if stale:
@@ -255,6 +259,22 @@ def _read_verdicts(verdicts_path: Path, warnings: list[str], *, lean: bool = Fal
     if torn is not None:
         warnings.append(f"{verdicts_path}:{torn[0]}: torn last line skipped (the judge stopped while writing it)")
     return rows
+
+
+def _vote_as_the_authors(verdicts) -> int:
+    """Re-vote ``--parse reference`` verdicts of several judges by :func:`~metric_arena.stats.reference_vote`,
+    as the judge now votes them; the number whose outcome changed."""
+    changed = 0
+    for verdict in verdicts:
+        judgments = [j for j in verdict.get("judgments") or [] if isinstance(j, dict)]
+        judges = list(dict.fromkeys(j.get("judge") for j in judgments))  # in the judges' order
+        if "outcome_strict" not in verdict or len(judges) < 2 or None in judges or verdict.get("failed_as_tie"):
+            continue
+        outcome = reference_vote([judge_outcome(judgments, judge)[0] for judge in judges])
+        if outcome != verdict.get("outcome"):
+            verdict["outcome"] = outcome
+            changed += 1
+    return changed
 
 
 def _lean(verdict: Verdict) -> Verdict:

@@ -12,6 +12,7 @@ from lfrqa.exports import export_names
 from metric_arena.stats._agreement import (
     agreement,
     cohen_kappa,
+    judge_outcome,
     judge_outcomes,
     kappa_interval,
     load_human_labels,
@@ -68,6 +69,7 @@ __all__ = [
     "confidence_sequence",
     "expected_score",
     "fit_bradley_terry",
+    "judge_outcome",
     "judge_outcomes",
     "kappa_interval",
     "kendall_tau",

@@ -95,6 +95,17 @@ def reference_vote(outcomes: Sequence[str | None]) -> str | None:
     return Counter(votes).most_common()[0][0] if votes else None
 
 
+def judge_outcome(judgments: Sequence[Mapping], judge: str) -> tuple[str | None, bool]:
+    """One judge's outcome for a pair from its judgments (one per order shown), and whether the
+    orders disagreed. A failed judgment fails the judge; two orders that disagree are a tie."""
+    outcomes = [j["outcome"] for j in judgments if j["judge"] == judge]
+    if not outcomes or any(o is None for o in outcomes):
+        return None, False
+    if len(set(outcomes)) == 1:
+        return outcomes[0], False
+    return "tie", True
+
+
 def judge_outcomes(verdicts: Iterable[Mapping], judge: str | None = None) -> dict[tuple[str, str, str], str]:
     """``{(qid, system_a, system_b): outcome}`` from verdict rows.
 
