@@ -18,12 +18,14 @@ from typing import Any, ClassVar
 
 from lfrqa.checks import check_int
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import atomic_write, dumps_json, package_version
+from lfrqa.files import atomic_write, dumps_json, package_version, read_json_file
 
 META_FILE = "retriever.json"
 PIDS_FILE = "pids.json"
 FORMAT = "rag-qa-arena/retriever-index"
 FORMAT_VERSION = 1
+#: The largest ``pids.json`` read: 2 GiB (about 100 million passage ids).
+PIDS_LIMIT = 2 * 1024**3
 
 #: ``{qid: [(pid, score), ...]}``, best first.
 Results = dict[str, list[tuple[str, float]]]
@@ -194,14 +196,15 @@ def read_meta(path: Path) -> dict:
     file = path / META_FILE
     if not file.is_file():
         raise FileNotFoundError(f"{path} is not a saved retriever index (no {META_FILE}); build one with index() + save()")
-    meta = json.loads(file.read_text(encoding="utf-8"))
-    if meta.get("format") != FORMAT or meta.get("format_version") != FORMAT_VERSION:
+    meta = read_json_file(file, fix="the index is damaged: build or download it again")
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("format_version") != FORMAT_VERSION:
         raise RagQaArenaError(f"{file} is not a version-{FORMAT_VERSION} {FORMAT} file: rebuild the index")
     return meta
 
 
 def read_pids(path: Path, meta: dict) -> list[str]:
-    pids = json.loads((path / PIDS_FILE).read_text(encoding="utf-8"))
-    if not isinstance(pids, list) or len(pids) != meta["n_passages"]:
+    pids = read_json_file(path / PIDS_FILE, limit=PIDS_LIMIT, fix="the index is damaged: build or download it again")
+    if not isinstance(pids, list) or len(pids) != meta.get("n_passages") \
+            or not all(isinstance(pid, str) for pid in pids):
         raise RagQaArenaError(f"{path / PIDS_FILE} does not hold the {meta['n_passages']} passage ids of the index: rebuild it")
     return pids
