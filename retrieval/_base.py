@@ -82,6 +82,7 @@ class Retriever(abc.ABC):
             raise RagQaArenaError(f"{path / META_FILE} names retriever {kind!r}; known: {', '.join(sorted(Retriever._registry))}")
         if cls is not Retriever and not issubclass(target, cls):
             raise RagQaArenaError(f"{path} holds a {kind!r} index, not a {cls.kind!r} one; load it with Retriever.load")
+        check_json_files(path, skip=target.local_only)
         return target._load(path, meta, **options)
 
     @staticmethod
@@ -200,6 +201,16 @@ def read_meta(path: Path) -> dict:
     if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("format_version") != FORMAT_VERSION:
         raise RagQaArenaError(f"{file} is not a version-{FORMAT_VERSION} {FORMAT} file: rebuild the index")
     return meta
+
+
+def check_json_files(path: Path, *, skip: Iterable[str] = ()) -> None:
+    """Parse every ``.json`` file of the index folder ``path`` (but the entries ``skip``) with the
+    package's bounded reader before a library does: the libraries' fast parsers (``orjson`` in
+    bm25s) crash the process on a document nested 100,000 deep instead of raising."""
+    skip = set(skip)
+    for file in sorted(path.rglob("*.json")):
+        if file.relative_to(path).parts[0] not in skip and file.is_file():
+            read_json_file(file, limit=PIDS_LIMIT, strict=False, fix="the index is damaged: build or download it again")
 
 
 def read_pids(path: Path, meta: dict) -> list[str]:
