@@ -112,19 +112,20 @@ def env_secrets() -> list[str]:
 
 
 def check_secrets(sources: Mapping[str, str], *, what: str, extra: Iterable[str] = (),
-                  code: Mapping[str, str] | None = None) -> None:
+                  code: Mapping[str, str] | None = None, named: Iterable[str] = ()) -> None:
     """Raise :class:`SecretFoundError` naming file and line of anything credential-like in ``sources``
-    (and in ``code``, source files scanned as code: see :func:`find_secrets`)."""
+    (and in ``code``, source files scanned as code: see :func:`find_secrets`); ``named``: files
+    refused for their name alone (an ssh key, a ``.env``)."""
     secrets = [*env_secrets(), *extra]
     scanned = [(name, text, False) for name, text in sources.items()]
     scanned += [(name, text, True) for name, text in (code or {}).items()]
-    problems = [(name, kind, line) for name, text, is_code in scanned
-                for kind, line in find_secrets(text, values=secrets, code=is_code)]
+    problems = [f"{name}: a file named like a credential" for name in named]
+    problems += [f"{name} line {line}: {kind}" for name, text, is_code in scanned
+                 for kind, line in find_secrets(text, values=secrets, code=is_code)]
     if problems:
-        listed = "; ".join(f"{name} line {line}: {kind}" for name, kind, line in problems[:10])
         more = f" (and {len(problems) - 10} more)" if len(problems) > 10 else ""
         raise SecretFoundError(
-            f"Refusing to upload {what}: it looks like it contains credentials: {listed}{more}. "
+            f"Refusing to upload {what}: it looks like it contains credentials: {'; '.join(problems[:10])}{more}. "
             "Remove them and push again."
         )
 
@@ -136,19 +137,15 @@ def scan_files(files: Mapping[str, bytes | Path], *, what: str, token: str | Non
     file (``archive.whl!member``) and the line; ``token`` is looked for too."""
     texts: dict[str, str] = {}
     code: dict[str, str] = {}
-    names: list[str] = []
+    named: list[str] = []
     for name, data in files.items():
         raw = data.read_bytes() if isinstance(data, Path) else data
         if raw[:4] == b"PK\x03\x04" or name.endswith((".whl", ".zip")):
-            names.extend(_archive_texts(name, raw, code))
+            named.extend(_archive_texts(name, raw, code))
             continue
         with contextlib.suppress(UnicodeDecodeError):
             texts[name] = raw.decode("utf-8")
-    if names:
-        listed = "; ".join(names[:10]) + (f" (and {len(names) - 10} more)" if len(names) > 10 else "")
-        raise SecretFoundError(f"Refusing to upload {what}: it holds files named like credentials: {listed}. "
-                               "Remove them (from the package tree, for a wheel built from it) and try again.")
-    check_secrets(texts, what=what, extra=[token] if token else [], code=code)
+    check_secrets(texts, what=what, extra=[token] if token else [], code=code, named=named)
 
 
 def _archive_texts(name: str, raw: bytes, texts: dict[str, str]) -> list[str]:
