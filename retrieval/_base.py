@@ -73,7 +73,10 @@ class Retriever(abc.ABC):
 
     @classmethod
     def load(cls, path: str | os.PathLike, **options: Any) -> Retriever:
-        """Load a saved index; on the base class, whichever retriever built it."""
+        """Load a saved index; on the base class, whichever retriever built it. Its JSON files are
+        parsed by the package's bounded reader first, and whatever the libraries raise on damaged or
+        hostile files (a pickled array, which is never unpickled; bad JSON; wrong shapes) is one
+        :class:`~lfrqa.errors.RagQaArenaError`."""
         path = Path(path)
         meta = read_meta(path)
         kind = meta.get("kind")
@@ -83,7 +86,17 @@ class Retriever(abc.ABC):
         if cls is not Retriever and not issubclass(target, cls):
             raise RagQaArenaError(f"{path} holds a {kind!r} index, not a {cls.kind!r} one; load it with Retriever.load")
         check_json_files(path, skip=target.local_only)
-        return target._load(path, meta, **options)
+        import pickle
+
+        try:
+            return target._load(path, meta, **options)
+        except RagQaArenaError:
+            raise
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError, OSError, EOFError, RecursionError,
+                MemoryError, pickle.UnpicklingError, RuntimeError) as error:  # hostile files: nothing is unpickled
+            reason = (str(error).splitlines() or [""])[0][:300]
+            raise RagQaArenaError(f"{path} cannot be loaded as a {kind!r} index ({type(error).__name__}: {reason}): "
+                                  "its files are not an index this version reads; build or download it again") from None
 
     @staticmethod
     def kinds() -> tuple[str, ...]:

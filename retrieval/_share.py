@@ -208,18 +208,11 @@ def _push_files(index_dir: Path, repo_id: str) -> dict[str, bytes | Path]:
 
 def _load_checked(folder: Path, options: dict[str, Any], where: str) -> Retriever:
     """``Retriever.load`` on a verified folder, whose files (hashed by their own author) may still be
-    hostile: whatever the libraries raise on them (a pickled array, bad JSON, wrong shapes) is one line."""
-    import pickle
-
+    hostile: every error names the index as the user gave it."""
     try:
         return Retriever.load(folder, **options)
     except RagQaArenaError as error:
         raise IndexMismatch(f"{where} cannot be loaded: {error}") from None
-    except (ValueError, TypeError, KeyError, IndexError, AttributeError, OSError, EOFError, RecursionError,
-            MemoryError, pickle.UnpicklingError, RuntimeError) as error:
-        reason = (str(error).splitlines() or [type(error).__name__])[0][:300]
-        raise IndexMismatch(f"{where} cannot be loaded ({type(error).__name__}: {reason}): its files match its "
-                            "manifest but are not an index this version reads; download or build it again") from None
 
 
 def _locate(source: str | os.PathLike, revision: str | None, *, show_progress: bool) -> tuple[Path, str, Path]:
@@ -231,7 +224,7 @@ def _locate(source: str | os.PathLike, revision: str | None, *, show_progress: b
         if revision is not None:
             raise RagQaArenaError(f"--index-revision ({revision!r}) pins a Hub repo, but {text} is a local folder: "
                                   "drop --index-revision")
-        return path, f"The index at {text}", path
+        return path, f"The index at {text}", _cache_root(path)
     if text.count("/") != 1 or text.startswith((".", "/", "~")):
         raise RagQaArenaError(f"Index {text!r} is neither an existing folder nor a Hub repo id ORG/NAME: "
                               "check the path, or give the dataset repo the index was pushed to")
@@ -251,9 +244,16 @@ def _locate(source: str | os.PathLike, revision: str | None, *, show_progress: b
     pinned = Path(folder).name
     if revision != pinned:
         print(f"index {text} at commit {pinned} (pin it with --index-revision {pinned})", file=sys.stderr)
-    folder = Path(folder)
-    root = folder.parents[1] if folder.parent.name == "snapshots" else folder  # snapshot files link to ../../blobs
-    return folder, f"The index {text}@{pinned}", root
+    return Path(folder), f"The index {text}@{pinned}", _cache_root(Path(folder))
+
+
+def _cache_root(folder: Path) -> Path:
+    """The folder whose insides ``folder``'s entries may resolve to: itself, or for a snapshot in the
+    Hugging Face cache (``…/snapshots/COMMIT``, its files links to ``../../blobs``) the repo's cache folder."""
+    real = Path(os.path.realpath(folder))
+    if real.parent.name == "snapshots" and (real.parents[1] / "blobs").is_dir():
+        return real.parents[1]
+    return folder
 
 
 def _size_category(n: int) -> str:

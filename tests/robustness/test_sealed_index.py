@@ -183,6 +183,10 @@ def test_hostile_json_in_an_index_is_one_line(index, tmp_path, capsys, target, c
     err = _one_line(code, err)
     assert str(index_dir) in err
     assert not (tmp_path / "o.jsonl").exists()
+    code, _, err = cli(["index", "push", index_dir, "--repo", "org/x", "--dry-run", tmp_path / "preview"], capsys)
+    if target == "manifest.json":
+        assert str(index_dir / target) in _one_line(code, err)
+        assert not (tmp_path / "preview").exists()
 
 
 @pytest.mark.parametrize("trust", [False, True], ids=["checked", "trust-index"])
@@ -199,6 +203,15 @@ def test_a_pickled_array_never_runs_and_is_one_line(index, tmp_path, capsys, tru
     code, _, err = _from(data_dir, index_dir, tmp_path / "o.jsonl", capsys, *(["--trust-index"] if trust else []))
     err = _one_line(code, err)
     assert "cannot be loaded" in err and not marker.exists()
+
+
+def test_a_pickled_array_in_a_reused_index_dir_is_one_line(index, tmp_path, capsys):
+    """`retrieve --index-dir` on the folder of an existing index loads it: the same one line there."""
+    data_dir, index_dir = index
+    np.save(index_dir / "indices.csc.index.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    code, _, err = cli(["retrieve", "--domain", "writing", "--retriever", "bm25", "--corpus-dir", data_dir,
+                        "--index-dir", index_dir, "--out", tmp_path / "o.jsonl", "--limit", "5", "--no-progress"], capsys)
+    assert f"{index_dir} cannot be loaded as a 'bm25' index (ValueError: " in _one_line(code, err)
 
 
 def test_a_huge_manifest_is_refused_from_its_size_unread(index, tmp_path, capsys):
