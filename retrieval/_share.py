@@ -50,7 +50,9 @@ def load_index(
     """A shared index, ready to search: ``source`` is a Hub dataset repo ``ORG/NAME`` (downloaded
     once into the Hugging Face cache, at ``revision``: a commit, branch or tag) or a local folder.
 
-    Every file is checked against the manifest's sha256 first. The manifest's retriever must be
+    The folder must be sealed by its manifest first (see ``retrieval/_manifest.py``): every file listed
+    with its sha256 and matching it, no other file a loader could read, no entry resolving through a
+    link outside the folder, a manifest of at most :data:`~retrieval.MANIFEST_LIMIT` bytes. The manifest's retriever must be
     ``retriever`` (when given); with ``passages`` (the corpus you will read texts from, in order) its
     corpus must match them (passage count and fingerprint, and ``domain``/``split`` when given), and
     its ColBERT checkpoint the one that will encode queries, unless ``trust=True``. Raises
