@@ -180,6 +180,7 @@ def verify_files(index_dir: str | os.PathLike, manifest: Mapping[str, Any], *,
     index_dir = Path(index_dir)
     real_root = Path(os.path.realpath(root if root is not None else index_dir))
     listed = set(manifest["files"])
+    _check_inside(index_dir / MANIFEST_FILE, real_root, index_dir)  # the push uploads it as it is on disk
     for relative in _present(index_dir, manifest["retriever"]["kind"]):
         _check_inside(index_dir / relative, real_root, index_dir)
         if relative not in listed and not (index_dir / relative).is_dir():

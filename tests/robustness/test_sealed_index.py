@@ -116,6 +116,13 @@ def test_a_link_to_a_manifest_file_outside_is_refused(index, tmp_path, capsys):
     vocab.symlink_to(moved)
     err = _one_line(*_from(data_dir, index_dir, tmp_path / "o.jsonl", capsys)[::2])
     assert f"{vocab} resolves to {moved}, outside the index folder" in err
+    vocab.unlink()
+    moved.rename(vocab)
+    manifest = index_dir / "manifest.json"
+    manifest.rename(tmp_path / "manifest.json")
+    manifest.symlink_to(tmp_path / "manifest.json")
+    code, _, err = cli(["index", "push", index_dir, "--repo", "org/x", "--dry-run", tmp_path / "preview"], capsys)
+    assert f"{manifest} resolves to {tmp_path / 'manifest.json'}, outside the index folder" in _one_line(code, err)
 
 
 # -- retrieve --index-dir builds only into a new or empty folder -----------------------------------------
