@@ -1,5 +1,5 @@
-r"""Files every stage reads and writes: strict JSON Lines, strict JSON, atomic writes, the package version,
-and :func:`iter_records`, the one reader of row files (JSON Lines, Parquet, a saved ``datasets.Dataset``).
+r"""Files every stage reads and writes: strict JSON Lines, strict JSON (:func:`read_json_file`, size-bounded),
+atomic writes, the package version, and :func:`iter_records`, the one reader of row files (JSON Lines, Parquet, a saved ``datasets.Dataset``).
 
 One implementation of each, shared by the whole package (this module imports nothing of ours
 but the errors).
@@ -25,6 +25,7 @@ from typing import BinaryIO
 from lfrqa.errors import RagQaArenaError
 
 __all__ = [
+    "JSON_FILE_LIMIT",
     "JsonlAppender",
     "RunLocked",
     "atomic_write",
@@ -38,6 +39,7 @@ __all__ = [
     "lone_surrogate",
     "package_version",
     "process_identity",
+    "read_json_file",
     "refuse_output_over_input",
     "saved_dataset",
     "sha256_file",
@@ -55,6 +57,51 @@ def loads_json(text: str | bytes):
         return json.loads(text)
     except RecursionError:
         raise json.JSONDecodeError("nested too deeply", text if isinstance(text, str) else "", 0) from None
+
+
+#: The largest JSON file (manifest, plan, metadata) :func:`read_json_file` reads by default: 16 MiB.
+JSON_FILE_LIMIT = 16 * 1024 * 1024
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not strict JSON")
+
+
+def read_json_file(path: str | os.PathLike, *, limit: int = JSON_FILE_LIMIT, strict: bool = True,
+                   fix: str = "restore it or write it again"):
+    """The JSON document in the file ``path``, read in full only when it is at most ``limit`` bytes.
+
+    Anything else is a one-line :class:`~lfrqa.errors.RagQaArenaError` naming the file and ending
+    with ``fix``: a file over ``limit`` (refused from its size, without reading it: a single huge
+    line never reaches memory), not UTF-8, not JSON, nested too deeply for the parser, or (with
+    ``strict``) holding ``NaN``/``Infinity``. A missing file raises ``FileNotFoundError``.
+
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "deep.json"
+    >>> _ = path.write_text("[" * 200_000 + "]" * 200_000)
+    >>> read_json_file(path, fix="build it again")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    lfrqa.RagQaArenaError: .../deep.json is not valid strict JSON (nested too deeply): build it again
+    """
+    what = "strict JSON" if strict else "JSON"
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        data = handle.read(limit + 1) if size <= limit else b""
+    if size > limit or len(data) > limit:  # a file still growing is measured by what was read
+        shown = max(size, len(data))
+        raise RagQaArenaError(f"{path} is {shown:,} bytes, over the {limit:,}-byte limit for this file (no file "
+                              f"this package writes is that large): {fix}")
+    try:
+        text = data.decode("utf-8")
+        return json.loads(text, parse_constant=_no_constant) if strict else json.loads(text)
+    except RecursionError:
+        reason = "nested too deeply"
+    except UnicodeDecodeError as error:
+        reason = f"not UTF-8: {error.reason}"
+    except ValueError as error:
+        reason = str(error).splitlines()[0][:200]
+    raise RagQaArenaError(f"{path} is not valid {what} ({reason}): {fix}")
 
 
 def lone_surrogate(value, where: str = "") -> str | None:

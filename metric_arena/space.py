@@ -15,7 +15,8 @@ this package installed::
     <folder>/app.py             evaluate's widget (launch_gradio_widget) on the module next to it
 
 :func:`push_metric` commits the same files (the module named after the Space) to the Space
-``ORG/NAME`` through :func:`builders.upload_files` (secret scan, one-line Hub errors), after which
+``ORG/NAME`` through :func:`builders.upload_files` (secret scan of every file and of the wheel's members,
+one-line Hub errors), after which
 ``evaluate.load("ORG/NAME")`` works for anyone with the package installed.
 
 >>> sorted(metric_files("my_arena"))  # doctest: +ELLIPSIS
@@ -34,7 +35,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from builders import check_repo_id, upload_files
+from builders import check_repo_id, scan_files, upload_files
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import DISTRIBUTION, package_version
 
@@ -178,7 +179,8 @@ def export_metric(
 ) -> Path:
     """Write the module folder to ``out`` (new or empty); the module is named after the folder
     unless ``name`` is given (then ``evaluate.load(out/name.py)`` loads it). ``wheel`` and
-    ``requirements``: see :func:`metric_files`. Returns the folder.
+    ``requirements``: see :func:`metric_files`. Every file, and every member of the wheel, is scanned
+    for credentials first (:func:`builders.scan_files`, the scan :func:`push_metric` runs too). Returns the folder.
 
     >>> export_metric("rag_qa_arena")  # doctest: +SKIP
     PosixPath('rag_qa_arena')
@@ -189,6 +191,7 @@ def export_metric(
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise FileExistsError(f"{out} exists and is not an empty folder: choose a new or empty folder to export into")
     files = metric_files(name, wheel=wheel, requirements=requirements)
+    scan_files(files, what=f"the metric folder {out}")  # the push's scan, wheel members included
     out.mkdir(parents=True, exist_ok=True)
     for path, data in files.items():
         (out / path).write_bytes(data)

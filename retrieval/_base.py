@@ -18,12 +18,14 @@ from typing import Any, ClassVar
 
 from lfrqa.checks import check_int
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import atomic_write, dumps_json, package_version
+from lfrqa.files import atomic_write, dumps_json, package_version, read_json_file
 
 META_FILE = "retriever.json"
 PIDS_FILE = "pids.json"
 FORMAT = "rag-qa-arena/retriever-index"
 FORMAT_VERSION = 1
+#: The largest ``pids.json`` read: 2 GiB (about 100 million passage ids).
+PIDS_LIMIT = 2 * 1024**3
 
 #: ``{qid: [(pid, score), ...]}``, best first.
 Results = dict[str, list[tuple[str, float]]]
@@ -71,7 +73,10 @@ class Retriever(abc.ABC):
 
     @classmethod
     def load(cls, path: str | os.PathLike, **options: Any) -> Retriever:
-        """Load a saved index; on the base class, whichever retriever built it."""
+        """Load a saved index; on the base class, whichever retriever built it. Its JSON files are
+        parsed by the package's bounded reader first, and whatever the libraries raise on damaged or
+        hostile files (a pickled array, which is never unpickled; bad JSON; wrong shapes) is one
+        :class:`~lfrqa.errors.RagQaArenaError`."""
         path = Path(path)
         meta = read_meta(path)
         kind = meta.get("kind")
@@ -80,7 +85,18 @@ class Retriever(abc.ABC):
             raise RagQaArenaError(f"{path / META_FILE} names retriever {kind!r}; known: {', '.join(sorted(Retriever._registry))}")
         if cls is not Retriever and not issubclass(target, cls):
             raise RagQaArenaError(f"{path} holds a {kind!r} index, not a {cls.kind!r} one; load it with Retriever.load")
-        return target._load(path, meta, **options)
+        check_json_files(path, skip=target.local_only)
+        import pickle
+
+        try:
+            return target._load(path, meta, **options)
+        except RagQaArenaError:
+            raise
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError, OSError, EOFError, RecursionError,
+                MemoryError, pickle.UnpicklingError, RuntimeError) as error:  # hostile files: nothing is unpickled
+            reason = (str(error).splitlines() or [""])[0][:300]
+            raise RagQaArenaError(f"{path} cannot be loaded as a {kind!r} index ({type(error).__name__}: {reason}): "
+                                  "its files are not an index this version reads; build or download it again") from None
 
     @staticmethod
     def kinds() -> tuple[str, ...]:
@@ -194,14 +210,25 @@ def read_meta(path: Path) -> dict:
     file = path / META_FILE
     if not file.is_file():
         raise FileNotFoundError(f"{path} is not a saved retriever index (no {META_FILE}); build one with index() + save()")
-    meta = json.loads(file.read_text(encoding="utf-8"))
-    if meta.get("format") != FORMAT or meta.get("format_version") != FORMAT_VERSION:
+    meta = read_json_file(file, fix="the index is damaged: build or download it again")
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("format_version") != FORMAT_VERSION:
         raise RagQaArenaError(f"{file} is not a version-{FORMAT_VERSION} {FORMAT} file: rebuild the index")
     return meta
 
 
+def check_json_files(path: Path, *, skip: Iterable[str] = ()) -> None:
+    """Parse every ``.json`` file of the index folder ``path`` (but the entries ``skip``) with the
+    package's bounded reader before a library does: the libraries' fast parsers (``orjson`` in
+    bm25s) crash the process on a document nested 100,000 deep instead of raising."""
+    skip = set(skip)
+    for file in sorted(path.rglob("*.json")):
+        if file.relative_to(path).parts[0] not in skip and file.is_file():
+            read_json_file(file, limit=PIDS_LIMIT, strict=False, fix="the index is damaged: build or download it again")
+
+
 def read_pids(path: Path, meta: dict) -> list[str]:
-    pids = json.loads((path / PIDS_FILE).read_text(encoding="utf-8"))
-    if not isinstance(pids, list) or len(pids) != meta["n_passages"]:
+    pids = read_json_file(path / PIDS_FILE, limit=PIDS_LIMIT, fix="the index is damaged: build or download it again")
+    if not isinstance(pids, list) or len(pids) != meta.get("n_passages") \
+            or not all(isinstance(pid, str) for pid in pids):
         raise RagQaArenaError(f"{path / PIDS_FILE} does not hold the {meta['n_passages']} passage ids of the index: rebuild it")
     return pids

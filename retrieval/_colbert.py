@@ -30,7 +30,6 @@ ColBERT compiles four small C++ extensions the first time it searches (~100 s, c
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import sys
@@ -40,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from lfrqa.errors import RagQaArenaError
+from lfrqa.files import read_json_file
 from retrieval._base import (
     META_FILE,
     Results,
@@ -121,7 +121,9 @@ class ColBERTRetriever(Retriever):
         settings = {"nbits": self.nbits, "index_options": self.index_options}
         metadata = self.index_dir / _PLAID / "metadata.json" if self.index_dir is not None else None
         if metadata is not None and metadata.is_file():
-            config = json.loads(metadata.read_text(encoding="utf-8")).get("config", {})
+            data = read_json_file(metadata, strict=False, fix="the index is damaged: build or download it again")
+            config = data.get("config") if isinstance(data, dict) else None
+            config = config if isinstance(config, dict) else {}
             settings.update({key: config[key] for key in ("dim", "doc_maxlen", "query_maxlen", "similarity")
                              if key in config})
         return {"settings": settings, "checkpoint": checkpoint_identity(self.checkpoint)}

@@ -3,12 +3,16 @@ from which corpus, when and on what hardware, and the sha256 of every file that 
 
 With it an index folder describes itself: it can be shared, downloaded, checked byte for byte, and
 matched against the corpus a user points at before it is searched.
+
+The folder is sealed by its manifest (:func:`verify_files`): every file in it is listed with its
+hash (but the manifest, a card, ``.gitattributes``, dot-files and what the retriever keeps local,
+none of which the loader reads), no entry resolves through a link outside the folder, and the
+manifest itself is read only when it is at most :data:`MANIFEST_LIMIT` bytes.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import platform
 import sys
@@ -18,13 +22,15 @@ from pathlib import Path
 from typing import Any
 
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import atomic_write, dumps_json, package_version, sha256_file
+from lfrqa.files import atomic_write, dumps_json, package_version, read_json_file, sha256_file
 from retrieval._base import META_FILE, Retriever
 
 MANIFEST_FILE = "manifest.json"
 CARD_FILE = "README.md"
 MANIFEST_FORMAT = "rag-qa-arena/index-manifest"
 MANIFEST_VERSION = 1
+#: The largest ``manifest.json`` read (16 MiB: ~100,000 file entries); a larger one is refused unread.
+MANIFEST_LIMIT = 16 * 1024 * 1024
 _NOT_INDEX_FILES = {MANIFEST_FILE, CARD_FILE, ".gitattributes"}
 _REQUIRED = {
     "format": str, "format_version": int, "retriever": dict, "settings": dict, "corpus": dict,
@@ -67,16 +73,55 @@ def describe_corpus(passages, *, domain: str | None, split: str | None) -> dict[
 def index_files(index_dir: Path, kind: str) -> list[str]:
     """The files that make up the saved index in ``index_dir`` (relative POSIX paths, sorted):
     everything but the manifest, a card, temporary files and what the retriever keeps local."""
-    local = set(Retriever.local_only_of(kind))
+    root = Path(os.path.realpath(index_dir))
     files = []
-    for path in sorted(index_dir.rglob("*")):
-        relative = path.relative_to(index_dir)
-        if not path.is_file() or relative.parts[0] in local or relative.as_posix() in _NOT_INDEX_FILES:
-            continue
-        if any(part.startswith(".") for part in relative.parts):  # atomic-write leftovers, caches
-            continue
-        files.append(relative.as_posix())
+    for relative in _present(index_dir, kind):
+        _check_inside(index_dir / relative, root, index_dir)
+        if (index_dir / relative).is_file():
+            files.append(relative)
     return files
+
+
+def _present(index_dir: Path, kind: str) -> list[str]:
+    """Every entry under ``index_dir`` but the ones no loader reads (relative POSIX paths, sorted;
+    links listed, never followed into)."""
+    local = set(Retriever.local_only_of(kind))
+    found = []
+    for top, dirs, names in os.walk(index_dir, followlinks=False):
+        base = Path(top).relative_to(index_dir)
+        for name in sorted(names + [d for d in dirs if os.path.islink(os.path.join(top, d))]):
+            relative = (base / name).as_posix()
+            parts = Path(relative).parts
+            if parts[0] in local or relative in _NOT_INDEX_FILES or any(p.startswith(".") for p in parts):
+                continue  # a card, local logs, atomic-write leftovers and caches: nothing a loader reads
+            found.append(relative)
+        dirs[:] = sorted(d for d in dirs if not os.path.islink(os.path.join(top, d))
+                         and not d.startswith(".") and not (top == os.fspath(index_dir) and d in local))
+    return sorted(found)
+
+
+def _check_inside(path: Path, root: Path, index_dir: Path) -> Path:
+    """``path`` resolved, once it is checked to stay inside ``root`` (through any link on the way)."""
+    real = Path(os.path.realpath(path))
+    if real != root and root not in real.parents:
+        raise IndexMismatch(f"{path} resolves to {real}, outside the index folder {index_dir} (a link): an index "
+                            "reads and shares only its own files; replace the link with the file, or build the "
+                            "index again")
+    return real
+
+
+def check_new_index_dir(index_dir: str | os.PathLike, kind: str) -> None:
+    """Refuse to build a ``kind`` index into ``index_dir`` when it already holds files but no index of
+    that kind: its manifest would list them as index files (and a push would share them)."""
+    index_dir = Path(index_dir)
+    if not index_dir.is_dir() or (index_dir / META_FILE).is_file():
+        return  # a new folder, or an index (of another kind: refused when it is loaded)
+    entries = sorted(entry.name for entry in index_dir.iterdir())
+    if entries:
+        shown = ", ".join(entries[:5]) + (f" (and {len(entries) - 5} more)" if len(entries) > 5 else "")
+        raise IndexMismatch(f"--index-dir {index_dir} is not empty and holds no {kind!r} index ({shown}): an index "
+                            "is built into a new or empty folder only, so that its manifest lists nothing else; "
+                            "pick a new --index-dir or empty this one")
 
 
 def write_manifest(index_dir: str | os.PathLike, retriever: Retriever, *, corpus: Mapping[str, Any],
@@ -116,10 +161,9 @@ def read_manifest(index_dir: str | os.PathLike) -> dict[str, Any]:
         raise IndexMismatch(f"{index_dir} is {what}: it has no {MANIFEST_FILE}; build the index into a new "
                             "folder with `rag-qa-arena retrieve --index-dir NEW_DIR ...`, which writes one")
     try:
-        manifest = json.loads(file.read_text(encoding="utf-8"), parse_constant=_no_constant)
-    except (ValueError, UnicodeDecodeError) as error:
-        raise IndexMismatch(f"{file} is not valid strict JSON ({error}): the index is damaged; "
-                            "download or build it again") from None
+        manifest = read_json_file(file, limit=MANIFEST_LIMIT, fix="the index is damaged; download or build it again")
+    except RagQaArenaError as error:
+        raise IndexMismatch(str(error)) from None
     problem = _manifest_problem(manifest)
     if problem:
         raise IndexMismatch(f"{file} is not a version-{MANIFEST_VERSION} index manifest ({problem}): "
@@ -127,11 +171,25 @@ def read_manifest(index_dir: str | os.PathLike) -> dict[str, Any]:
     return manifest
 
 
-def verify_files(index_dir: str | os.PathLike, manifest: Mapping[str, Any]) -> None:
-    """Check that every file the manifest lists is in ``index_dir`` with its size and sha256."""
+def verify_files(index_dir: str | os.PathLike, manifest: Mapping[str, Any], *,
+                 root: str | os.PathLike | None = None) -> None:
+    """Check that ``index_dir`` is sealed by its manifest: every file the manifest lists is there with its
+    size and sha256, every other file is one no loader reads (see the module's docstring), and no
+    entry resolves outside ``root`` (default: ``index_dir``; for a Hub download, the repo's cache
+    folder, whose blobs the snapshot links to)."""
     index_dir = Path(index_dir)
+    real_root = Path(os.path.realpath(root if root is not None else index_dir))
+    listed = set(manifest["files"])
+    _check_inside(index_dir / MANIFEST_FILE, real_root, index_dir)  # the push uploads it as it is on disk
+    for relative in _present(index_dir, manifest["retriever"]["kind"]):
+        _check_inside(index_dir / relative, real_root, index_dir)
+        if relative not in listed and not (index_dir / relative).is_dir():
+            raise IndexMismatch(f"{index_dir / relative} is in the index folder but not in its manifest (no hash "
+                                "to check it against): remove it, or download or build the index again")
     for name, entry in manifest["files"].items():
         path = index_dir / name
+        if path.exists() or path.is_symlink():
+            _check_inside(path, real_root, index_dir)
         if not path.is_file():
             raise IndexMismatch(f"{path} is missing (the manifest of {index_dir} lists it): the index is incomplete; "
                                 "download or copy it again")
@@ -193,10 +251,6 @@ def _version(distribution: str) -> str | None:
         return version(distribution)
     except PackageNotFoundError:
         return None
-
-
-def _no_constant(name: str):
-    raise ValueError(f"{name} is not strict JSON")
 
 
 def _manifest_problem(manifest: Any) -> str | None:

@@ -21,7 +21,7 @@ from lfrqa.checks import check_int
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import atomic_write, dumps_json, json_line, loads_json
 from retrieval._base import META_FILE, Retriever
-from retrieval._manifest import MANIFEST_FILE, describe_corpus, write_manifest
+from retrieval._manifest import MANIFEST_FILE, check_new_index_dir, describe_corpus, write_manifest
 from retrieval._metrics import DEFAULT_KS, evaluate
 from retrieval._share import load_index
 
@@ -67,7 +67,7 @@ def retrieve(
     (``corpus`` in the result says how many), unless ``questions``
     gives rows with ``qid``, ``question`` and optionally ``gold_doc_ids``/``domain``. The index is loaded
     from ``index_dir`` when it holds one, else built from ``builders.load_corpus(domain, ...)`` (and
-    saved to ``index_dir`` with a ``manifest.json`` when given), or taken ready-built from
+    saved to ``index_dir``, which must then be new or empty, with a ``manifest.json``), or taken ready-built from
     ``index_from`` (a Hub repo ``ORG/NAME`` at ``index_revision``, or a folder; see
     :func:`retrieval.load_index`), checked against this corpus unless ``trust_index``. ``retriever``
     defaults to ``"bm25"``, or to the shared index's. Metrics cover ``ks`` up to ``k``, and ``k``.
@@ -85,6 +85,8 @@ def retrieve(
                               "and pass the retriever by name")
     if isinstance(retriever, str) and retriever not in RETRIEVERS:
         raise RagQaArenaError(f"Unknown retriever {retriever!r}. Available: {', '.join(RETRIEVERS)}")
+    if index_dir is not None and not isinstance(retriever, Retriever):
+        check_new_index_dir(index_dir, retriever or "bm25")
     out = Path(out)
     if resume and overwrite:
         raise RagQaArenaError("Pass either resume or overwrite, not both")

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from builders import check_repo_id, hub_download_errors, upload_files
+from builders import check_repo_id, hub_download_errors, scan_files, upload_files
 from lfrqa.errors import RagQaArenaError
 from retrieval._base import Retriever
 from retrieval._manifest import (
@@ -50,7 +50,9 @@ def load_index(
     """A shared index, ready to search: ``source`` is a Hub dataset repo ``ORG/NAME`` (downloaded
     once into the Hugging Face cache, at ``revision``: a commit, branch or tag) or a local folder.
 
-    Every file is checked against the manifest's sha256 first. The manifest's retriever must be
+    The folder must be sealed by its manifest first (see ``retrieval/_manifest.py``): every file listed
+    with its sha256 and matching it, no other file a loader could read, no entry resolving through a
+    link outside the folder, a manifest of at most :data:`~retrieval.MANIFEST_LIMIT` bytes. The manifest's retriever must be
     ``retriever`` (when given); with ``passages`` (the corpus you will read texts from, in order) its
     corpus must match them (passage count and fingerprint, and ``domain``/``split`` when given), and
     its ColBERT checkpoint the one that will encode queries, unless ``trust=True``. Raises
@@ -59,10 +61,10 @@ def load_index(
     >>> index = load_index("my-org/lfrqa-fiqa-bm25", revision="3f2a…", passages=corpus, domain="fiqa", split="test")  # doctest: +SKIP
     >>> index.search({"q1": "what is an index fund"}, k=5)  # doctest: +SKIP
     """
-    folder, where = _locate(source, revision, show_progress=show_progress)
+    folder, where, root = _locate(source, revision, show_progress=show_progress)
     manifest = read_manifest(folder)
     check_retriever(manifest, retriever, where)
-    verify_files(folder, manifest)
+    verify_files(folder, manifest, root=root)
     if passages is not None and not trust:
         check_corpus(manifest, describe_corpus(passages, domain=domain, split=split), where)
     options: dict[str, Any] = {"show_progress": show_progress}
@@ -71,7 +73,7 @@ def load_index(
                               "drop --checkpoint (checkpoint=)")
     if checkpoint is not None:
         options["checkpoint"] = str(checkpoint)
-    loaded = Retriever.load(folder, **options)
+    loaded = _load_checked(folder, options, where)
     if loaded.kind != manifest["retriever"]["kind"]:
         raise IndexMismatch(f"{where}: retriever.json holds a {loaded.kind!r} index but the manifest says "
                             f"{manifest['retriever']['kind']!r}; the folder is damaged: download or build it again")
@@ -82,8 +84,10 @@ def load_index(
 
 def export_index(index_dir: str | os.PathLike, out: str | os.PathLike, *, repo_id: str | None = None) -> Path:
     """Write to ``out`` (new or empty) exactly the folder :func:`push_index` uploads: the index's
-    files, its manifest and a ``README.md`` card (its examples name ``repo_id``). Returns ``out``."""
+    files, its manifest and a ``README.md`` card (its examples name ``repo_id``), after the push's own
+    checks (a sealed folder, see :func:`~retrieval.load_index`) and secret scan. Returns ``out``."""
     files = _push_files(Path(index_dir), repo_id or "ORG/NAME")
+    scan_files(files, what=f"the index {index_dir}")  # the scan the push runs, before anything is written
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise FileExistsError(f"{out} exists and is not an empty folder: pick a new folder for the files")
@@ -204,15 +208,25 @@ def _push_files(index_dir: Path, repo_id: str) -> dict[str, bytes | Path]:
     return files
 
 
-def _locate(source: str | os.PathLike, revision: str | None, *, show_progress: bool) -> tuple[Path, str]:
-    """The local folder of ``source`` (downloading a Hub repo), and how to name it in errors."""
+def _load_checked(folder: Path, options: dict[str, Any], where: str) -> Retriever:
+    """``Retriever.load`` on a verified folder, whose files (hashed by their own author) may still be
+    hostile: every error names the index as the user gave it."""
+    try:
+        return Retriever.load(folder, **options)
+    except RagQaArenaError as error:
+        raise IndexMismatch(f"{where} cannot be loaded: {error}") from None
+
+
+def _locate(source: str | os.PathLike, revision: str | None, *, show_progress: bool) -> tuple[Path, str, Path]:
+    """The local folder of ``source`` (downloading a Hub repo), how to name it in errors, and the folder
+    its entries must resolve inside (the folder itself; for a Hub download, the repo's cache folder)."""
     text = os.fspath(source)
     path = Path(text).expanduser()
     if path.exists():
         if revision is not None:
             raise RagQaArenaError(f"--index-revision ({revision!r}) pins a Hub repo, but {text} is a local folder: "
                                   "drop --index-revision")
-        return path, f"The index at {text}"
+        return path, f"The index at {text}", _cache_root(path)
     if text.count("/") != 1 or text.startswith((".", "/", "~")):
         raise RagQaArenaError(f"Index {text!r} is neither an existing folder nor a Hub repo id ORG/NAME: "
                               "check the path, or give the dataset repo the index was pushed to")
@@ -232,7 +246,16 @@ def _locate(source: str | os.PathLike, revision: str | None, *, show_progress: b
     pinned = Path(folder).name
     if revision != pinned:
         print(f"index {text} at commit {pinned} (pin it with --index-revision {pinned})", file=sys.stderr)
-    return Path(folder), f"The index {text}@{pinned}"
+    return Path(folder), f"The index {text}@{pinned}", _cache_root(Path(folder))
+
+
+def _cache_root(folder: Path) -> Path:
+    """The folder whose insides ``folder``'s entries may resolve to: itself, or for a snapshot in the
+    Hugging Face cache (``…/snapshots/COMMIT``, its files links to ``../../blobs``) the repo's cache folder."""
+    real = Path(os.path.realpath(folder))
+    if real.parent.name == "snapshots" and (real.parents[1] / "blobs").is_dir():
+        return real.parents[1]
+    return folder
 
 
 def _size_category(n: int) -> str:

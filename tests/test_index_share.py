@@ -357,6 +357,10 @@ def test_download_from_the_hub_is_cached_pinned_and_verified(built, tmp_path, no
         assert (tmp_path / "cached.jsonl").read_text() == fresh.read_text()
         assert "pin it" not in capsys.readouterr().err  # pinned already
         snapshot = cache / "datasets--org--writing-bm25" / "snapshots" / COMMIT
+        assert (snapshot / "pids.json").is_symlink()  # the cache's files link to ../../blobs, inside the repo's folder
+        assert _from(data_dir, snapshot, tmp_path / "snapshot.jsonl") == 0  # the snapshot given as a folder
+        assert (tmp_path / "snapshot.jsonl").read_text() == fresh.read_text()
+        capsys.readouterr()
         pids = (snapshot / "pids.json").read_bytes()
         (snapshot / "pids.json").write_bytes(pids.replace(b'"0-0"', b'"0-9"'))  # the cached blob, damaged on disk
         assert _from(data_dir, "org/writing-bm25", tmp_path / "o.jsonl", "--index-revision", COMMIT) == 2
