@@ -39,6 +39,9 @@ def _register_calibrate(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--n-boot", type=positive_int, default=1000, help="bootstrap rounds for kappa (default 1000)")
     parser.add_argument("--seed", type=seed_type, default=0, help="seed of the bootstrap (default: 0)")
     parser.add_argument("--confidence", type=confidence_level, default=0.95, help="interval coverage (default: 0.95)")
+    parser.add_argument("--allow-same-judge", action="store_true",
+                        help="calibrate a judge against itself (same judges on both sides, or the candidate's replies "
+                             "equal to the reference's): otherwise refused, exit 2")
     parser.add_argument("--push", metavar="ORG/NAME", help="upload the card and matched verdicts (Parquet) to the Hub")
     parser.add_argument("--private", action="store_true", help="with --push: create the repo as private")
     parser.add_argument("--token-from-env", action="store_true", help="with --push: the token only from $HF_TOKEN")
@@ -67,7 +70,10 @@ def _run_calibrate(args: argparse.Namespace) -> int:
                              + [("--predictions", path) for path in predictions.values()],
                              written=("judge_card.json", "judge_card.md", "matched_verdicts.jsonl"))
     card = calibrate_judges(reference=args.reference, candidate=args.candidate, out=args.out, data_dir=args.data_dir,
-                            predictions=predictions or None, n_boot=args.n_boot, seed=args.seed, confidence=args.confidence)
+                            predictions=predictions or None, n_boot=args.n_boot, seed=args.seed, confidence=args.confidence,
+                            allow_same_judge=args.allow_same_judge)
+    for remark in card["remarks"]:
+        print(f"rag-qa-arena: warning: {remark}", file=sys.stderr)
     print(card_summary(card))
     print(f"Wrote the judge card to {args.out} (judge_card.json, judge_card.md)", file=sys.stderr)
     if args.push and args.dry_run:
