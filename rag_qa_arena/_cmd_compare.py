@@ -39,6 +39,9 @@ def _register_calibrate(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--n-boot", type=positive_int, default=1000, help="bootstrap rounds for kappa (default 1000)")
     parser.add_argument("--seed", type=seed_type, default=0, help="seed of the bootstrap (default: 0)")
     parser.add_argument("--confidence", type=confidence_level, default=0.95, help="interval coverage (default: 0.95)")
+    parser.add_argument("--allow-same-judge", action="store_true",
+                        help="calibrate a judge against itself (same judges on both sides, or the candidate's replies "
+                             "equal to the reference's): otherwise refused, exit 2")
     parser.add_argument("--push", metavar="ORG/NAME", help="upload the card and matched verdicts (Parquet) to the Hub")
     parser.add_argument("--private", action="store_true", help="with --push: create the repo as private")
     parser.add_argument("--token-from-env", action="store_true", help="with --push: the token only from $HF_TOKEN")
@@ -67,7 +70,10 @@ def _run_calibrate(args: argparse.Namespace) -> int:
                              + [("--predictions", path) for path in predictions.values()],
                              written=("judge_card.json", "judge_card.md", "matched_verdicts.jsonl"))
     card = calibrate_judges(reference=args.reference, candidate=args.candidate, out=args.out, data_dir=args.data_dir,
-                            predictions=predictions or None, n_boot=args.n_boot, seed=args.seed, confidence=args.confidence)
+                            predictions=predictions or None, n_boot=args.n_boot, seed=args.seed, confidence=args.confidence,
+                            allow_same_judge=args.allow_same_judge)
+    for remark in card["remarks"]:
+        print(f"rag-qa-arena: warning: {remark}", file=sys.stderr)
     print(card_summary(card))
     print(f"Wrote the judge card to {args.out} (judge_card.json, judge_card.md)", file=sys.stderr)
     if args.push and args.dry_run:
@@ -87,8 +93,15 @@ difference new - base in the win rate and the win+tie rate against LFRQA, its pa
 interval and the exact sign-test p-value. NEW is significantly worse when, for either rate, the
 p-value is below 1 - confidence and the whole interval lies below -D (--min-delta D).
 
-Exit codes: 0; 1 with --fail-if-worse when NEW is significantly worse; 2 on bad input (no shared
-question, different opponents, or different judges unless --allow-judge-change).
+A comparison that cannot say anything is refused (exit 2, one line naming the reason code; with
+--json the reason is in the JSON): the same folder twice (same_run), an empty verdicts.jsonl
+(empty_run), a run with no judged pair (no_judged_pairs), a qid held twice (repeated_qids),
+different opponents (different_opponents), different judges (different_judges, unless
+--allow-judge-change), another --parse or --order (setting_changed, unless --allow-setting-change),
+no shared judged question (no_shared_questions) or fewer than --min-shared (too_few_shared).
+
+Exit codes: 0 compared (not worse, or worse without --fail-if-worse); 1 with --fail-if-worse when
+NEW is significantly worse; 2 refused or bad input.
 """
 
 
@@ -100,23 +113,68 @@ def _register_compare(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--fail-if-worse", action="store_true", help="exit 1 when NEW is significantly worse")
     parser.add_argument("--min-delta", type=float, default=0.0, metavar="D",
                         help="a drop counts only when larger than D (a rate difference, e.g. 0.02; default 0)")
+    parser.add_argument("--min-shared", action="append", type=_min_shared_value, metavar="N|F",
+                        help="the fewest questions judged in both runs: a whole number N (default 10) and/or a "
+                             "fraction F of BASE's judged questions (default 0.5); give it twice for both, 0 for "
+                             "no minimum. Fewer: refused (too_few_shared, exit 2)")
     parser.add_argument("--allow-judge-change", action="store_true",
-                        help="compare runs made by different judges (otherwise an error, exit 2)")
-    parser.add_argument("--json", action="store_true", help="print the comparison as strict JSON")
+                        help="compare runs made by different judges (otherwise refused, exit 2)")
+    parser.add_argument("--allow-setting-change", action="store_true",
+                        help="compare runs judged with another --parse or --order (otherwise refused, exit 2)")
+    parser.add_argument("--json", action="store_true", help="print the comparison (or the refusal) as strict JSON")
     parser.add_argument("--n-boot", type=positive_int, default=1000, help="bootstrap rounds (default: 1000)")
     parser.add_argument("--seed", type=seed_type, default=0, help="seed of the bootstrap (default: 0)")
     parser.add_argument("--confidence", type=confidence_level, default=0.95, help="interval coverage (default: 0.95)")
     parser.set_defaults(func=_compare)
 
 
+def _min_shared_value(text: str) -> tuple[str, float]:
+    """``--min-shared``: a whole number (a count) or a fraction in [0, 1] written with a point or as a percentage."""
+    value = text.strip()
+    try:
+        if value.endswith("%"):
+            kind, number = "share", float(value[:-1]) / 100
+        elif value.isdigit():
+            kind, number = "count", int(value)
+        else:
+            kind, number = "share", float(value)
+    except ValueError:
+        number = math.nan
+    if not (math.isfinite(number) and number >= 0 and (kind == "count" or number <= 1)):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a count (e.g. 30) or a fraction in [0, 1] (e.g. 0.8 or 80%)")
+    return kind, number
+
+
+def _min_shared(values: list[tuple[str, float]] | None):
+    from metric_arena.report import MinShared
+
+    given = dict(values or [])
+    if len(given) < len(values or []):
+        raise RagQaArenaError("--min-shared: give at most one count (N) and one fraction (F), e.g. --min-shared 30 "
+                              "--min-shared 0.8")
+    if values and all(number == 0 for _, number in values):
+        return MinShared(count=0, share=0.0)
+    return MinShared(**given)
+
+
 def _compare(args: argparse.Namespace) -> int:
     from lfrqa.files import dumps_json
-    from metric_arena.report import compare_runs
+    from metric_arena.report import ComparisonRefused, compare_runs
 
     if not (math.isfinite(args.min_delta) and args.min_delta >= 0):
         raise RagQaArenaError(f"--min-delta must be a rate difference >= 0 (e.g. 0.02), got {args.min_delta:g}")
-    result = compare_runs(args.base, args.new, min_delta=args.min_delta, allow_judge_change=args.allow_judge_change,
-                          n_boot=args.n_boot, seed=args.seed, confidence=args.confidence)
+    try:
+        result = compare_runs(args.base, args.new, min_delta=args.min_delta, min_shared=_min_shared(args.min_shared),
+                              allow_judge_change=args.allow_judge_change,
+                              allow_setting_change=args.allow_setting_change, n_boot=args.n_boot, seed=args.seed,
+                              confidence=args.confidence)
+    except ComparisonRefused as refused:
+        if args.json:
+            print(dumps_json({"status": "refused", "reason": refused.reason, "message": refused.detail,
+                              "base": {"run": args.base}, "new": {"run": args.new}, "exit_code": 2}))
+        raise
+    for line in result["warnings"]:
+        print(f"rag-qa-arena: warning: {line}", file=sys.stderr)
     if args.json:
         print(dumps_json(result))
     else:

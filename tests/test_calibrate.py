@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -356,3 +357,62 @@ def test_rank_correlations_and_kappa_interval_agree_with_independent_implementat
     low, high = kappa_interval(a, b, n_boot=4000, seed=1)
     assert low == pytest.approx(np.quantile(draws, 0.025), abs=0.015)
     assert high == pytest.approx(np.quantile(draws, 0.975), abs=0.015)
+
+
+def _judge_again(judged, lfrqa_data_dir, out: Path, judge: str, *extra: str) -> Path:
+    root, _, predictions, _ = judged
+    with OpenAIServer(judges_reply) as server:
+        assert main(["judge", "--predictions", str(predictions["weak"]), "--judge", judge, "--out", str(out),
+                     "--base-url", server.base_url, "--api-key", "sk-local-test", "--cache-dir", str(root / "cache"),
+                     "--no-progress", "--data-dir", str(lfrqa_data_dir), *extra]) == 0
+    return out
+
+
+def test_a_judge_against_itself_is_refused_unless_allowed(judged, lfrqa_data_dir, tmp_path):
+    """The red team's recipe: the candidate is a copy of the reference run (and the same copy renamed)."""
+    root, runs, _, _ = judged
+    copy = tmp_path / "copy"
+    shutil.copytree(runs[RULE] / "weak", copy)
+    renamed = tmp_path / "renamed"
+    shutil.copytree(runs[RULE] / "weak", renamed)
+    for name in ("verdicts.jsonl", "summary.json"):
+        (renamed / name).write_text((renamed / name).read_text().replace(RULE, "openai:fresh-judge"))
+    both_orders = _judge_again(judged, lfrqa_data_dir, tmp_path / "rule-both" / "weak", RULE, "--order", "both")
+    cases = [(copy, "both sides were judged by openai:rule-judge with the same replies on every matched pair"),
+             (renamed, "word for word, on every one of the 36 matched pairs"),
+             (both_orders, "both sides were judged by openai:rule-judge. ")]
+    for candidate, expected in cases:
+        result = _cli("--reference", str(runs[RULE] / "weak"), "--candidate", str(candidate),
+                      "--out", str(tmp_path / "card"))
+        assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+        assert "calibrate refused (same judge)" in result.stderr and expected in result.stderr, result.stderr
+        assert "--allow-same-judge" in result.stderr and not (tmp_path / "card").exists()
+    result = _cli("--reference", str(runs[RULE] / "weak"), "--candidate", str(both_orders), "--out",
+                  str(tmp_path / "card"), "--allow-same-judge", "--n-boot", "50")
+    assert result.returncode == 0, result.stderr
+    card = json.loads((tmp_path / "card" / "judge_card.json").read_text())
+    assert card["remarks"] == [r for r in card["remarks"] if r.startswith("order differs: reference paper, candidate both")]
+    assert len(card["remarks"]) == 1 and "order differs" in result.stderr
+
+
+def test_a_parse_difference_is_named_on_the_card_and_on_stderr(judged, lfrqa_data_dir, tmp_path):
+    """The red team's recipe: a reference-parse candidate against a strict reference."""
+    root, runs, _, _ = judged
+    loose = _judge_again(judged, lfrqa_data_dir, tmp_path / "long-reference-parse" / "weak", LONG, "--parse", "reference")
+    result = _cli("--reference", str(runs[RULE] / "weak"), "--candidate", str(loose), "--out", str(tmp_path / "card"),
+                  "--n-boot", "50")
+    assert result.returncode == 0, result.stderr
+    assert "warning: parse differs: reference strict, candidate reference" in result.stderr
+    assert "note: parse differs" in result.stdout
+    card = json.loads((tmp_path / "card" / "judge_card.json").read_text())
+    assert card["judges"]["candidate"]["parse"] == ["reference"] and card["judges"]["reference"]["parse"] == ["strict"]
+    assert [r.split(";")[0] for r in card["remarks"]] == ["parse differs: reference strict, candidate reference"]
+    assert "**Note:** parse differs" in (tmp_path / "card" / "judge_card.md").read_text()
+    # without summary.json the parse is read off the verdicts (only a reference parse writes outcome_strict)
+    (loose / "summary.json").unlink()
+    card = calibrate_judges(reference=[runs[RULE] / "weak"], candidate=[loose], n_boot=50)
+    assert card["judges"]["candidate"]["parse"] == ["reference"] and card["remarks"][0].startswith("parse differs")
+    # the same parse and order on both sides: nothing to remark
+    assert calibrate_judges(reference=[runs[RULE] / "weak"], candidate=[runs[LONG] / "medium", runs[LONG] / "weak"],
+                            n_boot=50)["remarks"] == ["order differs: reference paper, candidate random (P(prefer "
+                                                      "first) and agreement are read under different orders)"]

@@ -72,7 +72,7 @@ def test_bad_input_exits_2_with_one_line(runs, tmp_path):
         done = subprocess.run([sys.executable, "-m", "rag_qa_arena", "compare", *argv, "--fail-if-worse"],
                               capture_output=True, text=True)
         assert done.returncode == 2 and done.stderr.count("\n") == 1 and message in done.stderr, (argv, done.stderr)
-    assert main(["compare", str(runs["base"]), str(other_judge), "--allow-judge-change"]) == 0
+    assert main(["compare", str(runs["base"]), str(other_judge), "--allow-judge-change", "--min-shared", "0.1"]) == 0
 
 
 def test_compare_runs_gates_on_the_whole_interval_below_minus_delta(runs):

@@ -3,6 +3,7 @@ Inspect's mock model answering and the local OpenAI-compatible test server as th
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import os
@@ -23,6 +24,27 @@ from tests.openai_server import OpenAIServer, Reply  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 ENTRY_POINT = ("rag_qa_arena", "rag_qa_arena.inspect_tasks")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _tiktoken_files_offline(tmp_path_factory):
+    """Inspect's OpenAI provider counts tokens with tiktoken, which downloads its BPE files on first use;
+    offline, its cache is filled from the files the ``bpe-openai`` wheel carries (under tiktoken's names)."""
+    if os.environ.get("TIKTOKEN_CACHE_DIR"):
+        yield
+        return
+    import gzip
+    import hashlib
+
+    bpe_openai = pytest.importorskip("bpe_openai")
+    cache = tmp_path_factory.mktemp("tiktoken")
+    for name in ("o200k_base", "cl100k_base"):
+        packed = Path(bpe_openai.__file__).parent / "data" / f"{name}.tiktoken.gz"
+        url = f"https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken"
+        (cache / hashlib.sha1(url.encode()).hexdigest()).write_bytes(gzip.decompress(packed.read_bytes()))
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)
+    yield
+    os.environ.pop("TIKTOKEN_CACHE_DIR", None)
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +139,7 @@ def test_inspect_eval_cli_judges_against_lfrqa_with_the_papers_messages(tmp_path
     assert sorted(map(json.dumps, received)) == sorted(map(json.dumps, expected))
 
 
-def _eval(retrieved: Path, server: OpenAIServer, monkeypatch, tmp_path, **task_args):
+def _run(retrieved: Path, server: OpenAIServer, monkeypatch, tmp_path, *, limit: int = 4, **task_args):
     from inspect_ai import eval as inspect_eval
 
     from rag_qa_arena.inspect_tasks import lfrqa as lfrqa_task
@@ -125,17 +147,24 @@ def _eval(retrieved: Path, server: OpenAIServer, monkeypatch, tmp_path, **task_a
     monkeypatch.setenv("LOCAL_BASE_URL", server.base_url)
     monkeypatch.setenv("LOCAL_API_KEY", "test-local-key")
     [log] = inspect_eval(lfrqa_task(domain="science", retrieved=str(retrieved), **task_args), model="mockllm/model",
-                         model_roles={"grader": "openai-api/local/judge"}, limit=4, display="none",
-                         log_dir=str(tmp_path / "logs"))
+                         model_roles={"grader": "openai-api/local/judge"}, limit=limit, display="none",
+                         log_dir=str(tmp_path / "logs"), max_samples=1)
+    return log
+
+
+def _eval(retrieved: Path, server: OpenAIServer, monkeypatch, tmp_path, **task_args):
+    log = _run(retrieved, server, monkeypatch, tmp_path, **task_args)
     assert log.status == "success", log.error
     return {name: m.value for name, m in log.results.scores[0].metrics.items()}, log
 
 
 def test_replies_without_a_rating_fail_strictly_and_are_never_ties(tmp_path, retrieved, monkeypatch):
     with OpenAIServer(lambda body, attempt: "Answer 2 is better, no tag.") as server:
-        metrics, log = _eval(retrieved, server, monkeypatch, tmp_path, parse="strict")
+        log = _run(retrieved, server, monkeypatch, tmp_path, parse="strict")
         assert len(server.requests) == 8  # each judgment asked once more, then failed
-    assert metrics["n_failed"] == 4 and metrics["n_judged"] == 0 and math.isnan(metrics["win_tie_rate"])
+    # no sample got a rating: the run measured nothing, and says so instead of a NaN win rate
+    assert log.status == "error" and "No sample got a rating: all 4 judgments failed" in log.error.message
+    assert len(log.samples) == 4
     for sample in log.samples:
         score = sample.scores["arena_judge"]
         assert score.answer == "failed" and score.metadata["failed"] and score.metadata["attempts"] == 2
@@ -147,6 +176,21 @@ def test_replies_without_a_rating_fail_strictly_and_are_never_ties(tmp_path, ret
     positions = [sample.scores["arena_judge"].metadata["a_position"] for sample in log.samples]
     assert metrics["win_rate"] == positions.count(2) / 4
     assert all(s.scores["arena_judge"].metadata["outcome_strict"] is None for s in log.samples)
+
+
+def test_a_run_whose_first_samples_fail_but_later_ones_are_rated_succeeds(tmp_path, retrieved, monkeypatch):
+    """Inspect computes the metrics after each sample for its display: only the end of the run may fail it."""
+    asked = []
+
+    def reply(body, attempt):
+        asked.append(1)
+        return "no tag" if len(asked) <= 4 else "<rating>0</rating>"  # the first two samples fail (asked twice)
+
+    with OpenAIServer(reply) as server:
+        metrics, log = _eval(retrieved, server, monkeypatch, tmp_path)
+    assert metrics["n_failed"] == 2 and metrics["n_judged"] == 2 and metrics["win_tie_rate"] == 1.0
+    assert log.results.early_stopping.metadata == {"n_scored": 4, "n_rated": 2}
+    assert log.results.early_stopping.early_stops == []  # the guard stops no sample
 
 
 def test_a_reply_fixed_on_the_re_ask_counts(tmp_path, retrieved, monkeypatch):
@@ -170,6 +214,58 @@ def test_bad_task_arguments_name_the_value_and_the_fix(args, message, retrieved)
         args = {**args, "retrieved": str(retrieved)}
     with pytest.raises(lfrqa.errors.RagQaArenaError, match=message.replace("(", r"\(").replace("'", "'")):
         lfrqa_task(**args)
+
+
+def test_unknown_task_arguments_are_refused_with_the_allowed_ones(retrieved):
+    from rag_qa_arena.inspect_tasks import TASK_ARGUMENTS, TaskArgumentError
+    from rag_qa_arena.inspect_tasks import lfrqa as lfrqa_task
+
+    with pytest.raises(TaskArgumentError) as refused:
+        lfrqa_task(domain="science", retreived=str(retrieved))
+    message = str(refused.value)
+    assert "unknown task argument -T retreived=" in message and "did you mean -T retrieved=" in message
+    assert "the task takes " + ", ".join(TASK_ARGUMENTS) in message
+    with pytest.raises(TaskArgumentError, match=r"-T judje=x \(did you mean -T judge=...\?\).*also unknown: zzz"):
+        lfrqa_task(domain="science", retrieved=str(retrieved), judje="x", zzz="1")
+    assert set(TASK_ARGUMENTS) == set(inspect.signature(lfrqa_task).parameters) - {"unknown"}
+
+
+def _inspect_cli(tmp_path: Path, *argv: str, **env: str) -> subprocess.CompletedProcess:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "INSPECT_LOG_DIR": str(tmp_path / "logs"), "COLUMNS": "500", **env, "PYTHONPATH": os.pathsep.join(
+        p for p in (None if _installed_from_this_checkout() else str(ROOT), _entry_point_dir(tmp_path),
+                    os.environ.get("PYTHONPATH")) if p)}
+    return subprocess.run([sys.executable, "-m", "inspect_ai", *argv, "--model", "mockllm/model", "--display", "plain",
+                           "--log-format", "json"], env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+
+
+def test_inspect_eval_cli_refuses_an_unknown_task_argument_in_one_line(tmp_path, retrieved):
+    done = _inspect_cli(tmp_path, "eval", "rag_qa_arena/lfrqa", "-T", "domain=science",
+                        "-T", f"retreived={retrieved}", "--limit", "1")
+    assert done.returncode != 0, done.stdout[-2000:] + done.stderr[-2000:]
+    printed = done.stdout + done.stderr
+    assert "Traceback" not in printed, printed[-3000:]
+    [line] = [line for line in printed.splitlines() if "unknown task argument" in line]
+    assert "-T retreived=" in line and "the task takes domain, retrieved, prompt" in line
+    assert not list((tmp_path / "logs").glob("*.json"))  # nothing ran
+
+
+@pytest.mark.slow  # two Inspect runs in subprocesses (~10 s each on the 2-core CI machine)
+def test_a_run_where_no_sample_got_a_rating_fails(tmp_path, retrieved):
+    """`inspect eval` 0.3.285 exits 0 whatever its log's status; `inspect eval-set` decides on the statuses."""
+    with OpenAIServer(lambda body, attempt: "no rating here") as server:
+        env = {"LOCAL_BASE_URL": server.base_url, "LOCAL_API_KEY": "test-local-key"}
+        task = ["rag_qa_arena/lfrqa", "--model-role", "grader=openai-api/local/judge", "-T", "domain=science",
+                "-T", f"retrieved={retrieved}", "--limit", "2"]
+        done = _inspect_cli(tmp_path / "eval", "eval", *task, **env)
+        [log_file] = (tmp_path / "eval" / "logs").glob("*.json")
+        log = json.loads(log_file.read_text())
+        assert log["status"] == "error", done.stdout[-3000:]
+        assert "No sample got a rating: all 2 judgments failed" in log["error"]["message"]
+        assert len(log["samples"]) == 2  # the judged samples are kept in the log
+        done = _inspect_cli(tmp_path / "set", "eval-set", *task, "--retry-attempts", "0",
+                            "--log-dir", str(tmp_path / "set" / "logs"), **env)
+        assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
 
 
 def test_without_a_grader_role_the_judge_argument_is_needed(tmp_path, retrieved, monkeypatch):

@@ -41,6 +41,7 @@ def calibrate_judges(
     n_boot: int = 1000,
     seed: int = 0,
     confidence: float = 0.95,
+    allow_same_judge: bool = False,
 ) -> dict:
     """The judge card of ``candidate`` against ``reference`` (run folders of the same pairs, two judges).
 
@@ -48,9 +49,14 @@ def calibrate_judges(
     ``predictions``: ``{system: prediction file}`` of the judged systems, for answer lengths
     (P(prefer longer); LFRQA's answers come from ``lfrqa.load(data_dir=data_dir)``) and prices.
     ``n_boot``, ``seed``, ``confidence``: the bootstrap interval of kappa.
+
+    Refused (:class:`~lfrqa.errors.RagQaArenaError`) when both sides are one judge: the same judges named on
+    both, or the candidate's replies equal to the reference's on every matched pair (a copied run), unless
+    ``allow_same_judge``. Other differences between the sides (the parse, the order) are named in
+    ``card["remarks"]``.
     """
     card, rows = build_card(reference=reference, candidate=candidate, predictions=predictions, data_dir=data_dir,
-                            n_boot=n_boot, seed=seed, confidence=confidence)
+                            n_boot=n_boot, seed=seed, confidence=confidence, allow_same_judge=allow_same_judge)
     if out is not None:
         write_card(out, card, rows)
     return card

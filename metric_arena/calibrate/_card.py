@@ -10,11 +10,11 @@ from pathlib import Path
 
 from lfrqa.files import package_version
 from metric_arena.calibrate._inputs import answer_words, price_and_time
-from metric_arena.calibrate._match import ROLES, Matched, candidate_outcome, load_side, match_pairs
-from metric_arena.report import REFERENCE, Run
+from metric_arena.calibrate._match import ROLES, Matched, candidate_outcome, check_judges, load_side, match_pairs
+from metric_arena.report import REFERENCE, Run, run_settings
 from metric_arena.stats import cohen_kappa, kappa_interval, kendall_tau, spearman_rho
 
-__all__ = ["build_card"]
+__all__ = ["build_card", "setting_remarks"]
 
 Key = tuple[str, str, str]
 OUTCOMES = ("win", "tie", "loss")
@@ -29,10 +29,13 @@ def build_card(
     n_boot: int = 1000,
     seed: int = 0,
     confidence: float = 0.95,
+    allow_same_judge: bool = False,
 ) -> tuple[dict, list[dict]]:
-    """The judge card (a JSON-ready dict) and the matched verdict rows it was computed on."""
+    """The judge card (a JSON-ready dict) and the matched verdict rows it was computed on; refused when both
+    sides are one judge (the same judges, or copied replies) unless ``allow_same_judge``."""
     sides = {"reference": load_side(reference, "reference"), "candidate": load_side(candidate, "candidate")}
     matched = match_pairs(sides["reference"], sides["candidate"])
+    check_judges(sides["reference"], sides["candidate"], matched, allow_same_judge=allow_same_judge)
     both = {key: (ref.get("outcome"), candidate_outcome(cand, flipped))
             for key, (ref, cand, flipped) in matched.rows.items()}
     judged = sorted(key for key, (r, c) in both.items() if r is not None and c is not None)
@@ -68,6 +71,7 @@ def build_card(
         "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
     card["rank_correlation"] = _rank_correlation(card["win_rate_shift"])
+    card["remarks"] = setting_remarks(card["judges"])
     for role, index in (("reference", 0), ("candidate", 1)):
         outcomes = {k: both[k][index] for k in judged}
         card["p_prefer_longer"][role], card["n_prefer_longer"][role] = _prefer_longer(outcomes, lengths)
@@ -150,9 +154,27 @@ def _judge_info(runs: list[Run]) -> dict:
     def found(key: str) -> list:
         return sorted({str(run.summary[key]) for run in runs if run.summary.get(key) is not None})
 
-    return {"specs": sorted({j for run in runs for j in run.judges}), "parse": found("parse") or ["strict"],
-            "order": found("order"), "package_version": found("package_version"),
+    settings = [run_settings(run) for run in runs]
+    return {"specs": sorted({j for run in runs for j in run.judges}),
+            "parse": sorted({s["parse"] for s in settings if s["parse"]}) or ["strict"],
+            "order": sorted({s["order"] for s in settings if s["order"]}), "package_version": found("package_version"),
             "runs": [str(Path(run.path)) for run in runs], "n_verdicts": sum(len(run.verdicts) for run in runs)}
+
+
+def setting_remarks(judges: dict) -> list[str]:
+    """What differs between the sides besides the judge, each a line of the card: the parse (the same replies
+    are counted otherwise, so agreement and shifts mix a judge change with a parse change) and the order."""
+    ref, cand = judges["reference"], judges["candidate"]
+    remarks = []
+    if ref["parse"] != cand["parse"]:
+        remarks.append(f"parse differs: reference {', '.join(ref['parse'])}, candidate {', '.join(cand['parse'])}; the "
+                       "sides count replies differently (a reply without a valid rating fails under strict, reads as a "
+                       "tie or a digit under reference), so agreement and win-rate shifts mix the change of judge with "
+                       "the change of parse: judge both sides with the same --parse")
+    if ref["order"] and cand["order"] and ref["order"] != cand["order"]:
+        remarks.append(f"order differs: reference {', '.join(ref['order'])}, candidate {', '.join(cand['order'])} "
+                       "(P(prefer first) and agreement are read under different orders)")
+    return remarks
 
 
 def _matched_row(key: Key, row: tuple[dict, dict, bool], outcomes: tuple) -> dict:

@@ -10,7 +10,7 @@ from pathlib import Path
 from lfrqa.errors import RagQaArenaError
 from metric_arena.report import Run, load_run
 
-__all__ = ["ROLES", "Matched", "load_side", "match_pairs"]
+__all__ = ["ROLES", "Matched", "check_judges", "load_side", "match_pairs"]
 
 ROLES = ("reference", "candidate")
 _FLIP = {"win": "loss", "loss": "win", "tie": "tie", None: None}
@@ -108,3 +108,34 @@ def _nothing_matched(reference: list[Run], candidate: list[Run]) -> str:
         why = "the runs judge the same systems on different questions (no shared qid)"
     return (f"No pair is judged on both sides: {why}. Judge the same prediction files (the same --sample and "
             "--seed) with both judges, then calibrate")
+
+
+def check_judges(reference: list[Run], candidate: list[Run], matched: Matched, *, allow_same_judge: bool = False) -> None:
+    """A card of a judge against itself says nothing about the candidate: refused (unless ``allow_same_judge``,
+    e.g. to see what another parse or order does to one judge) when both sides name the same judges, or when
+    the candidate's replies are the reference's, word for word, on every matched pair (a copy of the run)."""
+    if allow_same_judge:
+        return
+    judges = {role: sorted({j for run in runs for j in run.judges}) for role, runs in zip(ROLES, (reference, candidate))}
+    copied = _copied_replies(matched)
+    if judges["reference"] == judges["candidate"]:
+        why = f"both sides were judged by {', '.join(judges['reference']) or 'an unknown judge'}"
+        if copied:
+            why += " with the same replies on every matched pair (a copy of the reference run)"
+    elif copied:
+        why = (f"the candidate ({', '.join(judges['candidate'])}) gives the reference's replies, word for word, on "
+               f"every one of the {len(matched.rows):,} matched pairs: a copy of the reference run under another name")
+    else:
+        return
+    raise RagQaArenaError(f"calibrate refused (same judge): {why}. Give the candidate judge's own runs of the same "
+                          "pairs (--candidate), or pass --allow-same-judge to compare a judge with itself (e.g. "
+                          "another --parse or --order)")
+
+
+def _copied_replies(matched: Matched) -> bool:
+    """Whether every matched pair's candidate judgments hold exactly the reference's reply texts (not all empty)."""
+    def replies(verdict: dict) -> list[str]:
+        return sorted(str(j.get("raw") or "") for j in verdict.get("judgments") or [] if isinstance(j, dict))
+
+    pairs = [(replies(ref), replies(cand)) for ref, cand, _ in matched.rows.values()]
+    return any(any(ref) for ref, _ in pairs) and all(ref == cand for ref, cand in pairs)

@@ -58,6 +58,7 @@ def card_markdown(card: dict) -> str:
         f"{_md(', '.join(ref['order']) or '?')}). Candidate judge: **{_md(', '.join(cand['specs']))}** (parse "
         f"{_md(', '.join(cand['parse']))}; order {_md(', '.join(cand['order']) or '?')}).",
         "",
+        *(f"> **Note:** {_md(remark)}" + "\n" for remark in card.get("remarks") or []),
         f"- Pairs both judged: **{card['n_pairs']:,}** ({card['n_matched_failed']:,} matched pairs failed on a side; "
         f"{card['unmatched']['reference_only']:,} judged by the reference only, "
         f"{card['unmatched']['candidate_only']:,} by the candidate only)",
@@ -190,4 +191,5 @@ def card_summary(card: dict) -> str:
     for role in ("reference", "candidate"):
         lines.append(f"  {role:<9} P(prefer longer) {pct(card['p_prefer_longer'][role])}  P(prefer first) "
                      f"{pct(card['p_prefer_first'][role])}  failed {card['n_failed'][role]:,}")
+    lines += [f"  note: {remark}" for remark in card.get("remarks") or []]
     return "\n".join(lines)

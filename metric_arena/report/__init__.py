@@ -4,7 +4,7 @@ page, and uploading a run folder to the Hub."""
 
 from lfrqa.exports import export_names
 from metric_arena.report._battles import battle_rows, write_battles
-from metric_arena.report._compare import compare_runs
+from metric_arena.report._compare import REFUSALS, ComparisonRefused, MinShared, compare_runs
 from metric_arena.report._eval_results import (
     EVAL_RESULTS_DIR,
     build_eval_result_files,
@@ -21,13 +21,16 @@ from metric_arena.report._push import (
     verdicts_parquet,
 )
 from metric_arena.report._retrieval import retrieval_analysis
-from metric_arena.report._runs import REFERENCE, Run, backfill_styles, load_run, load_runs
+from metric_arena.report._runs import REFERENCE, Run, backfill_styles, load_run, load_runs, run_settings
 from metric_arena.report._write import write_report
 
 __all__ = [
     "EVAL_RESULTS_DIR",
     "REFERENCE",
+    "REFUSALS",
+    "ComparisonRefused",
     "Leaderboard",
+    "MinShared",
     "Run",
     "backfill_styles",
     "battle_rows",
@@ -44,6 +47,7 @@ __all__ = [
     "push_run",
     "read_benchmark",
     "retrieval_analysis",
+    "run_settings",
     "verdicts_parquet",
     "write_battles",
     "write_report",

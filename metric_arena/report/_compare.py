@@ -6,23 +6,60 @@ shared questions, its paired bootstrap interval and the exact sign-test p-value.
 *significantly worse* when, for either rate, the p-value is below ``1 − confidence`` and the whole
 interval lies below ``−min_delta`` (a drop larger than ``min_delta`` that chance does not explain).
 
-Bad input is an error (:class:`~lfrqa.errors.RagQaArenaError`): runs without a shared question,
-runs against different opponents, and runs by different judges (unless ``allow_judge_change``:
-verdicts of different judges are not comparable question by question).
+A gate must never pass what it cannot judge: a comparison that would say nothing is refused with
+:class:`ComparisonRefused`, whose ``reason`` is one of :data:`REFUSALS` (a stable code for machines)
+and whose message names the run and the fix. Refused: the same folder twice (``same_run``); a run
+whose ``verdicts.jsonl`` holds no verdict (``empty_run``) or no judged pair, every judgment failed
+(``no_judged_pairs``); a run holding a qid more than once (``repeated_qids``: a finished judge run
+holds each once); runs against different opponents (``different_opponents``), by different judges
+(``different_judges``, unless ``allow_judge_change``), with another parse or order
+(``setting_changed``, unless ``allow_setting_change``: each moves the rates by itself); runs that
+share no question judged on both sides (``no_shared_questions``) or fewer than
+:class:`MinShared` asks (``too_few_shared``).
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
-from metric_arena.report._runs import load_run
+from metric_arena.report._runs import Run, load_run, run_settings
 from metric_arena.stats import paired_comparison
 
-__all__ = ["COMPARED_METRICS", "compare_runs"]
+__all__ = ["COMPARED_METRICS", "REFUSALS", "ComparisonRefused", "MinShared", "compare_runs"]
 
 COMPARED_METRICS = ("win_rate", "win_tie_rate")
+#: The reasons a comparison is refused (``ComparisonRefused.reason``).
+REFUSALS = ("same_run", "empty_run", "no_judged_pairs", "repeated_qids", "different_opponents", "different_judges",
+            "setting_changed", "no_shared_questions", "too_few_shared")
+#: The settings of a run that move its rates by themselves (besides the judge).
+COMPARED_SETTINGS = ("parse", "order")
+
+
+class ComparisonRefused(RagQaArenaError):
+    """Two runs that cannot be compared; ``reason`` is one of :data:`REFUSALS`."""
+
+    def __init__(self, reason: str, message: str):
+        super().__init__(f"compare refused ({reason}): {message}")
+        self.reason = reason
+        self.detail = message
+
+
+@dataclass(frozen=True)
+class MinShared:
+    """The fewest questions judged in both runs a comparison needs: at least ``count`` of them, and at
+    least ``share`` of the questions judged in the base run (0 turns a check off)."""
+
+    count: int = 10
+    share: float = 0.5
+
+    def __post_init__(self):
+        if not (isinstance(self.count, int) and self.count >= 0):
+            raise RagQaArenaError(f"MinShared.count must be a whole number >= 0, got {self.count!r}")
+        if not (0.0 <= self.share <= 1.0):
+            raise RagQaArenaError(f"MinShared.share must be a fraction in [0, 1] (e.g. 0.5), got {self.share!r}")
 
 
 def compare_runs(
@@ -30,34 +67,55 @@ def compare_runs(
     new: str | os.PathLike,
     *,
     min_delta: float = 0.0,
+    min_shared: MinShared = MinShared(),
     allow_judge_change: bool = False,
+    allow_setting_change: bool = False,
     n_boot: int = 1000,
     seed: int = 0,
     confidence: float = 0.95,
 ) -> dict:
-    """Paired comparison of the run folders ``base`` and ``new`` (see the module notes).
+    """Paired comparison of the run folders ``base`` and ``new`` (see the module notes); raises
+    :class:`ComparisonRefused` when the two cannot be compared.
 
-    Returns ``{"base", "new", "judges", "n_shared", "min_delta", "confidence", "metrics":
-    {metric: paired result with difference = new − base}, "worse": bool, "worse_on": [metrics]}``.
+    Returns ``{"status": "worse" | "not_worse", "base", "new" (run, system, judges, settings),
+    "n_shared", "min_delta", "min_shared", "confidence", "metrics": {metric: paired result with
+    difference = new − base}, "worse": bool, "worse_on": [metrics], "warnings": [lines]}``.
     """
     if not (min_delta >= 0.0):
         raise RagQaArenaError(f"min_delta must be >= 0 (a rate difference such as 0.02), got {min_delta!r}")
-    runs = {"base": load_run(Path(base)), "new": load_run(Path(new))}
-    base_run, new_run = runs["base"], runs["new"]
+    if Path(base).resolve() == Path(new).resolve():
+        raise ComparisonRefused("same_run", f"{base} and {new} are the same run folder: give the base run and the "
+                                            "new version's run (two `judge --out` folders)")
+    runs = {"BASE": load_run(Path(base)), "NEW": load_run(Path(new))}
+    for role, run in runs.items():
+        _check_usable(role, run)
+    base_run, new_run = runs["BASE"], runs["NEW"]
     if base_run.opponent != new_run.opponent:
-        raise RagQaArenaError(f"{base} is judged against {base_run.opponent!r} and {new} against "
-                              f"{new_run.opponent!r}: compare runs against the same opponent (LFRQA)")
+        raise ComparisonRefused("different_opponents", f"{base} is judged against {base_run.opponent!r} and {new} "
+                                f"against {new_run.opponent!r}: compare runs against the same opponent (LFRQA)")
     if sorted(base_run.judges) != sorted(new_run.judges) and not allow_judge_change:
-        raise RagQaArenaError(
-            f"The runs have different judges ({', '.join(base_run.judges) or 'unknown'} vs "
+        raise ComparisonRefused(
+            "different_judges",
+            f"the runs have different judges ({', '.join(base_run.judges) or 'unknown'} vs "
             f"{', '.join(new_run.judges) or 'unknown'}): a change of judge moves the rates by itself. Judge both with "
-            "the same --judge, or pass --allow-judge-change"
-        )
+            "the same --judge, or pass --allow-judge-change")
+    settings = {role: run_settings(run) for role, run in runs.items()}
+    warnings = [*base_run.warnings, *new_run.warnings]
+    changed = [f"{name} {settings['BASE'][name]} in BASE, {settings['NEW'][name]} in NEW" for name in COMPARED_SETTINGS
+               if None not in (settings["BASE"][name], settings["NEW"][name])
+               and settings["BASE"][name] != settings["NEW"][name]]
+    if changed and not allow_setting_change:
+        raise ComparisonRefused("setting_changed", f"the runs were judged with other settings ({'; '.join(changed)}): "
+                                "each moves the rates by itself. Judge both with the same --parse and --order, or "
+                                "pass --allow-setting-change")
+    warnings += [f"settings differ ({line}), compared anyway (--allow-setting-change)" for line in changed]
+    warnings += [f"the {name} of {role} is unknown (no summary.json): not compared" for name in COMPARED_SETTINGS
+                 for role in runs if settings[role][name] is None and settings[_other(role)][name] is not None]
+
     base_outcomes, new_outcomes = base_run.outcomes(), new_run.outcomes()
     shared = set(base_outcomes) & set(new_outcomes)
-    if not shared:
-        raise RagQaArenaError(f"{base} and {new} share no question: judge both on the same questions (the same "
-                              "--sample N and --seed give the same questions)")
+    judged_shared = sum(base_outcomes[q] is not None and new_outcomes[q] is not None for q in shared)
+    _check_shared(base, new, judged_shared, sum(o is not None for o in base_outcomes.values()), min_shared)
     metrics = {}
     worse_on = []
     alpha = 1.0 - confidence
@@ -70,12 +128,56 @@ def compare_runs(
         if result["significantly_worse"]:
             worse_on.append(metric)
     return {
-        "base": {"run": str(base), "system": base_run.system, "judges": base_run.judges},
-        "new": {"run": str(new), "system": new_run.system, "judges": new_run.judges},
+        "status": "worse" if worse_on else "not_worse",
+        "base": _side(base, base_run, settings["BASE"]),
+        "new": _side(new, new_run, settings["NEW"]),
         "n_shared": len(shared),
+        "n_shared_judged": judged_shared,
         "min_delta": min_delta,
+        "min_shared": {"count": min_shared.count, "share": min_shared.share},
         "confidence": confidence,
         "metrics": metrics,
         "worse": bool(worse_on),
         "worse_on": worse_on,
+        "warnings": warnings,
     }
+
+
+def _other(role: str) -> str:
+    return "NEW" if role == "BASE" else "BASE"
+
+
+def _side(path: str | os.PathLike, run: Run, settings: dict) -> dict:
+    judged = sum(v.get("outcome") is not None for v in run.verdicts)
+    return {"run": str(path), "system": run.system, "judges": run.judges, **settings, "n": len(run.verdicts),
+            "n_judged": judged, "n_failed": len(run.verdicts) - judged}
+
+
+def _check_usable(role: str, run: Run) -> None:
+    """A run the gate can read something from: verdicts, at least one judged, each qid once."""
+    where = f"{role} {run.path}"
+    if not run.verdicts:
+        raise ComparisonRefused("empty_run", f"{where}: verdicts.jsonl is empty (it holds no verdict): judge into the "
+                                "folder first (`rag-qa-arena judge --out`)")
+    if all(v.get("outcome") is None for v in run.verdicts):
+        raise ComparisonRefused("no_judged_pairs", f"{where}: none of its {len(run.verdicts):,} pairs was judged "
+                                "(every judgment failed; `judge` exits 3 for such a run): see the errors in its "
+                                "summary.json, fix the judge and judge again")
+    if run.repeated_qids:
+        first = run.repeated_qids[0]
+        raise ComparisonRefused("repeated_qids", f"{where}: {len(run.repeated_qids):,} qid(s) appear more than once "
+                                f"in verdicts.jsonl (e.g. {first!r}); a finished judge run holds each qid once: judge "
+                                "again into a new folder")
+
+
+def _check_shared(base, new, judged_shared: int, base_judged: int, minimum: MinShared) -> None:
+    if not judged_shared:
+        raise ComparisonRefused("no_shared_questions", f"{base} and {new} share no question judged in both: judge both "
+                                "on the same questions (the same --sample N and --seed give the same questions)")
+    if judged_shared < minimum.count or judged_shared < minimum.share * base_judged:
+        raise ComparisonRefused(
+            "too_few_shared",
+            f"only {judged_shared:,} question(s) judged in both runs, {judged_shared / base_judged:.0%} of the "
+            f"{base_judged:,} judged in BASE {base} (the gate needs at least {minimum.count:,} and "
+            f"{minimum.share:.0%}): judge NEW on BASE's questions (the same --sample N and --seed), or lower "
+            "--min-shared")

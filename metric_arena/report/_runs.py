@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +17,7 @@ from metric_arena.records import Verdict, check_prediction, check_verdict
 from metric_arena.stats import judge_outcome, reference_vote, summarize
 from metric_arena.style import has_style, verdict_style
 
-__all__ = ["REFERENCE", "Run", "backfill_styles", "empty_rates", "load_run", "load_runs", "run_rates"]
+__all__ = ["REFERENCE", "Run", "backfill_styles", "empty_rates", "load_run", "load_runs", "run_rates", "run_settings"]
 
 REFERENCE = "LFRQA"
 #: What ``judge --overwrite`` writes beside the verdicts until its new set is complete.
@@ -35,6 +36,8 @@ class Run:
     summary: dict
     verdicts: list[Verdict]
     warnings: list[str] = field(default_factory=list)
+    #: qids ``verdicts.jsonl`` holds more than once (a finished run holds each once; ``verdicts`` keeps one of each).
+    repeated_qids: list[str] = field(default_factory=list)
 
     def outcomes(self) -> dict[str, str | None]:
         """``{qid: outcome}`` from the system's side (``None`` for failed pairs)."""
@@ -82,6 +85,7 @@ def load_run(path: str | Path, *, lean: bool = False) -> Run:
         old = by_qid.get(row["qid"])
         if old is None or row.get("outcome") is not None or old.get("outcome") is None:
             by_qid[row["qid"]] = row
+    repeated = sorted({qid for qid, count in Counter(row["qid"] for row in rows).items() if count > 1})
     if len(by_qid) < len(rows):
         warnings.append(f"{path.name}: {len(rows) - len(by_qid)} repeated qid(s); kept the last successful verdict of each")
 
@@ -98,7 +102,26 @@ def load_run(path: str | Path, *, lean: bool = False) -> Run:
     system = str(summary.get("system") or system)
     opponent = str(summary.get("opponent") or opponent)
     judges = list(summary.get("judges") or []) or found_judges
-    return Run(path, system, opponent, judges, summary, list(by_qid.values()), warnings)
+    return Run(path, system, opponent, judges, summary, list(by_qid.values()), warnings, repeated)
+
+
+def run_settings(run: Run) -> dict[str, str | None]:
+    """How ``run`` was judged: ``{"order": ..., "parse": ...}`` from its ``summary.json``, else read off its
+    verdicts (only a ``reference`` parse writes ``outcome_strict``; two judgments by one judge on a pair
+    are the ``both`` order); ``None`` where neither tells (the paper and random orders look alike)."""
+    verdicts = run.verdicts
+    parse = run.summary.get("parse")
+    if parse is None and verdicts:
+        parse = "reference" if any("outcome_strict" in v for v in verdicts) else "strict"
+    order = run.summary.get("order")
+    if order is None and any(_judged_twice(v) for v in verdicts):
+        order = "both"
+    return {"order": order, "parse": parse}
+
+
+def _judged_twice(verdict: Verdict) -> bool:
+    judges = [j.get("judge") for j in verdict.get("judgments") or [] if isinstance(j, dict)]
+    return len(judges) > len(set(judges))
 
 
 def load_runs(paths: Sequence[Run | str | os.PathLike], *, lean: bool = False) -> tuple[list[Run], list[str]]:

@@ -16,8 +16,9 @@ try:
 except ImportError as error:
     raise ImportError('The RAG-QA Arena Inspect task needs Inspect AI: pip install "rag-qa-arena[inspect]"') from error
 
+from rag_qa_arena.inspect_tasks._guard import NoRatingError, RatingGuard, TaskArgumentError
 from rag_qa_arena.inspect_tasks._scorer import arena_judge, judged, per_domain, win_rate, win_tie_rate
-from rag_qa_arena.inspect_tasks._task import lfrqa, lfrqa_dataset, paper_answer
+from rag_qa_arena.inspect_tasks._task import TASK_ARGUMENTS, lfrqa, lfrqa_dataset, paper_answer
 
-__all__ = ["arena_judge", "judged", "lfrqa", "lfrqa_dataset", "paper_answer", "per_domain", "win_rate",
-           "win_tie_rate"]
+__all__ = ["TASK_ARGUMENTS", "NoRatingError", "RatingGuard", "TaskArgumentError", "arena_judge", "judged", "lfrqa",
+           "lfrqa_dataset", "paper_answer", "per_domain", "win_rate", "win_tie_rate"]

@@ -4,10 +4,14 @@ arena judge against LFRQA's answers.
 Task arguments (``-T name=value``): ``domain`` (a domain or ``all``), ``retrieved`` (a file written
 by ``rag-qa-arena retrieve --out``; needed: the prompt answers from its passages), ``prompt``
 (``v1`` or ``v2``), ``n_passages`` (top passages in the prompt, 5), ``parse`` (``strict`` or
-``reference``), ``judge`` (used when no ``grader`` model role is bound), ``split`` and ``data_dir``.
+``reference``), ``judge`` (used when no ``grader`` model role is bound), ``split`` and ``data_dir``; any other name is
+refused (one line naming it and these).
 """
 
 from __future__ import annotations
+
+import difflib
+from typing import Any
 
 from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
@@ -19,9 +23,10 @@ from lfrqa import load as load_lfrqa
 from lfrqa.errors import RagQaArenaError
 from metric_arena.generate import generation_request, read_retrieved
 from metric_arena.prompts import GENERATION_TEMPLATES
+from rag_qa_arena.inspect_tasks._guard import RatingGuard, TaskArgumentError
 from rag_qa_arena.inspect_tasks._scorer import arena_judge
 
-__all__ = ["lfrqa", "lfrqa_dataset", "paper_answer"]
+__all__ = ["TASK_ARGUMENTS", "lfrqa", "lfrqa_dataset", "paper_answer"]
 
 
 def lfrqa_dataset(
@@ -86,18 +91,47 @@ def lfrqa(
     judge: str | None = None,
     split: str = "test",
     data_dir: str | None = None,
+    **unknown: Any,
 ) -> Task:
     """RAG-QA Arena on LFRQA: answer from retrieved passages with the paper's prompt, judged pairwise
-    against LFRQA's human answer (metrics ``win_rate``, ``win_tie_rate``, per domain)."""
-    if not retrieved:
-        raise RagQaArenaError(
-            "The lfrqa task answers from retrieved passages: give -T retrieved=FILE, a file written by "
-            "`rag-qa-arena retrieve --domain DOMAIN --out FILE`"
+    against LFRQA's human answer (metrics ``win_rate``, ``win_tie_rate``, per domain).
+
+    A ``-T`` argument the task does not take is refused (Inspect would otherwise drop it with a
+    warning and run with the default), and so is any bad value: one line naming it and the fix. A run
+    where no sample got a rating ends with the status ``error`` (:class:`RatingGuard`)."""
+    try:
+        _refuse_unknown(unknown)
+        if not retrieved:
+            raise RagQaArenaError(
+                "The lfrqa task answers from retrieved passages: give -T retrieved=FILE, a file written by "
+                "`rag-qa-arena retrieve --domain DOMAIN --out FILE`"
+            )
+        return Task(
+            dataset=lfrqa_dataset(domain=domain, retrieved=retrieved, n_passages=int(n_passages), split=split,
+                                  data_dir=data_dir),
+            solver=paper_answer(prompt=prompt, data_dir=data_dir),
+            scorer=arena_judge(judge=judge, parse=parse, data_dir=data_dir),
+            metadata={"benchmark": "RAG-QA Arena", "domain": domain, "prompt": prompt, "parse": parse},
+            early_stopping=RatingGuard(),
         )
-    return Task(
-        dataset=lfrqa_dataset(domain=domain, retrieved=retrieved, n_passages=int(n_passages), split=split,
-                              data_dir=data_dir),
-        solver=paper_answer(prompt=prompt, data_dir=data_dir),
-        scorer=arena_judge(judge=judge, parse=parse, data_dir=data_dir),
-        metadata={"benchmark": "RAG-QA Arena", "domain": domain, "prompt": prompt, "parse": parse},
+    except TaskArgumentError:
+        raise
+    except (RagQaArenaError, OSError) as error:
+        raise TaskArgumentError(f"rag_qa_arena/lfrqa: {error}") from None
+
+
+#: The task's own arguments (``-T name=value``), in its signature's order.
+TASK_ARGUMENTS = ("domain", "retrieved", "prompt", "n_passages", "parse", "judge", "split", "data_dir")
+
+
+def _refuse_unknown(unknown: dict[str, Any]) -> None:
+    if not unknown:
+        return
+    name = sorted(unknown)[0]
+    close = difflib.get_close_matches(name, TASK_ARGUMENTS, n=1)
+    hint = f" (did you mean -T {close[0]}=...?)" if close else ""
+    raise TaskArgumentError(
+        f"rag_qa_arena/lfrqa: unknown task argument -T {name}={unknown[name]!s:.60}{hint}; the task takes "
+        + ", ".join(TASK_ARGUMENTS)
+        + (f" (also unknown: {', '.join(sorted(unknown)[1:])})" if len(unknown) > 1 else "")
     )
