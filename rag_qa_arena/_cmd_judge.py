@@ -325,8 +325,17 @@ def _print_summary(result: dict, out: str) -> None:
         lines.append(f"  {domain:<12} n {part['n']:>6,}  win {pct(part['win_rate']):>6}  win+tie {pct(part['win_tie_rate']):>6}")
     if result.get("errors"):
         lines.append("  errors " + ", ".join(f"{k}: {v}" for k, v in result["errors"].items()))
+    if result.get("imports", {}).get("n_judgments"):
+        files = ", ".join(f"{name}: {n:,}" for name, n in result["imports"]["files"].items())
+        lines.append(f"  imported judgments {result['imports']['n_judgments']:,} ({files})")
     lines.append(f"  written to {out}/verdicts.jsonl and {out}/summary.json")
     print("\n".join(lines))
+    for spec, endpoint in result.get("endpoints", {}).items():
+        for replica in endpoint["replicas"]:
+            if replica["flagged"]:
+                print(f"rag-qa-arena: warning: replica {replica['url']} of {spec} {replica['flagged']}: taken out, "
+                      f"its {replica['n_discarded']:,} answer(s) not used (re-sent to the other replicas)",
+                      file=sys.stderr)
 
 
 def _next_step(out: str) -> str:

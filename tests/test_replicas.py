@@ -5,6 +5,7 @@ one name in the cache key so a later run on another server of the same model is 
 from __future__ import annotations
 
 import json
+import re
 import threading
 
 import pytest
@@ -119,3 +120,54 @@ def test_the_sdks_aiohttp_transport_is_the_default_with_httpx_as_the_fallback(mo
         clients("aiohttp")
     with pytest.raises(RagQaArenaError, match="transport='h2'"):
         make_backend("openai:m", api_key="x", options={"transport": "h2"})
+
+
+def _system_first(body) -> bool:
+    return "SYSTEM" in re.search(r"<answer 1>\n(.*?)\n</answer 1>", body["messages"][-1]["content"], re.S).group(1)
+
+
+def _reference_wins(body, attempt):
+    """The good judge: the reference (the answer without "SYSTEM") always wins."""
+    return f"<rating>{2 if _system_first(body) else 1}</rating>"
+
+
+def _system_wins(body, attempt):
+    return Reply(content=f"<rating>{1 if _system_first(body) else 2}</rating>", model="evil-model")
+
+
+def test_a_replica_replying_as_another_model_is_flagged_taken_out_and_named_in_the_summary(lfrqa_data_dir, tmp_path,
+                                                                                         capsys):
+    qids = lfrqa.load("fiqa", data_dir=str(lfrqa_data_dir))["qid"][:20]
+    preds = tmp_path / "p.jsonl"
+    preds.write_text("".join(json.dumps({"qid": q, "answer": f"SYSTEM answer {i}"}) + "\n" for i, q in enumerate(qids)))
+    common = ["--predictions", str(preds), "--data-dir", str(lfrqa_data_dir), "--judge", "openai:judge",
+              "--api-key", "sk-local", "--no-progress", "--max-concurrency", "4"]
+    with OpenAIServer(_reference_wins, latency=0.01) as good, OpenAIServer(_system_wins, latency=0.01) as evil:
+        evil_url = evil.base_url.replace("http://", "http://evil-user:evil-pw@") + "?api-key=sk-evil-token-123456"
+        code = main(["judge", *common, "--base-url", good.base_url, "--base-url", evil_url, "--endpoint-name", "pool",
+                     "--out", str(tmp_path / "run"), "--cache-dir", str(tmp_path / "c")])
+        err = capsys.readouterr().err
+        assert code == 0, err
+        n_evil, good_url, evil_shown = len(evil.requests), good.base_url, evil.base_url
+        assert n_evil >= 1  # it was asked, and answered as another model
+        assert main(["judge", *common, "--base-url", good.base_url, "--out", str(tmp_path / "alone"),
+                     "--cache-dir", str(tmp_path / "c2")]) == 0
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    alone = json.loads((tmp_path / "alone" / "summary.json").read_text())
+    assert summary["win_rate"] == alone["win_rate"] == 0.0 and summary["n_failed"] == 0
+    assert summary["endpoint_name"] == "pool"
+    [good_row, evil_row] = summary["endpoints"]["openai:judge"]["replicas"]
+    assert summary["endpoints"]["openai:judge"]["endpoint_name"] == "pool"
+    assert good_row["url"] == good_url and good_row["n_answered"] == 20 and good_row["flagged"] is None
+    assert evil_row["url"] == evil_shown  # no user:password@, no query token
+    assert evil_row["n_answered"] == 0 and evil_row["n_discarded"] == n_evil
+    assert "evil-model" in evil_row["flagged"] and evil_row["models"] == {"evil-model": n_evil}
+    text = (tmp_path / "run" / "summary.json").read_text()
+    assert "sk-evil-token" not in text and "evil-pw" not in text
+    assert f"replica {evil_shown} of openai:judge replies as model 'evil-model'" in err and "taken out" in err
+    # A resumed run under another endpoint name would mix two endpoints' answers in one folder: refused.
+    with OpenAIServer(_reference_wins) as other:
+        code = main(["judge", *common, "--base-url", other.base_url, "--endpoint-name", "another", "--out",
+                     str(tmp_path / "run"), "--cache-dir", str(tmp_path / "c")])
+        assert code == 2 and "endpoint_name 'pool' there, 'another' now" in capsys.readouterr().err
+        assert len(other.requests) == 0

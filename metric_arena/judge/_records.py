@@ -19,8 +19,10 @@ SUMMARY_FILE = "summary.json"
 #: Verdicts of a run that replaces the folder's earlier run (``overwrite``), until it is complete.
 REPLACING_FILE = ".verdicts.replacing.jsonl"
 LOCK_FILE = ".lock"
-#: The settings a run folder belongs to: another run into it must have the same (or overwrite).
-SETTINGS = ("system", "opponent", "judges", "order", "seed", "parse")
+#: The settings a run folder belongs to: another run into it must have the same (or overwrite). The
+#: endpoint name (``--endpoint-name``, null when none) is in the cache key: a run resumed under another
+#: name would mix two endpoints' answers.
+SETTINGS = ("system", "opponent", "judges", "order", "seed", "parse", "endpoint_name")
 
 
 class RunWriter:

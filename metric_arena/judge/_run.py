@@ -155,7 +155,8 @@ async def ajudge_pairs(
         system = Path(out).resolve().name if out is not None else "system"
     check_system_names(system, opponent)
     settings = {"system": system, "opponent": opponent, "judges": config.specs, "order": config.order,
-                "seed": config.seed, "parse": config.parse}
+                "seed": config.seed, "parse": config.parse,
+                "endpoint_name": run.endpoint_name if run is not None else None}
     writer = RunWriter(out, settings, overwrite=overwrite) if out is not None else None
     started = time.monotonic()
     try:
@@ -182,6 +183,7 @@ def _run_fields(session: Session, verdicts: list[dict], started: float) -> dict:
     counts judgments whose local judge's chat template refused the system role (folded into the user turn)."""
     folded = sum(bool(j.get("system_folded")) for v in verdicts for j in v["judgments"])
     return {**session.runner.counters(), "n_system_folded": folded, "imports": import_fields(verdicts),
+            "endpoints": session.endpoints(),
             "elapsed_s": round(time.monotonic() - started, 3),
             "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "package_version": package_version()}
 

@@ -167,6 +167,11 @@ class Backend(abc.ABC):
         """What distinguishes this backend's answers, for cache keys. Never holds secrets."""
         return {"backend": self.name, "model": self.model}
 
+    def endpoints(self) -> dict | None:
+        """Where the requests went, for the run's summary (HTTP backends: the endpoint name and each replica
+        with its counts; never a secret); None for a backend with no server."""
+        return None
+
     @property
     def spec(self) -> str:
         """``"<backend>:<model>"``, as given to :func:`~metric_arena.make_backend`."""
