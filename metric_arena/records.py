@@ -289,6 +289,7 @@ def judgment_type():
         ("judge", pa.string()), ("a_position", pa.int64()), ("rating", pa.int64()), ("outcome", pa.string()),
         ("raw", pa.string()), ("attempts", pa.int64()), ("cached", pa.bool_()), ("error", pa.string()),
         ("oversized", pa.int64()), ("system_folded", pa.bool_()),
+        ("imported", pa.struct([("file", pa.string()), ("model", pa.string())])),
     ])
 
 
