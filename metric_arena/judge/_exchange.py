@@ -7,13 +7,17 @@ in the OpenAI batch input format (one ``{"custom_id", "method", "url", "body"}``
 judge, with ``requests.json`` listing them. :func:`import_judge_results` reads batch-format output files
 (``custom_id``, ``response.status_code``, ``response.body`` or ``error``) into the cache with the checks an
 online reply gets: strict JSON, a cache key as ``custom_id``, redaction of anything shaped like a key, the
-reply's size cap, and the validity flag (a valid ``<rating>``). The ordinary judge or tournament run then
-finds those answers cached and asks online only for what is missing (nothing with ``batch_only``).
+reply's size cap, and the validity flag (a valid ``<rating>``), and only for requests this judge asked
+(:class:`ExpectedAnswers`: :func:`judge_request_ids` of the runs at hand, or :func:`exported_request_ids` of
+the export folder); conflicting duplicates and replies naming another model are refused. The ordinary judge
+or tournament run then finds those answers cached and asks online only for what is missing (nothing with
+``batch_only``); its verdicts mark each imported judgment with its file.
 
     export_judge_requests([dict(predictions=..., references=..., questions=..., ids=...)], "export",
                           judge="openai:meta-llama/Llama-3.3-70B-Instruct", shards=8)
     # on each node: vllm run-batch -i export/<judge>/shard-00003-of-00008.jsonl -o out-3.jsonl --model ...
-    import_judge_results(["out-0.jsonl", ...], run=RunConfig(cache_dir=...))
+    import_judge_results(["out-0.jsonl", ...], run=RunConfig(cache_dir=...),
+                         expected=exported_request_ids("export", judge="openai:meta-llama/Llama-3.3-70B-Instruct"))
 """
 
 from __future__ import annotations
@@ -177,6 +181,9 @@ def exported_request_ids(
                 raise RagQaArenaError(f"{root / EXPORT_FILE} lists file {name!r} outside its judge's folder: "
                                       "the file was edited; export again")
             path = root / parts[0] / check_plain_name(parts[1], f"{root / EXPORT_FILE}")
+            if not path.is_file():
+                raise RagQaArenaError(f"{path}, listed in {root / EXPORT_FILE}, is missing: give the whole export "
+                                      "folder, or export again")
             with open(path, "rb") as handle:
                 for number, raw in bounded_lines(handle, max_bytes=MAX_BYTES, name=str(path)):
                     if not raw.strip():
