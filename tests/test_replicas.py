@@ -171,3 +171,28 @@ def test_a_replica_replying_as_another_model_is_flagged_taken_out_and_named_in_t
                      str(tmp_path / "run"), "--cache-dir", str(tmp_path / "c")])
         assert code == 2 and "endpoint_name 'pool' there, 'another' now" in capsys.readouterr().err
         assert len(other.requests) == 0
+
+
+def test_an_unfinished_run_resumed_under_another_endpoint_name_is_refused(tmp_path, lfrqa_data_dir, capsys):
+    qids = lfrqa.load("fiqa", data_dir=str(lfrqa_data_dir))["qid"][:12]
+    preds = tmp_path / "p.jsonl"
+    preds.write_text("".join(json.dumps({"qid": q, "answer": f"A{i}"}) + "\n" for i, q in enumerate(qids)))
+
+    def stops(body, attempt):  # answers a few, then refuses the key: a fatal error ends the run unfinished
+        return DEFAULT_REPLY if len(server.requests) <= 4 else Reply(status=401)
+
+    common = ["judge", "--predictions", str(preds), "--data-dir", str(lfrqa_data_dir), "--judge", "openai:judge",
+              "--api-key", "sk-local", "--no-progress", "--max-concurrency", "1", "--out", str(tmp_path / "run"),
+              "--cache-dir", str(tmp_path / "c")]
+    with OpenAIServer(stops) as server:
+        assert main([*common, "--base-url", server.base_url, "--endpoint-name", "pool-a"]) != 0
+    assert not (tmp_path / "run" / "summary.json").exists() and (tmp_path / "run" / "verdicts.jsonl").read_text()
+    capsys.readouterr()
+    with OpenAIServer() as other:
+        assert main([*common, "--base-url", other.base_url, "--endpoint-name", "pool-b"]) == 2
+        assert "endpoint_name 'pool-a' there, 'pool-b' now" in capsys.readouterr().err
+        assert len(other.requests) == 0
+        assert main([*common, "--base-url", other.base_url, "--endpoint-name", "pool-a"]) == 0  # the same: resumed
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["endpoint_name"] == "pool-a" and summary["n"] == 12 and summary["n_failed"] == 0
+    assert not (tmp_path / "run" / ".settings.json").exists()
