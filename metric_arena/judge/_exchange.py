@@ -37,8 +37,16 @@ from metric_arena.judge._batch import judge_batch_requests, judge_identities
 from metric_arena.judge._config import JudgeSpec, judge_config
 from metric_arena.judge._parse import parse_rating, reask_count
 from metric_arena.judge._plan import DEFAULT_JUDGE, JUDGE_MAX_TOKENS, planned_requests
-from metric_arena.llm import CompletionCache, RunConfig, cache_key, import_source, same_model
-from metric_arena.llm.batch import MAX_BYTES, check_plain_name, checked_completion, output_records, read_tagged_json
+from metric_arena.llm import CompletionCache, RunConfig, cache_key
+from metric_arena.llm.batch import (
+    MAX_BYTES,
+    check_plain_name,
+    checked_completion,
+    import_source,
+    output_records,
+    read_tagged_json,
+    same_model,
+)
 
 __all__ = ["EXPORT_FILE", "MAX_RESULT_LINE_BYTES", "ExpectedAnswers", "export_judge_requests",
            "exported_request_ids", "import_judge_results", "judge_request_ids"]

@@ -31,8 +31,6 @@ from metric_arena.llm._types import (
     Completion,
     ModelNotFound,
     ServerUnreachable,
-    import_source,
-    same_model,
 )
 
 __all__ = [
@@ -56,12 +54,10 @@ __all__ = [
     "cache_key",
     "estimate_cost",
     "get_encoding",
-    "import_source",
     "make_backend",
     "model_backend",
     "parse_spec",
     "redact",
-    "same_model",
     "synchronous",
 ]
 
