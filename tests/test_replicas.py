@@ -196,3 +196,18 @@ def test_an_unfinished_run_resumed_under_another_endpoint_name_is_refused(tmp_pa
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["endpoint_name"] == "pool-a" and summary["n"] == 12 and summary["n_failed"] == 0
     assert not (tmp_path / "run" / ".settings.json").exists()
+
+
+def test_with_every_replica_replying_as_another_model_the_pairs_fail_and_say_why(tmp_path):
+    evil = lambda body, attempt: Reply(content=DEFAULT_REPLY, model="evil-model")  # noqa: E731
+    with OpenAIServer(evil) as one, OpenAIServer(evil) as two:
+        run = RunConfig(base_url=[one.base_url, two.base_url], max_concurrency=2, cache_dir=tmp_path / "c")
+        result = judge_pairs(*_pairs(6), judge="openai:judge", run=run, progress=False, n_boot=10)
+    assert result["n_failed"] == 6 and result["errors"]["model_mismatch"] >= 1
+    assert all("replies as model 'evil-model'" in v["judgments"][0]["error"] for v in result["verdicts"])
+    assert [r["flagged"] is not None for r in result["endpoints"]["openai:judge"]["replicas"]] == [True, True]
+    with OpenAIServer(evil) as alone:  # one URL: nothing to compare with; its replies' model is counted
+        result = judge_pairs(*_pairs(6), judge="openai:judge", progress=False, n_boot=10,
+                             run=RunConfig(base_url=alone.base_url, cache_dir=tmp_path / "c2"))
+    [row] = result["endpoints"]["openai:judge"]["replicas"]
+    assert result["n_failed"] == 0 and row["models"] == {"evil-model": 6} and row["flagged"] is None
