@@ -170,7 +170,8 @@ def import_results(args: argparse.Namespace, run, judge, match: dict | None = No
           f"file: {per_file}); {counts['n_errors']:,} failed lines{f' ({errors})' if errors else ''}", file=sys.stderr)
     why = {"unknown_ids": "have no cache key as custom_id (not from --export-requests)",
            "other_judge": "answer requests exported for another judge",
-           "not_exported": "answer no request of this judge (never exported for it)",
+           "not_exported": "answer no request of this judge (not one of --predictions' requests, nor exported for "
+                           "it in --export-dir)",
            "conflicting": "answer the same request twice with different ratings (neither kept)",
            "model_refused": "name another model than the one requested (pass --accept-model-alias if the server "
                             "aliases names)",
