@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -29,6 +30,7 @@ __all__ = [
     "JsonlAppender",
     "RunLocked",
     "atomic_write",
+    "bounded_lines",
     "download_errors",
     "dumps_json",
     "exclusive_lock",
@@ -157,6 +159,25 @@ def iter_jsonl(source: str | os.PathLike | BinaryIO, *, name: str | None = None,
         if _SURROGATE_ESCAPE.search(text):
             _check_surrogates(record, f"{name} line {number}")
         yield number, record
+
+
+def bounded_lines(source: BinaryIO, *, max_bytes: int, name: str) -> Iterator[tuple[int, bytes]]:
+    """``(line number, bytes)`` of each line of a binary stream, no line read past ``max_bytes`` bytes (its
+    newline not counted): a longer line raises a one-line error naming ``name``, the line and the limit,
+    having held at most ``max_bytes + 1`` bytes of it (a single huge line never sits in memory whole).
+
+    >>> import io
+    >>> list(bounded_lines(io.BytesIO(b"ab\\ncd"), max_bytes=2, name="x"))
+    [(1, b'ab\\n'), (2, b'cd')]
+    """
+    for number in itertools.count(1):
+        raw = source.readline(max_bytes + 1)
+        if not raw:
+            return
+        if len(raw) > max_bytes and not raw.endswith(b"\n"):
+            raise RagQaArenaError(f"{name} line {number} is over {max_bytes:,} bytes, the most read of one line: "
+                                  "not read further (is this the file you meant?)")
+        yield number, raw
 
 
 def iter_records(path: str | os.PathLike, *, hint: str = "") -> Iterator[tuple[str, dict]]:

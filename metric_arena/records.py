@@ -79,6 +79,7 @@ class Judgment(_JudgmentFields, total=False):
     error: str  # why there is no rating
     oversized: int  # the reply's full length in characters when raw holds its first part
     system_folded: bool  # True: the chat template took no system turn, so it was folded into the user's
+    imported: dict  # {"file", "model"}: the answer came from `judge --import-results` (that file; the model it named)
 
 
 class AnswerStyle(TypedDict):
@@ -288,6 +289,7 @@ def judgment_type():
         ("judge", pa.string()), ("a_position", pa.int64()), ("rating", pa.int64()), ("outcome", pa.string()),
         ("raw", pa.string()), ("attempts", pa.int64()), ("cached", pa.bool_()), ("error", pa.string()),
         ("oversized", pa.int64()), ("system_folded", pa.bool_()),
+        ("imported", pa.struct([("file", pa.string()), ("model", pa.string())])),
     ])
 
 

@@ -119,7 +119,16 @@ def add_exchange_flags(parser: argparse.ArgumentParser, *, judge: bool) -> None:
     if judge:
         group.add_argument("--import-results", nargs="+", metavar="FILE",
                            help="read OpenAI batch-format output files into the judgment cache (checked as online "
-                                "replies), then run the judge from the cache")
+                                "replies), then run the judge from the cache. Only answers to this judge's requests "
+                                "are stored (those of --predictions, or exported in --export-dir); every file is "
+                                "read before any is stored; lines over 1 MiB stop the import")
+        group.add_argument("--export-dir", metavar="DIR",
+                           help="with --import-results: the --export-requests folder the results answer; the "
+                                "answers to requests it holds for this judge may be stored (needed without "
+                                "--predictions, e.g. for a tournament's export)")
+        group.add_argument("--accept-model-alias", action="store_true",
+                           help="with --import-results: store replies naming another model than the one requested "
+                                "(a server that aliases names); they are counted, and recorded in the verdicts")
 
 
 def export_requests(args: argparse.Namespace, matches: list[dict], judge, run) -> int:
@@ -140,17 +149,42 @@ def export_requests(args: argparse.Namespace, matches: list[dict], judge, run) -
     return 0
 
 
-def import_results(args: argparse.Namespace, run) -> None:
-    from metric_arena.judge import import_judge_results
+def import_results(args: argparse.Namespace, run, judge, match: dict | None = None) -> None:
+    """``--import-results``: store the answers to this judge's requests (of ``match``, the run at hand, and of
+    ``--export-dir``), say what was stored and what was refused."""
+    from metric_arena.judge import exported_request_ids, import_judge_results, judge_request_ids
 
-    counts = import_judge_results(args.import_results, run=run)
+    if match is None and not args.export_dir:
+        raise RagQaArenaError("--import-results without --predictions needs --export-dir DIR (the --export-requests "
+                              "folder the results answer): only answers to requests exported for this judge are stored")
+    expected = judge_request_ids([match], judge=judge, run=run, data_dir=args.data_dir) if match is not None else None
+    if args.export_dir:
+        exported = exported_request_ids(args.export_dir, judge=judge, run=run)
+        expected = exported if expected is None else expected | exported
+    counts = import_judge_results(args.import_results, expected=expected, run=run,
+                                  accept_model_alias=args.accept_model_alias)
     errors = ", ".join(f"{k}: {v}" for k, v in counts["errors"].items())
+    per_file = ", ".join(f"{name}: {n:,}" for name, n in counts["stored_per_file"].items()) or "none"
     print(f"imported {counts['n_answers']:,} answers from {len(counts['files'])} file(s) ({counts['n_valid']:,} with a "
-          f"valid rating, {counts['n_invalid']:,} without, {counts['n_oversized']:,} cut at the size cap); "
-          f"{counts['n_errors']:,} failed lines{f' ({errors})' if errors else ''}", file=sys.stderr)
-    if counts["n_unknown_ids"]:
-        print(f"rag-qa-arena: warning: {counts['n_unknown_ids']:,} line(s) have no cache key as custom_id (not from "
-              "--export-requests): skipped", file=sys.stderr)
+          f"valid rating, {counts['n_invalid']:,} without, {counts['n_oversized']:,} cut at the size cap; stored per "
+          f"file: {per_file}); {counts['n_errors']:,} failed lines{f' ({errors})' if errors else ''}", file=sys.stderr)
+    why = {"unknown_ids": "have no cache key as custom_id (not from --export-requests)",
+           "other_judge": "answer requests exported for another judge",
+           "not_exported": "answer no request of this judge (not one of --predictions' requests, nor exported for "
+                           "it in --export-dir)",
+           "conflicting": "answer the same request twice with different ratings (neither kept)",
+           "model_refused": "name another model than the one requested (pass --accept-model-alias if the server "
+                            "aliases names)",
+           "already_cached": "answer requests the cache already answers (kept as they were)"}
+    for kind, text in why.items():
+        if counts[f"n_{kind}"]:
+            named = "; ".join(counts["examples"].get(kind, []))
+            print(f"rag-qa-arena: warning: {counts[f'n_{kind}']:,} line(s) {text}: not stored"
+                  f"{f' (e.g. {named})' if named else ''}", file=sys.stderr)
+    if counts["n_model_alias"] and args.accept_model_alias:
+        models = ", ".join(f"{m!r}: {n:,}" for m, n in counts["reply_models"].items())
+        print(f"rag-qa-arena: warning: {counts['n_model_alias']:,} stored answer(s) name another model than the one "
+              f"requested ({models}); the verdicts record it", file=sys.stderr)
 
 
 # --------------------------------------------------------------------------------------------
@@ -186,10 +220,12 @@ def run_judge(args: argparse.Namespace) -> int:
     judges = args.judge or [DEFAULT_JUDGE]
 
     scale.check_judge_scale_args(args)
+    if (args.export_dir or args.accept_model_alias) and not args.import_results:
+        raise RagQaArenaError("--export-dir and --accept-model-alias go with --import-results FILE...")
     if args.batch_status:
         return run_batch_status(args)
     if args.import_results and not args.predictions:  # only the import: a tournament (or a later run) uses it
-        import_results(args, scale.run_settings(args))
+        import_results(args, scale.run_settings(args), scale.judge_settings(judges, args, build=False))
         return 0
     if not args.predictions:
         raise RagQaArenaError("--predictions FILE is required (the evaluated system's answers, JSONL)")
@@ -226,7 +262,9 @@ def run_judge(args: argparse.Namespace) -> int:
                                            domains=domains, sample=args.sample, generation_failed=failed)],
                                scale.judge_settings(judges, args, build=False), scale.run_settings(args))
     if args.import_results:
-        import_results(args, scale.run_settings(args))
+        import_results(args, scale.run_settings(args), scale.judge_settings(judges, args, build=False),
+                       dict(predictions=answers, references=references, questions=questions, ids=qids, domains=domains,
+                            sample=args.sample, generation_failed=failed))
     # Against LFRQA the system is named after the run folder; in a --versus run the folder holds a
     # pair, so both sides default to their prediction files' names.
     system = args.name or Path(args.predictions).stem if args.versus else _system_name(args.out, args.name)
@@ -288,8 +326,17 @@ def _print_summary(result: dict, out: str) -> None:
         lines.append(f"  {domain:<12} n {part['n']:>6,}  win {pct(part['win_rate']):>6}  win+tie {pct(part['win_tie_rate']):>6}")
     if result.get("errors"):
         lines.append("  errors " + ", ".join(f"{k}: {v}" for k, v in result["errors"].items()))
+    if result.get("imports", {}).get("n_judgments"):
+        files = ", ".join(f"{name}: {n:,}" for name, n in result["imports"]["files"].items())
+        lines.append(f"  imported judgments {result['imports']['n_judgments']:,} ({files})")
     lines.append(f"  written to {out}/verdicts.jsonl and {out}/summary.json")
     print("\n".join(lines))
+    for spec, endpoint in result.get("endpoints", {}).items():
+        for replica in endpoint["replicas"]:
+            if replica["flagged"]:
+                print(f"rag-qa-arena: warning: replica {replica['url']} of {spec} {replica['flagged']}: taken out, "
+                      f"its {replica['n_discarded']:,} answer(s) not used (re-sent to the other replicas)",
+                      file=sys.stderr)
 
 
 def _next_step(out: str) -> str:

@@ -60,10 +60,12 @@ def add_backend_flags(parser: argparse.ArgumentParser, kind: str) -> None:
     parser.add_argument("--base-url", metavar="URL", action="append",
                         help=f"OpenAI-compatible server for openai {kind}, e.g. http://localhost:8000/v1 "
                              "(default: $OPENAI_BASE_URL, else OpenAI); repeat it for replicas of one model: "
-                             "requests go to the least-loaded one, a failing one is taken out and tried later")
+                             "requests go to the least-loaded one, a failing one is taken out and tried later, "
+                             "one replying as another model is taken out for good (summary.json: endpoints)")
     parser.add_argument("--endpoint-name", metavar="NAME",
                         help="what names the server in the cache key (default: the first --base-url), so "
-                             "replicas and later runs on other servers of the same model share answers")
+                             "replicas and later runs on other servers of the same model share answers; "
+                             "recorded in summary.json: a run folder is resumed only under the same name")
     parser.add_argument("--api-key", metavar="KEY",
                         help=f"API key for openai {kind} (default: $OPENAI_API_KEY; prefer the environment "
                              "variable: command lines end up in shell history). Never written anywhere.")

@@ -26,7 +26,7 @@ the connection without answering. Odd bodies: ``message`` replaces the reply's m
 sends the body with ``Transfer-Encoding: chunked``, ``cut_after`` sends only that many bytes of
 the body and then closes the connection (a chunked body then lacks its last chunk), and
 ``huge_mib`` streams a valid reply whose text is that many MiB, generated on the fly (chunked; the
-server never holds it in memory).
+server never holds it in memory); ``model`` names another model in the reply than the one requested.
 The default reply is a judge verdict: ``<thinking>…</thinking><rating>1</rating>``.
 """
 
@@ -77,6 +77,7 @@ class Reply:
     chunked: bool = False
     cut_after: int | None = None
     huge_mib: float = 0.0
+    model: str | None = None  # the model the reply names (default: the one requested)
 
     @classmethod
     def empty_choices(cls) -> "Reply":
@@ -187,7 +188,7 @@ class _Handler(BaseHTTPRequestHandler):
             "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
             "object": "chat.completion",
             "created": int(time.time()),
-            "model": body.get("model", "unknown"),
+            "model": reply.model or body.get("model", "unknown"),
             "choices": [
                 {
                     "index": 0,

@@ -77,7 +77,8 @@ def test_write_submit_poll_collect_end_to_end(tmp_path):
 
     assert set(results) == {cid for cid, _ in requests}
     assert results["key000"] == {"text": "<rating>2</rating> key000", "finish_reason": "stop",
-                                 "usage": {"prompt_tokens": 100, "completion_tokens": 7}}
+                                 "usage": {"prompt_tokens": 100, "completion_tokens": 7},
+                                 "model": requests[0][1]["model"]}  # the model the reply names
     assert results["key006"]["finish_reason"] == "length"
     assert results["key003"]["error"]["status_code"] == 400
     assert "context length exceeded" in results["key003"]["error"]["message"]

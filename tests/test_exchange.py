@@ -13,7 +13,7 @@ import pytest
 import lfrqa
 from lfrqa.errors import RagQaArenaError
 from metric_arena import RunConfig
-from metric_arena.judge import import_judge_results
+from metric_arena.judge import ExpectedAnswers, import_judge_results
 from rag_qa_arena.cli import main
 from tests.openai_server import OpenAIServer
 from tests.test_end_to_end import arena_server_reply
@@ -96,7 +96,8 @@ def test_a_tournament_export_covers_every_match_and_failed_lines_are_asked_onlin
         [entry] = json.loads((tmp_path / "x" / "requests.json").read_text())["judges"]
         assert entry["n_requests"] == 3 * 12 + 3 * 6
         outside_runner([tmp_path / "x" / f for f in entry["files"]], tmp_path / "out.jsonl", fail=2)
-        assert main(["judge", "--import-results", str(tmp_path / "out.jsonl"), *common]) == 0
+        assert main(["judge", "--import-results", str(tmp_path / "out.jsonl"), "--export-dir", str(tmp_path / "x"),
+                     *common]) == 0
         assert "2 failed lines (engine_error: 2)" in capsys.readouterr().err
         assert main(["tournament", *map(str, files.values()), "--out", str(tmp_path / "runs"), "--sample", "6",
                      *common]) == 0
@@ -106,14 +107,15 @@ def test_a_tournament_export_covers_every_match_and_failed_lines_are_asked_onlin
 def test_import_refuses_what_is_not_batch_output(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"custom_id": "' + "a" * 64 + '", "response": {"status_code": 200, "body": {}}}\nnot json\n')
+    expected = ExpectedAnswers({"a" * 64: "judge"})
     with pytest.raises(RagQaArenaError, match="bad.jsonl.*line 2"):
-        import_judge_results([bad], run=RunConfig(cache_dir=tmp_path / "c"))
+        import_judge_results([bad], expected=expected, run=RunConfig(cache_dir=tmp_path / "c"))
     with pytest.raises(RagQaArenaError, match="does not exist"):
-        import_judge_results([tmp_path / "missing.jsonl"], run=RunConfig(cache_dir=tmp_path / "c"))
+        import_judge_results([tmp_path / "missing.jsonl"], expected=expected, run=RunConfig(cache_dir=tmp_path / "c"))
     odd = tmp_path / "odd.jsonl"
     odd.write_text(json.dumps({"custom_id": "not-a-key", "response": {"status_code": 200, "body": {
         "choices": [{"message": {"content": "<rating>1</rating>"}}]}}}) + "\n")
-    assert import_judge_results([odd], run=RunConfig(cache_dir=tmp_path / "c"))["n_unknown_ids"] == 1
+    assert import_judge_results([odd], expected=expected, run=RunConfig(cache_dir=tmp_path / "c"))["n_unknown_ids"] == 1
 
 
 def test_an_imported_reply_is_cut_at_the_size_cap_as_online(tmp_path):
@@ -123,7 +125,7 @@ def test_an_imported_reply_is_cut_at_the_size_cap_as_online(tmp_path):
     long = tmp_path / "long.jsonl"
     long.write_text(json.dumps({"custom_id": key, "response": {"status_code": 200, "body": {
         "choices": [{"message": {"content": "<rating>1</rating>" + "x" * 100_000}}]}}}) + "\n")
-    counts = import_judge_results([long], run=RunConfig(cache_dir=tmp_path / "c"))
+    counts = import_judge_results([long], expected=ExpectedAnswers({key: "judge"}), run=RunConfig(cache_dir=tmp_path / "c"))
     assert counts["n_oversized"] == 1 and counts["n_valid"] == 1
     with CompletionCache(tmp_path / "c") as cache:
         entry = cache.get(key)

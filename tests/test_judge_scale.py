@@ -81,7 +81,7 @@ def comparable(run_dir) -> list[dict]:
     return verdicts
 
 
-SUMMARY_RUNTIME_FIELDS = {"n_sent", "n_cached", "elapsed_s", "created_at", "errors"}
+SUMMARY_RUNTIME_FIELDS = {"n_sent", "n_cached", "elapsed_s", "created_at", "errors", "endpoints"}
 
 
 def test_batch_path_gives_the_online_verdicts(tmp_path, monkeypatch, capsys):

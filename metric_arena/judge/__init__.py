@@ -100,7 +100,15 @@ from metric_arena.judge._plan import (
     check_system_names,
     judge_request,
 )
-from metric_arena.judge._exchange import EXPORT_FILE, export_judge_requests, import_judge_results
+from metric_arena.judge._exchange import (
+    EXPORT_FILE,
+    MAX_RESULT_LINE_BYTES,
+    ExpectedAnswers,
+    export_judge_requests,
+    exported_request_ids,
+    import_judge_results,
+    judge_request_ids,
+)
 from metric_arena.judge._run import ajudge_pairs, judge_pairs
 from metric_arena.judge._tournament import (
     Tournament,
@@ -114,9 +122,11 @@ from metric_arena.judge._tournament import (
 __all__ = [
     "DEFAULT_JUDGE",
     "EXPORT_FILE",
+    "MAX_RESULT_LINE_BYTES",
     "ORDERS",
     "PARSES",
     "CacheOnlyBackend",
+    "ExpectedAnswers",
     "JudgeConfig",
     "JudgeInputs",
     "JudgeSpec",
@@ -127,6 +137,7 @@ __all__ = [
     "check_system_names",
     "collect_judge_batch",
     "export_judge_requests",
+    "exported_request_ids",
     "format_estimate",
     "import_judge_results",
     "judge_batch_requests",
@@ -135,6 +146,7 @@ __all__ = [
     "judge_dry_run",
     "judge_pairs",
     "judge_request",
+    "judge_request_ids",
     "lfrqa_rows",
     "load_tournament",
     "outcome_of",

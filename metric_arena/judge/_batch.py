@@ -72,6 +72,7 @@ __all__ = [
     "collect_judge_batch",
     "judge_batch_requests",
     "judge_batch_status",
+    "judge_identities",
     "submit_judge_batch",
 ]
 
@@ -81,8 +82,8 @@ _FORMAT = "rag-qa-arena/judge-batch"
 REASK = 1
 
 
-def _identities(judges, base_url, api_key: str | None, endpoint_name: str | None = None) -> list[tuple[str, dict, str]]:
-    """(spec, cache identity, model) of each judge, built as the online judge builds them."""
+def judge_identities(judges, base_url, api_key: str | None, endpoint_name: str | None = None) -> list[tuple[str, dict, str]]:
+    """(spec, cache identity, model) of each openai judge, built as the online judge builds them."""
     specs = [judges] if isinstance(judges, str) else list(judges)
     if not specs:
         raise RagQaArenaError("No judge given: pass judge='openai:gpt-4o' or a list of specs")
@@ -136,7 +137,7 @@ def judge_batch_requests(
     requests = planned_requests(predictions, references, questions, ids=ids, domains=domains, order=config.order,
                                 seed=config.seed, sample=sample, generation_failed=generation_failed,
                                 data_dir=data_dir)
-    judges = _identities(config.judges, run.base_url, run.api_key, run.endpoint_name)
+    judges = judge_identities(config.judges, run.base_url, run.api_key, run.endpoint_name)
     cache = CompletionCache(run.cache_dir) if run.use_cache else None
     plans: dict[str, dict] = {}
     try:
@@ -337,7 +338,7 @@ class CacheOnlyBackend(Backend):
     def like(cls, spec: str, *, run: RunConfig | None = None) -> "CacheOnlyBackend":
         """The cache-only stand-in for the openai judge ``spec`` at ``run``'s server."""
         run = run if run is not None else RunConfig()
-        [(spec, identity, _)] = _identities(spec, run.base_url, run.api_key, run.endpoint_name)
+        [(spec, identity, _)] = judge_identities(spec, run.base_url, run.api_key, run.endpoint_name)
         return cls(spec, identity)
 
 

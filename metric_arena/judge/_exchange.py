@@ -7,13 +7,17 @@ in the OpenAI batch input format (one ``{"custom_id", "method", "url", "body"}``
 judge, with ``requests.json`` listing them. :func:`import_judge_results` reads batch-format output files
 (``custom_id``, ``response.status_code``, ``response.body`` or ``error``) into the cache with the checks an
 online reply gets: strict JSON, a cache key as ``custom_id``, redaction of anything shaped like a key, the
-reply's size cap, and the validity flag (a valid ``<rating>``). The ordinary judge or tournament run then
-finds those answers cached and asks online only for what is missing (nothing with ``batch_only``).
+reply's size cap, and the validity flag (a valid ``<rating>``), and only for requests this judge asked
+(:class:`ExpectedAnswers`: :func:`judge_request_ids` of the runs at hand, or :func:`exported_request_ids` of
+the export folder); conflicting duplicates and replies naming another model are refused. The ordinary judge
+or tournament run then finds those answers cached and asks online only for what is missing (nothing with
+``batch_only``); its verdicts mark each imported judgment with its file.
 
     export_judge_requests([dict(predictions=..., references=..., questions=..., ids=...)], "export",
                           judge="openai:meta-llama/Llama-3.3-70B-Instruct", shards=8)
     # on each node: vllm run-batch -i export/<judge>/shard-00003-of-00008.jsonl -o out-3.jsonl --model ...
-    import_judge_results(["out-0.jsonl", ...], run=RunConfig(cache_dir=...))
+    import_judge_results(["out-0.jsonl", ...], run=RunConfig(cache_dir=...),
+                         expected=exported_request_ids("export", judge="openai:meta-llama/Llama-3.3-70B-Instruct"))
 """
 
 from __future__ import annotations
@@ -23,23 +27,38 @@ import os
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from lfrqa.checks import check_int
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import atomic_write, dumps_json
-from metric_arena.judge._batch import judge_batch_requests
+from lfrqa.files import atomic_write, bounded_lines, dumps_json
+from metric_arena.judge._batch import judge_batch_requests, judge_identities
 from metric_arena.judge._config import JudgeSpec, judge_config
-from metric_arena.judge._parse import parse_rating
-from metric_arena.judge._plan import DEFAULT_JUDGE, JUDGE_MAX_TOKENS
-from metric_arena.llm import CompletionCache, RunConfig
-from metric_arena.llm.batch import checked_completion, parse_output_lines
+from metric_arena.judge._parse import parse_rating, reask_count
+from metric_arena.judge._plan import DEFAULT_JUDGE, JUDGE_MAX_TOKENS, planned_requests
+from metric_arena.llm import CompletionCache, RunConfig, cache_key
+from metric_arena.llm.batch import (
+    MAX_BYTES,
+    check_plain_name,
+    checked_completion,
+    import_source,
+    output_records,
+    read_tagged_json,
+    same_model,
+)
 
-__all__ = ["EXPORT_FILE", "export_judge_requests", "import_judge_results"]
+__all__ = ["EXPORT_FILE", "MAX_RESULT_LINE_BYTES", "ExpectedAnswers", "export_judge_requests",
+           "exported_request_ids", "import_judge_results", "judge_request_ids"]
 
 EXPORT_FILE = "requests.json"
 ENDPOINT = "/v1/chat/completions"
+_FORMAT = "rag-qa-arena/judge-requests"
 _KEY = re.compile(r"[0-9a-f]{64}")
+#: The longest line of a result file read (bytes, its newline not counted): a judge reply is cut at a few
+#: kilobytes anyway; a longer line stops the import (one line naming the file and the line), unread.
+MAX_RESULT_LINE_BYTES = 1 << 20
+_EXAMPLES = 3  # ids named per kind of refused line
 
 
 def export_judge_requests(
@@ -82,7 +101,7 @@ def export_judge_requests(
         judges.append({"judge": spec, "model": plan["model"], "identity": plan["identity"], "folder": folder,
                        "files": [str(Path(folder) / f) for f in files], "n_requests": len(requests),
                        "n_cached": plan["n_cached"], "n_refused": plan["n_refused"]})
-    manifest = {"format": "rag-qa-arena/judge-requests", "version": 1, "endpoint": ENDPOINT, "shards": shards,
+    manifest = {"format": _FORMAT, "version": 1, "endpoint": ENDPOINT, "shards": shards,
                 "n_requests": sum(j["n_requests"] for j in judges), "judges": judges}
     atomic_write(root / EXPORT_FILE, dumps_json(manifest))
     return manifest
@@ -104,21 +123,121 @@ def _write_shards(folder: Path, requests: list[tuple[str, dict]], shards: int) -
     return names
 
 
+@dataclass(frozen=True)
+class ExpectedAnswers:
+    """The answers an import may store: ``models`` maps each ``custom_id`` this judge asked (or exported) to the
+    model requested; ``other_judges`` maps ids exported for other judges to their spec (named when refused)."""
+
+    models: Mapping[str, str]
+    other_judges: Mapping[str, str] = field(default_factory=dict)
+
+    def __or__(self, other: "ExpectedAnswers") -> "ExpectedAnswers":
+        models = {**self.models, **other.models}
+        others = {k: v for k, v in {**self.other_judges, **other.other_judges}.items() if k not in models}
+        return ExpectedAnswers(models, others)
+
+
+def judge_request_ids(
+    matches: Sequence[Mapping],
+    *,
+    judge: JudgeSpec = DEFAULT_JUDGE,
+    run: RunConfig | None = None,
+    data_dir: str | os.PathLike | None = None,
+) -> ExpectedAnswers:
+    """The cache keys (every attempt: the first ask and the re-ask) of the requests the judge runs of
+    ``matches`` (as for :func:`export_judge_requests`) would send, cached or not, with the model asked: what
+    an import for these runs may store (the keys hold the judge's identity: model, server or endpoint name)."""
+    config, run = judge_config(judge), run if run is not None else RunConfig()
+    judges = judge_identities(config.judges, run.base_url, run.api_key, run.endpoint_name)
+    models: dict[str, str] = {}
+    for match in matches:
+        requests = planned_requests(**{k: match.get(k) for k in ("predictions", "references", "questions", "ids",
+                                                                 "domains", "sample", "generation_failed")},
+                                    order=config.order, seed=config.seed, data_dir=data_dir)
+        for _, identity, model in judges:
+            for request in requests:
+                for attempt in range(reask_count(config.parse) + 1):
+                    models[cache_key(identity, request, attempt)] = model
+    return ExpectedAnswers(models)
+
+
+def exported_request_ids(
+    export_dir: str | os.PathLike,
+    *,
+    judge: JudgeSpec = DEFAULT_JUDGE,
+    run: RunConfig | None = None,
+) -> ExpectedAnswers:
+    """The requests an :func:`export_judge_requests` folder holds for this judge (the same spec and cache
+    identity: model, server or endpoint name), read from its ``requests.json`` and shards, with the model
+    each asks; those exported there for other judges go to ``other_judges``. A folder with nothing for
+    this judge is refused, naming the judges it holds."""
+    config, run = judge_config(judge), run if run is not None else RunConfig()
+    root = Path(export_dir)
+    if not (root / EXPORT_FILE).is_file():
+        raise RagQaArenaError(f"{root} holds no {EXPORT_FILE}: give the folder --export-requests wrote")
+    manifest = read_tagged_json(root / EXPORT_FILE, format_tag=_FORMAT, what="a request export",
+                                entries="judges", name_field="folder")
+    mine = {(spec, json.dumps(identity, sort_keys=True))
+            for spec, identity, _ in judge_identities(config.judges, run.base_url, run.api_key, run.endpoint_name)}
+    models: dict[str, str] = {}
+    others: dict[str, str] = {}
+    for entry in manifest["judges"]:
+        ours = (entry.get("judge"), json.dumps(entry.get("identity"), sort_keys=True)) in mine
+        for name in entry.get("files") or []:
+            parts = str(name).split("/")
+            if len(parts) != 2 or parts[0] != entry["folder"]:
+                raise RagQaArenaError(f"{root / EXPORT_FILE} lists file {name!r} outside its judge's folder: "
+                                      "the file was edited; export again")
+            path = root / parts[0] / check_plain_name(parts[1], f"{root / EXPORT_FILE}")
+            if not path.is_file():
+                raise RagQaArenaError(f"{path}, listed in {root / EXPORT_FILE}, is missing: give the whole export "
+                                      "folder, or export again")
+            with open(path, "rb") as handle:
+                for number, raw in bounded_lines(handle, max_bytes=MAX_BYTES, name=str(path)):
+                    if not raw.strip():
+                        continue
+                    try:
+                        line = json.loads(raw)
+                        key, model = line["custom_id"], line["body"]["model"]
+                    except (ValueError, KeyError, TypeError, RecursionError):
+                        raise RagQaArenaError(f"{path} line {number} is not a request line of the export: the file "
+                                              "was edited; export again") from None
+                    (models if ours else others)[str(key)] = str(model) if ours else str(entry.get("judge"))
+    if not any((e.get("judge"), json.dumps(e.get("identity"), sort_keys=True)) in mine for e in manifest["judges"]):
+        held = ", ".join(f"{e.get('judge')} ({(e.get('identity') or {}).get('url')})" for e in manifest["judges"])
+        raise RagQaArenaError(f"{root / EXPORT_FILE} holds requests for {held or 'no judge'}, none for this judge "
+                              f"({', '.join(config.specs)} at {run.endpoint_name or run.first_url or 'the default URL'}): "
+                              "import with the --judge, --base-url and --endpoint-name of the export")
+    return ExpectedAnswers(models, others)
+
+
 def import_judge_results(
     files: Sequence[str | os.PathLike],
     *,
+    expected: ExpectedAnswers,
     run: RunConfig | None = None,
-    judge_spec: str | None = None,
+    accept_model_alias: bool = False,
 ) -> dict:
     """Read OpenAI batch-format output files into the judgment cache, as online answers are stored.
 
-    Each answered line is stored under its ``custom_id`` (a cache key: 64 hex digits, else the line is
-    refused and counted in ``n_unknown_ids``), its text redacted (``run``'s key and anything shaped like a key)
-    and cut at the reply's size cap (flagged, as online), valid when it holds one valid ``<rating>``. A line
-    with an ``error`` or a non-200 status stays out of the cache and is counted by code in ``errors``: the judge
-    run asks those online (or fails them with ``batch_only``). A line that is not JSON stops the import, naming
-    its file and line. Returns ``n_answers``, ``n_valid``, ``n_invalid``, ``n_oversized``, ``n_errors``,
-    ``errors``, ``n_unknown_ids`` and ``files``.
+    Only answers to ``expected`` requests are stored (:func:`judge_request_ids` for the runs at hand,
+    :func:`exported_request_ids` for an export folder); lines are refused and counted, with up to three ids
+    named per kind in ``examples``, when their ``custom_id`` is not a cache key (``n_unknown_ids``), was
+    exported for another judge (``n_other_judge``) or never asked of this judge (``n_not_exported``); when
+    the same id is answered twice with different ratings (``n_conflicting``: neither is stored; the same
+    rating twice is stored once, ``n_duplicates``); when the reply names another model than the one
+    requested (``n_model_alias``, by name in ``reply_models``; stored only with ``accept_model_alias``,
+    else counted in ``n_model_refused``). A dated snapshot of the requested name is the same model.
+    An answer the cache already holds valid is kept (``n_already_cached``). Each stored answer is redacted
+    (``run``'s key and anything shaped like a key), cut at the reply's size cap (flagged, as online), valid
+    when it holds one valid ``<rating>``, and recorded as imported from its file (the verdicts and
+    ``summary.json`` of the runs that use it say so). A line with an ``error`` or a non-200 status is
+    counted by code in ``errors`` (the run asks it online, or fails it with ``batch_only``).
+
+    Every file is read before anything is stored: a file that cannot be read (not JSON, no ``custom_id``,
+    not UTF-8, a line over :data:`MAX_RESULT_LINE_BYTES`) stops the import with nothing stored from any file.
+    Returns the counts above, ``n_answers``, ``n_valid``, ``n_invalid``, ``n_oversized``, ``stored_per_file``
+    and ``files``.
     """
     run = run if run is not None else RunConfig()
     paths = [Path(f) for f in ([files] if isinstance(files, (str, os.PathLike)) else files)]
@@ -127,30 +246,86 @@ def import_judge_results(
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
         raise RagQaArenaError(f"Result file {missing[0]} does not exist: give the output files the batch runner wrote")
-    counts: Counter = Counter()
-    errors: Counter = Counter()
+    reader = _ResultReader(expected, accept_model_alias, run.api_key)
+    for k, path in enumerate(paths):
+        reader.read(path, unread=paths[k + 1:])
+    counts, stored = reader.counts, Counter()
     with CompletionCache(run.cache_dir) as cache:
-        for path in paths:
-            try:
-                with path.open(encoding="utf-8") as lines:
-                    results = parse_output_lines(lines)
-            except RagQaArenaError as error:
-                raise RagQaArenaError(f"{path}: {error}. Import only files in the OpenAI batch output format") from None
-            except UnicodeDecodeError:
-                raise RagQaArenaError(f"{path} is not UTF-8 text: give the batch runner's JSONL output") from None
-            for custom_id, result in results.items():
-                if not _KEY.fullmatch(custom_id):
-                    counts["n_unknown_ids"] += 1
-                    continue
-                if "error" in result:
-                    counts["n_errors"] += 1
-                    errors[str(result["error"].get("code") or "error")] += 1
-                    continue
-                completion = checked_completion(result, max_tokens=JUDGE_MAX_TOKENS, secrets=[run.api_key])
-                counts["n_oversized"] += completion.original_chars is not None
-                valid = parse_rating(completion.text) is not None
-                cache.put(custom_id, completion, valid=valid, backend=judge_spec)
-                counts["n_answers"] += 1
-                counts["n_valid" if valid else "n_invalid"] += 1
-    keys = ("n_answers", "n_valid", "n_invalid", "n_oversized", "n_errors", "n_unknown_ids")
-    return {**{k: counts[k] for k in keys}, "errors": dict(sorted(errors.items())), "files": [str(p) for p in paths]}
+        held = cache.get_many(list(reader.answers))
+        for key, (name, completion, rating) in reader.answers.items():
+            if key in held and held[key].valid:
+                counts["n_already_cached"] += 1
+                continue
+            cache.put(key, completion, valid=rating is not None, backend=import_source(name, completion.model))
+            stored[name] += 1
+            counts["n_answers"] += 1
+            counts["n_valid" if rating is not None else "n_invalid"] += 1
+            counts["n_oversized"] += completion.original_chars is not None
+    keys = ("n_answers", "n_valid", "n_invalid", "n_oversized", "n_errors", "n_unknown_ids", "n_other_judge",
+            "n_not_exported", "n_conflicting", "n_duplicates", "n_model_alias", "n_model_refused", "n_already_cached")
+    return {**{k: counts[k] for k in keys}, "errors": dict(sorted(reader.errors.items())),
+            "reply_models": dict(sorted(reader.models.items())), "examples": reader.examples,
+            "stored_per_file": dict(stored), "files": [str(p) for p in paths]}
+
+
+class _ResultReader:
+    """The first pass of an import: every line of every file read and sorted, nothing stored."""
+
+    def __init__(self, expected: ExpectedAnswers, accept_model_alias: bool, api_key: str | None) -> None:
+        self.expected, self.accept, self.api_key = expected, accept_model_alias, api_key
+        self.answers: dict[str, tuple[str, object, int | None]] = {}  # key -> (file name, completion, rating)
+        self.conflicting: set[str] = set()
+        self.counts: Counter = Counter()
+        self.errors: Counter = Counter()
+        self.models: Counter = Counter()
+        self.examples: dict[str, list[str]] = {}
+
+    def read(self, path: Path, *, unread: Sequence[Path]) -> None:
+        try:
+            with path.open("rb") as handle:
+                for _, key, result in output_records(bounded_lines(handle, max_bytes=MAX_RESULT_LINE_BYTES,
+                                                                   name=str(path))):
+                    self._line(path.name, key, result)
+        except (RagQaArenaError, UnicodeDecodeError) as error:
+            why = (str(error) if str(error).startswith(str(path)) else f"{path}: {error}"
+                   ) if isinstance(error, RagQaArenaError) else f"{path} is not UTF-8 text"
+            rest = f" ({len(unread)} later file(s) not read)" if unread else ""
+            raise RagQaArenaError(f"{why}. Nothing was imported from any file{rest}: an import stores its files only "
+                                  "once every line of every file reads as OpenAI batch output") from None
+
+    def _refuse(self, kind: str, key: str, detail: str = "") -> None:
+        self.counts[f"n_{kind}"] += 1
+        names = self.examples.setdefault(kind, [])
+        if len(names) < _EXAMPLES:
+            names.append(key + detail)
+
+    def _line(self, name: str, key: str, result: dict) -> None:
+        if not _KEY.fullmatch(key):
+            return self._refuse("unknown_ids", key[:80])
+        if key in self.expected.other_judges:
+            return self._refuse("other_judge", key, f" ({self.expected.other_judges[key]})")
+        if key not in self.expected.models:
+            return self._refuse("not_exported", key)
+        if "error" in result:
+            self.counts["n_errors"] += 1
+            self.errors[str(result["error"].get("code") or "error")] += 1
+            return None
+        requested, replied = self.expected.models[key], result.get("model")
+        if not same_model(requested, replied):
+            self.counts["n_model_alias"] += 1
+            self.models[replied] += 1
+            if not self.accept:
+                return self._refuse("model_refused", key, f" (as {replied!r}, asked {requested!r})")
+        completion = checked_completion(result, max_tokens=JUDGE_MAX_TOKENS, secrets=[self.api_key])
+        rating = parse_rating(completion.text)
+        if key in self.conflicting:
+            return None
+        if key in self.answers:
+            if self.answers[key][2] == rating:
+                self.counts["n_duplicates"] += 1
+                return None
+            self.conflicting.add(key)
+            del self.answers[key]
+            return self._refuse("conflicting", key, f" (in {name} and before)")
+        self.answers[key] = (name, completion, rating)
+        return None

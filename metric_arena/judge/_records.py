@@ -19,8 +19,13 @@ SUMMARY_FILE = "summary.json"
 #: Verdicts of a run that replaces the folder's earlier run (``overwrite``), until it is complete.
 REPLACING_FILE = ".verdicts.replacing.jsonl"
 LOCK_FILE = ".lock"
-#: The settings a run folder belongs to: another run into it must have the same (or overwrite).
-SETTINGS = ("system", "opponent", "judges", "order", "seed", "parse")
+#: An unfinished run's settings, written when it starts (``summary.json`` holds them once it finishes): a
+#: resumed run is checked against all of them, the endpoint name too, which the verdicts do not show.
+PENDING_SETTINGS_FILE = ".settings.json"
+#: The settings a run folder belongs to: another run into it must have the same (or overwrite). The
+#: endpoint name (``--endpoint-name``, null when none) is in the cache key: a run resumed under another
+#: name would mix two endpoints' answers.
+SETTINGS = ("system", "opponent", "judges", "order", "seed", "parse", "endpoint_name")
 
 
 class RunWriter:
@@ -51,6 +56,8 @@ class RunWriter:
             self.path = self.dir / (REPLACING_FILE if self.replacing else VERDICTS_FILE)
             if not self.replacing:
                 _drop_torn_tail(self.path)
+                atomic_write(self.dir / PENDING_SETTINGS_FILE, dumps_json({k: settings[k] for k in SETTINGS
+                                                                           if k in settings}))
             self._appender = JsonlAppender(self.path, mode="w" if self.replacing else "a")
         except OSError as error:
             self._stack.close()
@@ -70,6 +77,8 @@ class RunWriter:
         self._appender.close()
         atomic_write(self.dir / VERDICTS_FILE, "".join(json_line(v) for v in verdicts))
         atomic_write(self.dir / SUMMARY_FILE, dumps_json(summary))
+        with contextlib.suppress(OSError):
+            (self.dir / PENDING_SETTINGS_FILE).unlink(missing_ok=True)
         if self.replacing:
             with contextlib.suppress(OSError):
                 self.path.unlink()
@@ -80,14 +89,14 @@ class RunWriter:
 
 
 def folder_settings(folder: Path) -> dict:
-    """The settings of the run a folder holds: from ``summary.json``, else from the verdicts of an
-    unfinished run (system, opponent, judges); empty for a new folder."""
-    summary = folder / SUMMARY_FILE
-    if summary.is_file():
-        with contextlib.suppress(OSError, ValueError):
-            found = loads_json(summary.read_bytes())
-            if isinstance(found, dict):
-                return {k: found[k] for k in SETTINGS if k in found}
+    """The settings of the run a folder holds: from ``summary.json``, else those an unfinished run recorded
+    when it started, else from its verdicts (system, opponent, judges); empty for a new folder."""
+    for recorded in (folder / SUMMARY_FILE, folder / PENDING_SETTINGS_FILE):
+        if recorded.is_file():
+            with contextlib.suppress(OSError, ValueError):
+                found = loads_json(recorded.read_bytes())
+                if isinstance(found, dict):
+                    return {k: found[k] for k in SETTINGS if k in found}
     settings: dict = {}
     verdicts = folder / VERDICTS_FILE
     if not verdicts.is_file():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections import Counter
 import sys
 import time
 from collections.abc import Sequence
@@ -29,7 +30,7 @@ from metric_arena.records import Judgment, Verdict
 from metric_arena.stats import IntervalStopper, reference_vote, majority_vote
 from metric_arena.style import verdict_style
 
-__all__ = ["ajudge_pairs", "judge_pairs"]
+__all__ = ["ajudge_pairs", "import_fields", "judge_pairs"]
 
 _NOT_GENERATED = "the prediction file marks this answer as failed to generate: not judged"
 
@@ -97,6 +98,8 @@ def _judgment(backend: Backend, position: int, result, parse: str = "strict") ->
         **({"oversized": result.completion.original_chars} if result.completion and result.completion.original_chars
            else {}),
         **({"system_folded": True} if result.completion is not None and result.completion.system_folded else {}),
+        **({"imported": {"file": result.completion.imported_from, "model": result.completion.model}}
+           if result.completion is not None and result.completion.imported_from else {}),
     }
 
 
@@ -152,7 +155,8 @@ async def ajudge_pairs(
         system = Path(out).resolve().name if out is not None else "system"
     check_system_names(system, opponent)
     settings = {"system": system, "opponent": opponent, "judges": config.specs, "order": config.order,
-                "seed": config.seed, "parse": config.parse}
+                "seed": config.seed, "parse": config.parse,
+                "endpoint_name": run.endpoint_name if run is not None else None}
     writer = RunWriter(out, settings, overwrite=overwrite) if out is not None else None
     started = time.monotonic()
     try:
@@ -178,8 +182,18 @@ def _run_fields(session: Session, verdicts: list[dict], started: float) -> dict:
     """Counters, time taken, when and by which version: the last fields of a summary. ``n_system_folded``
     counts judgments whose local judge's chat template refused the system role (folded into the user turn)."""
     folded = sum(bool(j.get("system_folded")) for v in verdicts for j in v["judgments"])
-    return {**session.runner.counters(), "n_system_folded": folded, "elapsed_s": round(time.monotonic() - started, 3),
+    return {**session.runner.counters(), "n_system_folded": folded, "imports": import_fields(verdicts),
+            "endpoints": session.endpoints(),
+            "elapsed_s": round(time.monotonic() - started, 3),
             "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "package_version": package_version()}
+
+
+def import_fields(verdicts: list[dict]) -> dict:
+    """How many judgments of ``verdicts`` were answered by ``judge --import-results`` (``n_judgments``), by
+    file, and by the model the imported replies named (``reply_models``)."""
+    imported = [j["imported"] for v in verdicts for j in v.get("judgments") or [] if isinstance(j.get("imported"), dict)]
+    return {"n_judgments": len(imported), "files": dict(sorted(Counter(str(i.get("file")) for i in imported).items())),
+            "reply_models": dict(sorted(Counter(str(i.get("model")) for i in imported if i.get("model")).items()))}
 
 
 def _schedule_fields(n_planned: int, sample: int | None, stopper: IntervalStopper | None,

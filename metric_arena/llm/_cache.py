@@ -15,16 +15,14 @@ Concurrent runs share work in flight: before a request is sent its key is claime
 the claim waits for that answer in the cache instead of paying for it again. A claim lapses when
 its owner's process ends (even by ``kill -9``) or after its time-to-live.
 
-SQLite runs in WAL mode; each write is one autocommitted statement, readers never block the
-writer, and a busy timeout lets processes share one file. Async code calls the cache through
-:meth:`CompletionCache.off_loop` (its own worker thread): a write waiting for another process's
-lock never blocks the event loop.
+SQLite runs in WAL mode (one autocommitted statement per write, a busy timeout to share a file); async
+code calls the cache through :meth:`CompletionCache.off_loop` (its own thread): never blocking the loop.
 
 Schema version 1 (``PRAGMA user_version``) has columns for a cut reply's full length
-(``original_chars``) and the chat-template fallback (``system_folded``); a version-0 file is
-migrated in place when opened, in one transaction, keeping every entry and key. A damaged file
-raises :class:`CacheCorrupt` (one line naming the file and the fix); a full disk or a read-only
-folder an ``OSError`` naming the cache.
+(``original_chars``) and the chat-template fallback (``system_folded``); a version-0 file is migrated in
+place when opened, in one transaction. ``backend`` records who answered: a spec, or for an imported
+answer :func:`import_source` (its file and the model the reply named), read back into the completion.
+A damaged file raises :class:`CacheCorrupt`; a full disk or a read-only folder an ``OSError``.
 
 >>> import tempfile
 >>> from metric_arena.llm._specs import ChatRequest, Completion
@@ -56,7 +54,7 @@ from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import process_identity
-from metric_arena.llm._types import ChatRequest, Completion
+from metric_arena.llm._types import ChatRequest, Completion, imported_fields
 
 __all__ = ["CACHE_ENV", "SCHEMA_VERSION", "CacheCorrupt", "CachedCompletion", "CompletionCache", "cache_key",
            "default_cache_dir"]
@@ -83,7 +81,7 @@ CREATE TABLE IF NOT EXISTS completions (
     system_folded INTEGER NOT NULL DEFAULT 0
 )
 """
-_COLUMNS = "text, finish_reason, usage, valid, original_chars, system_folded"
+_COLUMNS = "text, finish_reason, usage, valid, original_chars, system_folded, backend"
 
 
 # Requests being sent right now, by key: another process that needs the same answer waits for it
@@ -163,10 +161,13 @@ class CachedCompletion:
     valid: bool
     original_chars: int | None = None
     system_folded: bool = False
+    source: str | None = None  # the backend column
 
     def completion(self) -> Completion:
+        imported = imported_fields(self.source)
         return Completion(text=self.text, finish_reason=self.finish_reason, usage=self.usage,
-                          original_chars=self.original_chars, system_folded=self.system_folded)
+                          original_chars=self.original_chars, system_folded=self.system_folded,
+                          model=imported.get("model"), imported_from=imported.get("file"))
 
 
 class CompletionCache:
@@ -429,10 +430,11 @@ def _split_usage(text: str | None) -> tuple[dict | None, int | None]:
 
 
 def _row_to_entry(row) -> CachedCompletion:
-    text, finish_reason, usage, valid, original, folded = row
+    text, finish_reason, usage, valid, original, folded, source = row
     usage, in_usage = _split_usage(usage)  # a row an older rag-qa-arena wrote into a migrated file
     return CachedCompletion(text=text, finish_reason=finish_reason, usage=usage, valid=bool(valid),
-                            original_chars=original if original is not None else in_usage, system_folded=bool(folded))
+                            original_chars=original if original is not None else in_usage, system_folded=bool(folded),
+                            source=source)
 
 
 def _set_wal(conn: sqlite3.Connection, patience: float = 60.0) -> None:

@@ -184,6 +184,11 @@ class Session:
     def specs(self) -> list[str]:
         return [backend.spec for backend in self.backends]
 
+    def endpoints(self) -> dict:
+        """``{spec: backend.endpoints()}`` for the backends that reach a server: the endpoint name and each
+        replica's URL (no credentials), its counts, and whether it was taken out for naming another model."""
+        return {b.spec: found for b in self.backends if (found := b.endpoints()) is not None}
+
     def progress(self, total: int, show: bool, description: str) -> Progress:
         """A progress bar of ``total`` steps (shown when ``show``), closed with the session."""
         bar = Progress(total, show, description)

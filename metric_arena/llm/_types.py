@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import json
+import re
 from dataclasses import dataclass
 
 
@@ -40,7 +42,9 @@ class Completion:
     :func:`~metric_arena.llm.max_reply_chars`): its full length in characters; ``text`` is then cut.
     ``system_folded`` is True when a local model's chat template refused the system role and the
     system prompt was sent at the start of the first user turn instead (the prompt the model saw
-    differs from the one asked for).
+    differs from the one asked for). ``model``: the model the reply names (its ``model`` field), when
+    the server said; ``imported_from``: the result file an imported answer came from (``judge
+    --import-results``), None for an answer of a server.
     """
 
     text: str
@@ -48,6 +52,44 @@ class Completion:
     usage: dict | None = None
     original_chars: int | None = None
     system_folded: bool = False
+    model: str | None = None
+    imported_from: str | None = None
+
+
+_SNAPSHOT = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{4})")
+
+
+def same_model(requested: str, replied: str | None) -> bool:
+    """Whether a reply naming model ``replied`` answers a request for ``requested``: the same name, or a
+    dated snapshot of it (``gpt-4o`` answered as ``gpt-4o-2024-08-06`` or ``gpt-4-0613``, as OpenAI
+    names them). A reply naming no model is taken as the requested one (nothing to compare).
+
+    >>> same_model("gpt-4o", "gpt-4o-2024-08-06"), same_model("judge", "judge"), same_model("judge", "evil")
+    (True, True, False)
+    """
+    if replied is None or replied == requested:
+        return True
+    return replied.startswith(requested) and _SNAPSHOT.fullmatch(replied[len(requested):]) is not None
+
+
+_IMPORTED = "import:"  # the cache's backend column for an imported answer: "import:" + {"file", "model"}
+
+
+def import_source(file: str, model: str | None) -> str:
+    """What the cache records as the source of an answer imported from result file ``file`` whose reply
+    named ``model`` (read back by :func:`imported_fields` into the completion's ``imported_from``)."""
+    return _IMPORTED + json.dumps({"file": file, "model": model}, sort_keys=True, ensure_ascii=False)
+
+
+def imported_fields(source: str | None) -> dict:
+    """``{"file", "model"}`` of a cached answer's recorded source when it was imported, else ``{}``."""
+    if not source or not source.startswith(_IMPORTED):
+        return {}
+    try:
+        found = json.loads(source[len(_IMPORTED):])
+    except ValueError:
+        found = None
+    return {k: v for k, v in found.items() if isinstance(v, str)} if isinstance(found, dict) else {"file": "?"}
 
 
 class BackendError(Exception):
@@ -124,6 +166,11 @@ class Backend(abc.ABC):
     def identity(self) -> dict:
         """What distinguishes this backend's answers, for cache keys. Never holds secrets."""
         return {"backend": self.name, "model": self.model}
+
+    def endpoints(self) -> dict | None:
+        """Where the requests went, for the run's summary (HTTP backends: the endpoint name and each replica
+        with its counts; never a secret); None for a backend with no server."""
+        return None
 
     @property
     def spec(self) -> str:

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections import Counter
 from collections.abc import Sequence
 from urllib.parse import urlsplit
 
-from builders import redact_secrets
+from builders import redact_secrets, shown_url
 from lfrqa.errors import RagQaArenaError
 from metric_arena.llm._openai._http import (
     RAW_RESPONSE_HEADER,
@@ -37,6 +38,7 @@ from metric_arena.llm._types import (
     Completion,
     ModelNotFound,
     TransientBackendError,
+    same_model,
 )
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
@@ -112,6 +114,7 @@ class OpenAIBackend(Backend):
         self.transport = transport
         self._clients: list = [None] * len(self.replicas)
         self._balance = Balancer(len(self.replicas))
+        self._models = [Counter() for _ in self.replicas]  # the models each replica's replies named
 
     def identity(self) -> dict:
         """Backend, model and the server's URL (scheme, host, port and path; never credentials), or the
@@ -150,23 +153,50 @@ class OpenAIBackend(Backend):
     async def complete(self, request: ChatRequest) -> Completion:
         """One attempt, on the least-loaded replica that is not out; a replica that fails (connection,
         timeout, 5xx) is taken out for a while and the next one is tried at once, so one dying replica
-        slows a run without failing it while another answers."""
-        last: TransientBackendError | None = None
-        for replica in self._balance.order():
-            self._balance.started(replica)
+        slows a run without failing it while another answers. With several replicas, one whose reply names
+        another model than the one requested (a dated snapshot of it is the same) is flagged and out for good:
+        that reply and every later one of it is discarded and the request goes to the next replica."""
+        last: BackendError | None = None
+        balance = self._balance
+        for replica in balance.order():
+            balance.started(replica)
             try:
                 completion = await self._complete_at(replica, request)
             except TransientBackendError as failure:
                 if len(self.replicas) == 1 or failure.kind == "429":
                     raise  # one server, or a rate limit: the runner's retry policy decides
-                self._balance.failed(replica)
+                balance.failed(replica)
                 last = failure
                 continue
             finally:
-                self._balance.finished(replica)
-            self._balance.answered(replica)
+                balance.finished(replica)
+            self._models[replica][completion.model] += 1
+            if len(self.replicas) > 1 and not same_model(self.model, completion.model):
+                balance.flag(replica, f"replies as model {completion.model!r}, not {self.model!r}")
+            if balance.flagged[replica] is not None:
+                balance.discarded[replica] += 1
+                last = BackendError(f"every replica of {self.spec} is out: {self._flags()}; check the servers "
+                                    "behind --base-url", kind="model_mismatch")
+                continue
+            balance.answered(replica)
             return completion
-        raise last
+        raise last or BackendError(f"every replica of {self.spec} is out: {self._flags()}; check the servers behind "
+                                   "--base-url", kind="model_mismatch")
+
+    def _flags(self) -> str:
+        return "; ".join(f"{shown_url(url)} {why}" for (url, _), why in zip(self.replicas, self._balance.flagged)
+                         if why)
+
+    def endpoints(self) -> dict:
+        """The endpoint name and each replica's URL (scheme, host, port, path: no credentials, no query),
+        with its answers used, failed attempts, answers discarded, the models its replies named, and
+        ``flagged`` (why it was taken out, or None)."""
+        balance = self._balance
+        return {"endpoint_name": self.endpoint_name, "replicas": [
+            {"url": shown_url(url), "n_answered": balance.served[k], "n_failed": balance.failures[k],
+             "n_discarded": balance.discarded[k], "models": {str(m): n for m, n in sorted(
+                 self._models[k].items(), key=lambda item: str(item[0]))}, "flagged": balance.flagged[k]}
+            for k, (url, _) in enumerate(self.replicas)]}
 
     async def _complete_at(self, replica: int, request: ChatRequest) -> Completion:
         import openai

@@ -35,7 +35,9 @@ class Balancer:
     """Which replica of one judge takes the next request: the least loaded of those not taken out (ties in
     turn). A replica that fails is out for ``OUT_FOR`` seconds, twice as long after each further failure
     (up to ``MAX_OUT_FOR``), then tried again; one answer brings it back for good. When every replica is
-    out, the one back soonest is tried."""
+    out, the one back soonest is tried. A replica :meth:`flag`-ged (it replied as another model) is out for
+    good. ``served``, ``failures`` and ``discarded`` count each replica's answers, failed attempts and the
+    answers not used (from a flagged replica)."""
 
     OUT_FOR = 2.0
     MAX_OUT_FOR = 60.0
@@ -43,16 +45,24 @@ class Balancer:
     def __init__(self, n: int) -> None:
         self.load = [0] * n
         self.served = [0] * n
+        self.failures = [0] * n
+        self.discarded = [0] * n
+        self.flagged: list[str | None] = [None] * n
         self.out_until = [0.0] * n
         self.strikes = [0] * n
         self._turn = 0
 
+    def flag(self, replica: int, why: str) -> None:
+        """Take ``replica`` out for good (its answers are not used), recording ``why``."""
+        self.flagged[replica] = self.flagged[replica] or why
+
     def order(self) -> list[int]:
-        """The replicas to try for one attempt, best first: those in service by load, then those out."""
+        """The replicas to try for one attempt, best first: those in service by load, then those out (never
+        a flagged one)."""
         now = time.monotonic()
         n = len(self.load)
         self._turn = (self._turn + 1) % n
-        turns = [(self._turn + k) % n for k in range(n)]
+        turns = [(self._turn + k) % n for k in range(n) if self.flagged[(self._turn + k) % n] is None]
         up = sorted((r for r in turns if self.out_until[r] <= now), key=lambda r: self.load[r])
         down = sorted((r for r in turns if self.out_until[r] > now), key=lambda r: self.out_until[r])
         return up + down[:1] if up else down
@@ -69,6 +79,7 @@ class Balancer:
         self.out_until[replica] = 0.0
 
     def failed(self, replica: int) -> None:
+        self.failures[replica] += 1
         self.out_until[replica] = time.monotonic() + min(self.MAX_OUT_FOR, self.OUT_FOR * 2 ** self.strikes[replica])
         self.strikes[replica] += 1
 
@@ -226,7 +237,9 @@ def parse_reply(raw: bytes, base_url: str, clean=lambda text: text) -> Completio
     if isinstance(usage, dict):
         usage_dict = {name: value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
                       for name, value in ((n, usage.get(n)) for n in ("prompt_tokens", "completion_tokens"))}
-    return Completion(text=clean(text), finish_reason=finish_reason, usage=usage_dict)
+    model = reply.get("model")
+    return Completion(text=clean(text), finish_reason=finish_reason, usage=usage_dict,
+                      model=model if isinstance(model, str) else None)
 
 
 def _no_constant(name: str):

@@ -1,5 +1,7 @@
 """OpenAI's Batch API for any chat requests: request files split to the API's limits, submission,
-status and collection, each step resumable from a fresh process (see :mod:`metric_arena.llm.batch._api`).
+status and collection, each step resumable from a fresh process (see :mod:`metric_arena.llm.batch._api`);
+and what reading answers back from batch output files needs (:func:`output_records`, :func:`same_model`,
+:func:`import_source`).
 
 >>> from metric_arena.llm.batch import MAX_REQUESTS, BATCH_DISCOUNT
 >>> MAX_REQUESTS, BATCH_DISCOUNT
@@ -8,6 +10,7 @@ status and collection, each step resumable from a fresh process (see :mod:`metri
 
 from lfrqa.exports import export_names
 from metric_arena.llm._tokens import BATCH_DISCOUNT
+from metric_arena.llm._types import import_source, same_model
 from metric_arena.llm.batch._api import (
     TERMINAL_STATUSES,
     BatchNotReady,
@@ -25,6 +28,7 @@ from metric_arena.llm.batch._files import (
     chat_body,
     check_plain_name,
     checked_completion,
+    output_records,
     parse_output_lines,
     read_manifest,
     read_tagged_json,
@@ -45,9 +49,12 @@ __all__ = [
     "checked_completion",
     "collect",
     "custom_ids",
+    "import_source",
+    "output_records",
     "parse_output_lines",
     "read_manifest",
     "read_tagged_json",
+    "same_model",
     "submit_batches",
     "wait_for_batches",
     "write_batch_files",

@@ -18,7 +18,7 @@ from metric_arena.llm._runner import max_reply_chars
 from metric_arena.llm._types import Completion
 
 __all__ = ["MANIFEST", "MAX_BYTES", "MAX_REQUESTS", "chat_body", "check_plain_name", "checked_completion",
-           "parse_output_lines", "read_manifest", "read_tagged_json", "write_batch_files"]
+           "output_records", "parse_output_lines", "read_manifest", "read_tagged_json", "write_batch_files"]
 
 MANIFEST = "manifest.json"
 MAX_REQUESTS = 50_000  # per input file (OpenAI)
@@ -166,9 +166,9 @@ def parse_output_lines(lines: Iterable[str | bytes]) -> dict[str, dict]:
 
     A line answered with HTTP 200 and a chat completion gives ``{"text", "finish_reason",
     "usage"}`` (``usage`` as ``{"prompt_tokens", "completion_tokens"}``, like the online
-    backend). A line with an ``error``, a non-200 ``status_code`` or an unusable body gives
-    ``{"error": {"code", "message", ...}}``. Blank lines are skipped; a line that is not JSON
-    raises ``ValueError`` naming its number.
+    backend; ``model`` too when the reply names one). A line with an ``error``, a non-200 ``status_code``
+    or an unusable body gives ``{"error": {"code", "message", ...}}``. Blank lines are skipped; a line
+    that is not JSON raises ``ValueError`` naming its number. See :func:`output_records` for each line.
 
     >>> line = ('{"custom_id": "k1", "response": {"status_code": 200, "body": {"choices": '
     ...         '[{"message": {"content": "<rating>2</rating>"}, "finish_reason": "stop"}]}}, "error": null}')
@@ -176,22 +176,29 @@ def parse_output_lines(lines: Iterable[str | bytes]) -> dict[str, dict]:
     {'k1': {'text': '<rating>2</rating>', 'finish_reason': 'stop', 'usage': None}}
     """
     results: dict[str, dict] = {}
-    for number, raw in enumerate(lines, start=1):
+    for _, custom_id, result in output_records(enumerate(lines, start=1)):
+        if "error" not in result or custom_id not in results:
+            results[custom_id] = result
+    return results
+
+
+def output_records(lines: Iterable[tuple[int, str | bytes]]) -> Iterator[tuple[int, str, dict]]:
+    """``(line number, custom_id, result)`` for each non-blank numbered line of a batch output file, the
+    result as in :func:`parse_output_lines`; a line that is not JSON or has no ``custom_id`` raises."""
+    for number, raw in lines:
         if isinstance(raw, bytes):
             raw = raw.decode("utf-8")
         if not raw.strip():
             continue
         try:
             record = json.loads(raw)
-        except json.JSONDecodeError as error:
-            raise RagQaArenaError(f"line {number} of the batch output is not JSON ({error.msg}): {raw[:80]!r}") from None
+        except (json.JSONDecodeError, RecursionError) as error:
+            why = getattr(error, "msg", "nested too deeply")
+            raise RagQaArenaError(f"line {number} of the batch output is not JSON ({why}): {raw[:80]!r}") from None
         custom_id = record.get("custom_id") if isinstance(record, dict) else None
         if not isinstance(custom_id, str):
             raise RagQaArenaError(f"line {number} of the batch output has no custom_id: {raw[:80]!r}")
-        result = _parse_record(record)
-        if "error" not in result or custom_id not in results:
-            results[custom_id] = result
-    return results
+        yield number, custom_id, _parse_record(record)
 
 
 def _parse_record(record: dict) -> dict:
@@ -223,7 +230,9 @@ def _parse_record(record: dict) -> dict:
         usage = {"prompt_tokens": usage.get("prompt_tokens"), "completion_tokens": usage.get("completion_tokens")}
     else:
         usage = None
-    return {"text": text, "finish_reason": choice.get("finish_reason"), "usage": usage}
+    model = body.get("model")
+    return {"text": text, "finish_reason": choice.get("finish_reason"), "usage": usage,
+            **({"model": model} if isinstance(model, str) else {})}
 
 
 def checked_completion(result: dict, *, max_tokens: int, secrets: Sequence[str | None] = ()) -> Completion:
@@ -233,7 +242,8 @@ def checked_completion(result: dict, *, max_tokens: int, secrets: Sequence[str |
     text = redact(result["text"], *secrets)
     cap = max_reply_chars(max_tokens)
     original = len(text) if len(text) > cap else None
-    return Completion(text[:cap], result.get("finish_reason"), result.get("usage"), original_chars=original)
+    return Completion(text[:cap], result.get("finish_reason"), result.get("usage"), original_chars=original,
+                      model=result.get("model"))
 
 
 def read_tagged_json(path: Path, *, format_tag: str, what: str, entries: str, name_field: str) -> dict:
