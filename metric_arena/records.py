@@ -35,6 +35,7 @@ from lfrqa.errors import RagQaArenaError
 from lfrqa.files import json_line, lone_surrogate
 
 __all__ = [
+    "MAX_TEXT_CHARS",
     "OUTCOMES",
     "AnswerStyle",
     "Judgment",
@@ -51,11 +52,26 @@ __all__ = [
     "prediction_schema",
     "retrieved_schema",
     "style_type",
+    "text_too_long",
     "verdict_schema",
     "verdicts_table",
 ]
 
 Outcome = Literal["win", "tie", "loss"]
+#: The longest answer (and question) a judge run takes, in characters: about 50,000 tokens, so that a
+#: judge prompt holding two of them still fits a 128k-token context. A longer one is refused before
+#: anything is sent, naming its qid and this limit (the paper's answers are a few hundred words).
+MAX_TEXT_CHARS = 200_000
+
+
+def text_too_long(field: str, text, place: str) -> str | None:
+    """The one-line refusal of a ``field`` longer than :data:`MAX_TEXT_CHARS` at ``place``, else None."""
+    if not isinstance(text, str) or len(text) <= MAX_TEXT_CHARS:
+        return None
+    return (f"{place}: {field} has {len(text):,} characters, over the limit of {MAX_TEXT_CHARS:,} a judged text may "
+            "have (MAX_TEXT_CHARS): shorten it, or leave the pair out")
+
+
 #: A pair's outcome from ``system_a``'s side; a failed pair has none (null).
 OUTCOMES = ("win", "tie", "loss")
 
@@ -232,6 +248,10 @@ def check_prediction(row, where: str, *, generated: bool = False) -> Prediction:
     if not failed and not isinstance(row["answer"], str):
         raise RagQaArenaError(f"{where} (qid {qid}): answer must be a string, got "
                               f"{type(row['answer']).__name__} ({row['answer']!r}); write \"\" for an empty answer")
+    for field in ("answer", "question"):
+        refusal = None if failed and field == "answer" else text_too_long(field, row.get(field), f"{where} (qid {qid})")
+        if refusal:
+            raise RagQaArenaError(refusal)
     if generated:
         for field in ("model", "prompt"):
             if not isinstance(row[field], str):

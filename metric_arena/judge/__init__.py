@@ -100,6 +100,7 @@ from metric_arena.judge._plan import (
 from metric_arena.judge._exchange import EXPORT_FILE, export_judge_requests, import_judge_results
 from metric_arena.judge._run import ajudge_pairs, judge_pairs
 from metric_arena.judge._tournament import (
+    MAX_TOURNAMENT_SYSTEMS,
     Tournament,
     atournament,
     load_tournament,
@@ -117,6 +118,7 @@ __all__ = [
     "JudgeConfig",
     "JudgeInputs",
     "JudgeSpec",
+    "MAX_TOURNAMENT_SYSTEMS",
     "Tournament",
     "ajudge_pairs",
     "atournament",

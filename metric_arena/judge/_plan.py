@@ -11,6 +11,7 @@ from lfrqa.errors import InvalidInputType, RagQaArenaError
 from lfrqa.files import lone_surrogate
 from metric_arena.llm import ChatRequest
 from metric_arena.prompts import JUDGE_TAGS, clean_response, judge_messages, neutralize_delimiters
+from metric_arena.records import text_too_long
 from metric_arena.stats import pair_schedule
 
 __all__ = [
@@ -138,7 +139,14 @@ def check_pair_inputs(predictions, references, questions, ids=None, domains=None
                 raise RagQaArenaError(f"Duplicate id {value!r} at positions {seen[value]} and {i}: ids must be unique")
             seen[value] = i
     domains = [None] * n if domains is None else _check_names("domains", domains, n)
-    return PairInputs(predictions, references, questions, ids, domains, _check_flags(generation_failed, n))
+    skipped = _check_flags(generation_failed, n)
+    for name, values in (("predictions", predictions), ("references", references), ("questions", questions)):
+        for i, value in enumerate(values):
+            refusal = None if skipped[i] and name != "questions" else text_too_long(
+                name[:-1], value, f"{name}[{i}] (id {ids[i]})")
+            if refusal:
+                raise RagQaArenaError(refusal)
+    return PairInputs(predictions, references, questions, ids, domains, skipped)
 
 
 def _short(value) -> str:

@@ -21,6 +21,7 @@ from metric_arena.llm._tokens import (
     CostEstimate,
     InputBudget,
     estimate_cost,
+    count_tokens,
     get_encoding,
 )
 from metric_arena.llm._types import (
@@ -53,6 +54,7 @@ __all__ = [
     "backend_identity",
     "cache_key",
     "estimate_cost",
+    "count_tokens",
     "get_encoding",
     "make_backend",
     "model_backend",
