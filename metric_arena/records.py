@@ -38,6 +38,7 @@ __all__ = [
     "MAX_TEXT_CHARS",
     "OUTCOMES",
     "AnswerStyle",
+    "InjectionSigns",
     "Judgment",
     "Outcome",
     "Prediction",
@@ -48,6 +49,7 @@ __all__ = [
     "check_prediction",
     "check_retrieved",
     "check_verdict",
+    "injection_type",
     "judgment_type",
     "prediction_schema",
     "retrieved_schema",
@@ -108,6 +110,13 @@ class AnswerStyle(TypedDict):
     citations: int  # citation markers such as [1]
 
 
+class InjectionSigns(TypedDict, total=False):
+    """What one judged answer held that speaks to the judge (:func:`metric_arena.prompts.injection_signs`)."""
+
+    defused_tags: int  # the prompt's own tags (or look-alikes) defused in the answer
+    addresses_judge: list[str]  # the plain-language rules it matched (prompts.JUDGE_ADDRESS_RULES)
+
+
 class _VerdictFields(TypedDict):
     qid: str
     domain: str | None
@@ -130,6 +139,8 @@ class Verdict(_VerdictFields, total=False):
     no_answer_a_reference: bool  # system_a's answer holds the reference scripts' no-answer phrase
     style_a: AnswerStyle  # system_a's answer as the judge saw it: words, tokens, markdown and citation counts
     style_b: AnswerStyle  # the same for system_b's answer
+    injection_a: InjectionSigns  # system_a's answer spoke to the judge (only when it did)
+    injection_b: InjectionSigns  # the same for system_b's answer
 
 
 class _PredictionFields(TypedDict):
@@ -318,6 +329,13 @@ def style_type():
     return pa.struct([(name, pa.int64()) for name in AnswerStyle.__annotations__])
 
 
+def injection_type():
+    """The Arrow struct of an :class:`InjectionSigns`."""
+    import pyarrow as pa
+
+    return pa.struct([("defused_tags", pa.int64()), ("addresses_judge", pa.list_(pa.string()))])
+
+
 def verdict_schema():
     """The Arrow schema of a :class:`Verdict` (every field; absent ones are null)."""
     import pyarrow as pa
@@ -328,6 +346,7 @@ def verdict_schema():
         ("judgments", pa.list_(judgment_type())), ("error", pa.string()), ("neutralized", pa.bool_()),
         ("outcome_strict", pa.string()), ("failed_as_tie", pa.bool_()), ("no_answer_a_reference", pa.bool_()),
         ("style_a", style_type()), ("style_b", style_type()),
+        ("injection_a", injection_type()), ("injection_b", injection_type()),
     ])
 
 

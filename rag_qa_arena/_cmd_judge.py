@@ -281,9 +281,10 @@ def _print_summary(result: dict, out: str) -> None:
                      f"({result['n_failed_if_strict']:,} of them would fail)")
     if "position_flip_rate" in result:
         lines.append(f"  position flip rate {pct(result['position_flip_rate'])}")
-    from rag_qa_arena._options import stop_note
+    from rag_qa_arena._options import injection_lines, stop_note
 
     lines.extend(stop_note(result))
+    lines.extend(injection_lines(result.get("injection")))
     for domain, part in result.get("per_domain", {}).items():
         lines.append(f"  {domain:<12} n {part['n']:>6,}  win {pct(part['win_rate']):>6}  win+tie {pct(part['win_tie_rate']):>6}")
     if result.get("errors"):

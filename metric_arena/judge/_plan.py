@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from lfrqa.errors import InvalidInputType, RagQaArenaError
 from lfrqa.files import lone_surrogate
 from metric_arena.llm import ChatRequest
-from metric_arena.prompts import JUDGE_TAGS, clean_response, judge_messages, neutralize_delimiters
+from metric_arena.prompts import JUDGE_TAGS, clean_response, injection_signs, judge_messages, neutralize_delimiters
 from metric_arena.records import text_too_long
 from metric_arena.stats import pair_schedule
 
@@ -69,12 +69,15 @@ def judge_request(
 @dataclass(frozen=True)
 class PairRequests:
     """The requests of one pair: the cleaned answers, each position with its request, and whether a
-    prompt delimiter had to be defused in the question or an answer."""
+    prompt delimiter had to be defused in the question or an answer; ``signs_a``/``signs_b``: what each
+    answer held that speaks to the judge (:func:`~metric_arena.prompts.injection_signs`, ``{}`` for none)."""
 
     a_text: str
     b_text: str
     requests: list[tuple[int, ChatRequest]]
     neutralized: bool
+    signs_a: dict
+    signs_b: dict
 
 
 def pair_requests(question: str, prediction: str, reference: str, *, qid: str, order: str, seed: int,
@@ -82,10 +85,12 @@ def pair_requests(question: str, prediction: str, reference: str, *, qid: str, o
     """The one place a pair becomes requests (online, dry run and Batch API alike): both answers
     cleaned the reference's way, shown in the order the policy gives."""
     a_text, b_text = clean_response(prediction), clean_response(reference)
-    neutralized = any(neutralize_delimiters(text, JUDGE_TAGS)[1] for text in (question, a_text, b_text))
+    signs_a, signs_b = injection_signs(a_text), injection_signs(b_text)
+    neutralized = ("defused_tags" in signs_a or "defused_tags" in signs_b
+                   or neutralize_delimiters(question, JUDGE_TAGS)[1])
     requests = [(position, judge_request(question, a_text, b_text, position, data_dir=data_dir))
                 for position in answer_positions(order, qid, question, seed)]
-    return PairRequests(a_text, b_text, requests, neutralized)
+    return PairRequests(a_text, b_text, requests, neutralized, signs_a, signs_b)
 
 
 @dataclass(frozen=True)

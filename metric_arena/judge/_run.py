@@ -22,7 +22,7 @@ from metric_arena.judge._parse import (
     valid_reply,
 )
 from metric_arena.judge._plan import DEFAULT_JUDGE, PairInputs, check_pair_inputs, check_system_names, pair_requests
-from metric_arena.judge._records import RunWriter, summarize_verdicts
+from metric_arena.judge._records import RunWriter, injection_counts, summarize_verdicts
 from metric_arena.llm import Backend, RunConfig, Session, synchronous
 from metric_arena.prompts import is_no_answer, is_no_answer_reference
 from metric_arena.records import Judgment, Verdict
@@ -65,6 +65,9 @@ class _PairJudge:
                         **verdict_style(planned.a_text, planned.b_text)}
         if planned.neutralized:
             fields["neutralized"] = True
+        for side, signs in (("injection_a", planned.signs_a), ("injection_b", planned.signs_b)):
+            if signs:
+                fields[side] = signs  # the answer spoke to the judge: defused tags, plain-language address
         if is_no_answer_reference(planned.a_text):
             fields["no_answer_a_reference"] = True  # the reference scripts' substring rule, for comparison
         if config.parse == "reference":
@@ -165,7 +168,8 @@ async def ajudge_pairs(
         summary = {**settings, **summarize_verdicts(done, settings["judges"], order=config.order, seed=config.seed,
                                                     n_boot=n_boot, parse=config.parse),
                    **parse_fields(done, config.parse), **_schedule_fields(len(schedule), sample, stopper, target_width),
-                   **_run_fields(session, done, started)}
+                   **_run_fields(session, done, started),
+                   "injection": injection_counts(done, [system, opponent])}
         if writer is not None:
             writer.finish(done, summary)
     finally:

@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
+from metric_arena.judge import injection_counts
 from metric_arena.report._runs import load_run
 from metric_arena.stats import paired_comparison
 
@@ -38,7 +39,9 @@ def compare_runs(
     """Paired comparison of the run folders ``base`` and ``new`` (see the module notes).
 
     Returns ``{"base", "new", "judges", "n_shared", "min_delta", "confidence", "metrics":
-    {metric: paired result with difference = new − base}, "worse": bool, "worse_on": [metrics]}``.
+    {metric: paired result with difference = new − base}, "worse": bool, "worse_on": [metrics],
+    "injection": {"base": counts, "new": counts}}``: the counts of :func:`~metric_arena.judge.injection_counts`
+    for each run's system on the shared questions (answers addressing the judge, defused prompt tags).
     """
     if not (min_delta >= 0.0):
         raise RagQaArenaError(f"min_delta must be >= 0 (a rate difference such as 0.02), got {min_delta!r}")
@@ -69,7 +72,10 @@ def compare_runs(
         metrics[metric] = result
         if result["significantly_worse"]:
             worse_on.append(metric)
+    injection = {side: injection_counts([v for v in run.verdicts if v["qid"] in shared],
+                                        [run.system])[run.system] for side, run in runs.items()}
     return {
+        "injection": injection,
         "base": {"run": str(base), "system": base_run.system, "judges": base_run.judges},
         "new": {"run": str(new), "system": new_run.system, "judges": new_run.judges},
         "n_shared": len(shared),

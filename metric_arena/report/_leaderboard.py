@@ -37,6 +37,7 @@ from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import package_version
+from metric_arena.judge import injection_counts
 from metric_arena.report._elo_study import elo_study
 from metric_arena.report._no_answer import (
     DENOMINATOR,
@@ -90,6 +91,7 @@ class Leaderboard:
     retrieval: dict | None = None
     judge_agreement: dict | None = None  # ensemble runs: pairwise kappa between their judges
     length: dict | None = None  # length views: LFRQA's words per answer, style-controlled ratings' coefficients
+    injection: dict | None = None  # per system: answers speaking to the judge (metric_arena.judge.injection_counts)
 
     def to_dict(self) -> dict:
         """Everything as plain JSON-ready data."""
@@ -114,6 +116,7 @@ class Leaderboard:
             "retrieval": self.retrieval,
             "judge_agreement": self.judge_agreement,
             "length": self.length,
+            "injection": self.injection,
         }
 
 
@@ -182,6 +185,9 @@ def build_leaderboard(
     )
     _add_analyses(board, loaded, reference_runs, retrieved=retrieved, data_dir=data_dir,
                   no_answer_view=no_answer_view, stats=stats)
+    board.injection = injection_counts([v for run in loaded for v in run.verdicts], [e["system"] for e in ordered])
+    for entry in ordered:
+        entry["injection"] = board.injection.get(entry["system"])
     return board
 
 
