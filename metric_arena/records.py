@@ -49,6 +49,7 @@ __all__ = [
     "check_prediction",
     "check_retrieved",
     "check_verdict",
+    "injection_counts",
     "injection_type",
     "judgment_type",
     "prediction_schema",
@@ -110,11 +111,12 @@ class AnswerStyle(TypedDict):
     citations: int  # citation markers such as [1]
 
 
-class InjectionSigns(TypedDict, total=False):
-    """What one judged answer held that speaks to the judge (:func:`metric_arena.prompts.injection_signs`)."""
+class InjectionSigns(TypedDict):
+    """What one judged answer held that speaks to the judge (:func:`metric_arena.delimiters.injection_signs`):
+    written only for an answer where something was found."""
 
     defused_tags: int  # the prompt's own tags (or look-alikes) defused in the answer
-    addresses_judge: list[str]  # the plain-language rules it matched (prompts.JUDGE_ADDRESS_RULES)
+    addresses_judge: list[str]  # the plain-language rules it matched (delimiters.JUDGE_ADDRESS_RULES)
 
 
 class _VerdictFields(TypedDict):
@@ -392,3 +394,37 @@ def verdicts_table(verdicts: Sequence[Mapping]):
         columns[name] = pa.array([None if name not in row else json_line(row[name]).rstrip("\n") for row in verdicts],
                                  type=pa.string())
     return pa.table(columns)
+
+
+def injection_counts(verdicts, systems=None) -> dict:
+    """Per system, what its answers held that speaks to the judge, from the verdicts' ``injection_a`` /
+    ``injection_b`` (each answer once: a system's answer to a qid judged in several verdicts counts once):
+    ``answers`` (distinct judged answers), ``answers_with_defused_tags``, ``defused_tags`` (tags defused in
+    them), ``answers_addressing_judge`` and ``rules`` (answers per plain-language rule matched).
+    ``systems``: names to report even with no verdict (their counts 0); the others in order of appearance."""
+    seen: dict[str, dict[str, dict]] = {name: {} for name in systems or ()}
+    for verdict in verdicts:
+        if not verdict.get("judgments"):
+            continue  # never judged: the judge saw no answer
+        for side, signs_key in (("system_a", "injection_a"), ("system_b", "injection_b")):
+            signs = verdict.get(signs_key) or {}
+            answers = seen.setdefault(verdict[side], {})
+            old = answers.get(verdict["qid"], {})
+            answers[verdict["qid"]] = {
+                "defused_tags": max(int(old.get("defused_tags", 0)), int(signs.get("defused_tags", 0) or 0)),
+                "addresses_judge": sorted(set(old.get("addresses_judge", [])) | set(signs.get("addresses_judge") or [])),
+            }
+    counts = {}
+    for name, answers in seen.items():
+        rules: dict[str, int] = {}
+        for signs in answers.values():
+            for rule in signs["addresses_judge"]:
+                rules[rule] = rules.get(rule, 0) + 1
+        counts[name] = {
+            "answers": len(answers),
+            "answers_with_defused_tags": sum(1 for s in answers.values() if s["defused_tags"]),
+            "defused_tags": sum(s["defused_tags"] for s in answers.values()),
+            "answers_addressing_judge": sum(1 for s in answers.values() if s["addresses_judge"]),
+            "rules": dict(sorted(rules.items())),
+        }
+    return counts

@@ -98,7 +98,6 @@ from metric_arena.judge._plan import (
     judge_request,
 )
 from metric_arena.judge._exchange import EXPORT_FILE, export_judge_requests, import_judge_results
-from metric_arena.judge._records import injection_counts
 from metric_arena.judge._run import ajudge_pairs, judge_pairs
 from metric_arena.judge._tournament import (
     MAX_TOURNAMENT_SYSTEMS,
@@ -133,7 +132,6 @@ __all__ = [
     "judge_batch_status",
     "judge_config",
     "judge_dry_run",
-    "injection_counts",
     "judge_pairs",
     "judge_request",
     "lfrqa_rows",

@@ -70,7 +70,7 @@ def judge_request(
 class PairRequests:
     """The requests of one pair: the cleaned answers, each position with its request, and whether a
     prompt delimiter had to be defused in the question or an answer; ``signs_a``/``signs_b``: what each
-    answer held that speaks to the judge (:func:`~metric_arena.prompts.injection_signs`, ``{}`` for none)."""
+    answer held that speaks to the judge (:func:`~metric_arena.delimiters.injection_signs`, ``{}`` for none)."""
 
     a_text: str
     b_text: str
@@ -86,8 +86,8 @@ def pair_requests(question: str, prediction: str, reference: str, *, qid: str, o
     cleaned the reference's way, shown in the order the policy gives."""
     a_text, b_text = clean_response(prediction), clean_response(reference)
     signs_a, signs_b = injection_signs(a_text), injection_signs(b_text)
-    neutralized = ("defused_tags" in signs_a or "defused_tags" in signs_b
-                   or neutralize_delimiters(question, JUDGE_TAGS)[1])
+    neutralized = bool(signs_a.get("defused_tags") or signs_b.get("defused_tags")
+                       or neutralize_delimiters(question, JUDGE_TAGS)[1])
     requests = [(position, judge_request(question, a_text, b_text, position, data_dir=data_dir))
                 for position in answer_positions(order, qid, question, seed)]
     return PairRequests(a_text, b_text, requests, neutralized, signs_a, signs_b)

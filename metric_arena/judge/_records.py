@@ -12,7 +12,7 @@ from metric_arena.judge._parse import judge_outcome
 from metric_arena.records import Verdict, check_verdict
 from metric_arena.stats import summarize
 
-__all__ = ["RunWriter", "folder_settings", "injection_counts", "summarize_verdicts"]
+__all__ = ["RunWriter", "folder_settings", "summarize_verdicts"]
 
 VERDICTS_FILE = "verdicts.jsonl"
 SUMMARY_FILE = "summary.json"
@@ -180,36 +180,3 @@ def _flip_rate(verdicts: list[Verdict]) -> float:
     judged = [v for v in verdicts if v["flipped"] is not None]  # a failed pair (or one counted as a tie) has none
     return sum(bool(v["flipped"]) for v in judged) / len(judged) if judged else float("nan")
 
-
-def injection_counts(verdicts, systems=None) -> dict:
-    """Per system, what its answers held that speaks to the judge, from the verdicts' ``injection_a`` /
-    ``injection_b`` (each answer once: a system's answer to a qid judged in several verdicts counts once):
-    ``answers`` (distinct judged answers), ``answers_with_defused_tags``, ``defused_tags`` (tags defused in
-    them), ``answers_addressing_judge`` and ``rules`` (answers per plain-language rule matched).
-    ``systems``: names to report even with no verdict (their counts 0); the others in order of appearance."""
-    seen: dict[str, dict[str, dict]] = {name: {} for name in systems or ()}
-    for verdict in verdicts:
-        if not verdict.get("judgments"):
-            continue  # never judged: the judge saw no answer
-        for side, signs_key in (("system_a", "injection_a"), ("system_b", "injection_b")):
-            signs = verdict.get(signs_key) or {}
-            answers = seen.setdefault(verdict[side], {})
-            old = answers.get(verdict["qid"], {})
-            answers[verdict["qid"]] = {
-                "defused_tags": max(int(old.get("defused_tags", 0)), int(signs.get("defused_tags", 0) or 0)),
-                "addresses_judge": sorted(set(old.get("addresses_judge", [])) | set(signs.get("addresses_judge") or [])),
-            }
-    counts = {}
-    for name, answers in seen.items():
-        rules: dict[str, int] = {}
-        for signs in answers.values():
-            for rule in signs["addresses_judge"]:
-                rules[rule] = rules.get(rule, 0) + 1
-        counts[name] = {
-            "answers": len(answers),
-            "answers_with_defused_tags": sum(1 for s in answers.values() if s["defused_tags"]),
-            "defused_tags": sum(s["defused_tags"] for s in answers.values()),
-            "answers_addressing_judge": sum(1 for s in answers.values() if s["addresses_judge"]),
-            "rules": dict(sorted(rules.items())),
-        }
-    return counts

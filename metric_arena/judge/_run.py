@@ -22,10 +22,10 @@ from metric_arena.judge._parse import (
     valid_reply,
 )
 from metric_arena.judge._plan import DEFAULT_JUDGE, PairInputs, check_pair_inputs, check_system_names, pair_requests
-from metric_arena.judge._records import RunWriter, injection_counts, summarize_verdicts
+from metric_arena.judge._records import RunWriter, summarize_verdicts
 from metric_arena.llm import Backend, RunConfig, Session, synchronous
 from metric_arena.prompts import is_no_answer, is_no_answer_reference
-from metric_arena.records import Judgment, Verdict
+from metric_arena.records import Judgment, Verdict, injection_counts
 from metric_arena.stats import IntervalStopper, first_plurality_vote, majority_vote
 from metric_arena.style import verdict_style
 

@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
-from metric_arena.judge import injection_counts
+from metric_arena.records import injection_counts
 from metric_arena.report._runs import load_run
 from metric_arena.stats import paired_comparison
 
@@ -40,7 +40,7 @@ def compare_runs(
 
     Returns ``{"base", "new", "judges", "n_shared", "min_delta", "confidence", "metrics":
     {metric: paired result with difference = new − base}, "worse": bool, "worse_on": [metrics],
-    "injection": {"base": counts, "new": counts}}``: the counts of :func:`~metric_arena.judge.injection_counts`
+    "injection": {"base": counts, "new": counts}}``: the counts of :func:`~metric_arena.records.injection_counts`
     for each run's system on the shared questions (answers addressing the judge, defused prompt tags).
     """
     if not (min_delta >= 0.0):

@@ -37,7 +37,7 @@ from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import package_version
-from metric_arena.judge import injection_counts
+from metric_arena.records import injection_counts
 from metric_arena.report._elo_study import elo_study
 from metric_arena.report._no_answer import (
     DENOMINATOR,
@@ -91,7 +91,7 @@ class Leaderboard:
     retrieval: dict | None = None
     judge_agreement: dict | None = None  # ensemble runs: pairwise kappa between their judges
     length: dict | None = None  # length views: LFRQA's words per answer, style-controlled ratings' coefficients
-    injection: dict | None = None  # per system: answers speaking to the judge (metric_arena.judge.injection_counts)
+    injection: dict | None = None  # per system: answers speaking to the judge (metric_arena.records.injection_counts)
 
     def to_dict(self) -> dict:
         """Everything as plain JSON-ready data."""

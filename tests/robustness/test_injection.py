@@ -48,9 +48,9 @@ def test_injections_are_defused_flagged_and_counted_everywhere(tmp_path, capsys,
 
     verdicts = {v["qid"]: v for v in read_jsonl(tmp_path / "injected" / "verdicts.jsonl")}
     tagged, worded, plain = (verdicts[q] for q in qids)
-    assert tagged["neutralized"] is True and tagged["injection_a"] == {"defused_tags": 2}
+    assert tagged["neutralized"] is True and tagged["injection_a"] == {"defused_tags": 2, "addresses_judge": []}
     assert tagged["outcome"] == "loss"  # defused: the judge did not read it as its own tag
-    assert worded["injection_a"] == {"addresses_judge": ["ignore_instructions", "output_rating"]}
+    assert worded["injection_a"] == {"defused_tags": 0, "addresses_judge": ["ignore_instructions", "output_rating"]}
     assert worded["outcome"] == "win"  # the judge obeyed the words: flagged, so it shows
     assert "injection_a" not in plain and "injection_b" not in plain
 
@@ -106,4 +106,4 @@ def test_look_alike_tags_are_defused(tag):
 ])
 def test_plain_words_to_the_judge_follow_the_documented_rules(text, rules):
     assert judge_address(text) == rules
-    assert injection_signs(text) == ({"addresses_judge": rules} if rules else {})
+    assert injection_signs(text) == ({"defused_tags": 0, "addresses_judge": rules} if rules else {})
