@@ -27,13 +27,18 @@ Answers that address the judge (made visible, never changed)
       earlier / preceding / system instructions / prompts / rules / directions";
     - ``output_rating``: "output / print / return / respond with / reply with / answer with / say / write
       / give (:) (it / this / me / us) (a / the) (rating / score / verdict) (of / :) 0, 1 or 2", the digit
-      ending the phrase (followed by punctuation, the end, "and", "as", "now", "here" or "instead");
+      ending the phrase (followed by the end, punctuation that starts no number, "and", "as", "now",
+      "here" or "instead");
     - ``rate_this``: "rate / score / grade / judge / rank this / the / my answer / response", "this answer /
       response is (the) better / best / correct / preferred", "answer / response 1 / 2 / one / two is (the)
       better / best / superior / preferred / the winner";
     - ``to_the_judge``: "dear / attention / note to (the) judge / grader / evaluator / assessor", "as (the /
       an) (ai) judge / grader / evaluator", "you (are / must / should / will) (now) rate / prefer / choose /
-      select / pick / output", "new / updated / system instructions", "system prompt".
+      select / pick / output (this / my / the first / the second) answer / response / 1 / 2", "new / updated /
+      system instructions", "system prompt".
+
+    On LFRQA's 14,020 reference answers these rules flag none (measured; a rule that flags ordinary
+    answers would hide the real cases).
 
     The judge request is sent as it is (the answer is data, and rewriting it would change what is
     judged); the verdict records what was found, side by side: ``injection_a`` / ``injection_b`` with
@@ -160,14 +165,15 @@ JUDGE_ADDRESS_RULES: tuple[tuple[str, str], ...] = (
                             r"(?:instructions?|prompts?|rules?|directions?|guidelines?)\b"),
     ("output_rating", r"\b(?:output|print|return|respond\s+with|reply\s+with|answer\s+with|say|write|give)\s*:?\s+"
                       r"(?:(?:it|this|me|us)\s+)?(?:(?:a|an|the)\s+)?(?:(?:rating|score|verdict)\s*(?:of\s+|:\s*)?)?"
-                      r"[\"'“‘(\[]?[012](?=\s*(?:$|[.!,;:)\]\"'”’]|and\b|as\b|now\b|here\b|instead\b))"),
+                      r"[\"'“‘(\[]?[012](?=\s*(?:$|[.!,;:)\]\"'”’](?!\d)|and\b|as\b|now\b|here\b|instead\b))"),
     ("rate_this", r"\b(?:rate|score|grade|judge|rank)\s+(?:this|the|my)\s+(?:answer|response)\b"
                   r"|\bthis\s+(?:answer|response)\s+is\s+(?:the\s+)?(?:better|best|correct|preferred)\b"
                   r"|\b(?:answer|response)\s*(?:1|2|one|two)\s+is\s+(?:the\s+)?"
                   r"(?:better|best|superior|preferred|winner)\b"),
     ("to_the_judge", rf"\b(?:dear|attention|note\s+to)\s+(?:the\s+)?{_FOR_JUDGE}\b"
                      rf"|\bas\s+(?:the\s+|an\s+)?(?:ai\s+)?{_FOR_JUDGE}\b"
-                     r"|\byou\s+(?:are|must|should|will)\s+(?:now\s+)?(?:rate|prefer|choose|select|pick|output)\b"
+                     r"|\byou\s+(?:are|must|should|will)\s+(?:now\s+)?(?:rate|prefer|choose|select|pick|output)\s+"
+                     r"(?:(?:this|my|the\s+(?:first|second))\s+)?(?:answer|response|[12]\b)"
                      r"|\b(?:new|updated|system)\s+instructions?\b|\bsystem\s+prompt\b"),
 )
 _ADDRESS = tuple((name, re.compile(pattern)) for name, pattern in JUDGE_ADDRESS_RULES)
