@@ -60,7 +60,7 @@ __all__ = ["MAX_TOURNAMENT_SYSTEMS", "Tournament", "atournament", "check_system_
 REFERENCE = "LFRQA"
 #: The most systems one tournament takes. Its complete schedule grows as n(n-1)/2 pairs: 64 systems are
 #: 2,016 pairs, 1.4 million pair judgments on the default 700-question sample, and a dry run that counts
-#: every prompt's tokens takes minutes here (benchmarks/tournament_scale.py). More systems are refused
+#: every prompt's tokens takes ~25 minutes on 2 cores, in flat memory (benchmarks/tournament_scale.py). More are refused
 #: before any prediction file is read: judge each against LFRQA with `judge`, or split them.
 MAX_TOURNAMENT_SYSTEMS = 64
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")

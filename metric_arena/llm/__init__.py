@@ -21,7 +21,6 @@ from metric_arena.llm._tokens import (
     CostEstimate,
     InputBudget,
     estimate_cost,
-    count_tokens,
     get_encoding,
 )
 from metric_arena.llm._types import (
@@ -54,7 +53,6 @@ __all__ = [
     "backend_identity",
     "cache_key",
     "estimate_cost",
-    "count_tokens",
     "get_encoding",
     "make_backend",
     "model_backend",

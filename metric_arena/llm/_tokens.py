@@ -38,7 +38,6 @@ __all__ = [
     "InputBudget",
     "TokenCounter",
     "cacheable_tokens",
-    "count_tokens",
     "encoding_name",
     "estimate_cost",
     "get_encoding",
@@ -95,7 +94,11 @@ def get_encoding(model: str):
 
     Returns ``(encoding, exact)`` where ``exact`` is False when the model is not an OpenAI model
     tiktoken knows (the count is then an approximation). The encoding is ``bpe_openai``'s, whose
-    ``encode`` gives tiktoken's token ids.
+    ``encode`` gives tiktoken's token ids, and takes text of any length (in pieces over 250,000 characters).
+
+    >>> encoding, _ = get_encoding("gpt-4o")
+    >>> len(encoding.encode("word " * 300_000)) == 300_000 + 1
+    True
     """
     name, exact = encoding_name(model)
     with _lock:
@@ -104,7 +107,7 @@ def get_encoding(model: str):
                 import bpe_openai
             except ImportError as error:
                 raise MissingDependency(f"counting tokens needs bpe-openai: pip install bpe-openai ({error})") from error
-            _encodings[name] = bpe_openai.get_encoding(name)
+            _encodings[name] = _Encoding(bpe_openai.get_encoding(name))
         return _encodings[name], exact
 
 
@@ -113,26 +116,29 @@ def get_encoding(model: str):
 _ENCODE_PIECE = 250_000
 
 
-def count_tokens(encoding, text: str) -> int:
-    """Tokens of ``text`` (special tokens counted as text), of any length: a text over 250,000 characters
-    is encoded in pieces cut just before a whitespace character, which may differ from the whole text's
-    count by a token per cut at most (a cut with no whitespace in the last 10% of a piece falls anywhere).
+class _Encoding:
+    """A BPE encoding whose ``encode`` takes text of any length: a text over 250,000 characters is encoded
+    in pieces cut just before a whitespace character (the ids may differ from the whole text's by a token
+    per cut at most; a piece with no whitespace in its last 10% is cut anywhere)."""
 
-    >>> encoding, _ = get_encoding("gpt-4o")
-    >>> count_tokens(encoding, "word " * 300_000) == 300_000 + 1
-    True
-    """
-    if len(text) <= _ENCODE_PIECE:
-        return len(encoding.encode(text, disallowed_special=()))
-    total, start = 0, 0
-    while start < len(text):
-        end = min(start + _ENCODE_PIECE, len(text))
-        if end < len(text):
-            cut = max(text.rfind(" ", end - _ENCODE_PIECE // 10, end), text.rfind("\n", end - _ENCODE_PIECE // 10, end))
-            end = cut if cut > start else end
-        total += len(encoding.encode(text[start:end], disallowed_special=()))
-        start = end
-    return total
+    def __init__(self, encoding):
+        self._encoding = encoding
+        self.name = getattr(encoding, "name", "")
+
+    def encode(self, text: str, **options) -> list[int]:
+        if len(text) <= _ENCODE_PIECE:
+            return self._encoding.encode(text, **options)
+        ids: list[int] = []
+        start = 0
+        while start < len(text):
+            end = min(start + _ENCODE_PIECE, len(text))
+            if end < len(text):
+                floor = end - _ENCODE_PIECE // 10
+                cut = max(text.rfind(" ", floor, end), text.rfind("\n", floor, end))
+                end = cut if cut > start else end
+            ids.extend(self._encoding.encode(text[start:end], **options))
+            start = end
+        return ids
 
 
 class TokenCounter:
@@ -145,7 +151,7 @@ class TokenCounter:
     def text(self, text: str) -> int:
         count = self.memo.get(text)
         if count is None:
-            count = count_tokens(self.encoding, text)
+            count = len(self.encoding.encode(text, disallowed_special=()))
             if len(self.memo) < 100_000:
                 self.memo[text] = count
         return count
