@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from metric_arena.llm import count_tokens, get_encoding
+from metric_arena.llm import get_encoding
 from metric_arena.stats import length_controlled_rates, length_views, normalized_difference
 
 __all__ = ["STYLE_FIELDS", "TOKEN_ENCODING", "answer_style", "has_style", "length_report", "style_battles",
@@ -41,10 +41,10 @@ _CITATION = re.compile(r"\[\d{1,3}(?:\s*[,;–-]\s*\d{1,3})*\]")
 def answer_style(text: str | None) -> dict[str, int]:
     """``{words, tokens, headers, list_items, bold, citations}`` of one answer (all 0 for None); text that
     reads like a special token (``<|endoftext|>``) counts as text, and a text of any length is counted
-    (:func:`~metric_arena.llm.count_tokens`)."""
+    (:func:`~metric_arena.llm.get_encoding`)."""
     text = text or ""
     encoding, _ = get_encoding("gpt-4o")
-    return {"words": len(text.split()), "tokens": count_tokens(encoding, text) if text else 0,
+    return {"words": len(text.split()), "tokens": len(encoding.encode(text, disallowed_special=())) if text else 0,
             "headers": len(_HEADER.findall(text)), "list_items": len(_LIST_ITEM.findall(text)),
             "bold": len(_BOLD.findall(text)), "citations": len(_CITATION.findall(text))}
 

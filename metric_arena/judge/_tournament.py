@@ -55,13 +55,14 @@ from metric_arena.stats import BattleCounts, SequentialRanking, stratified_sampl
 if TYPE_CHECKING:
     from metric_arena.llm._session import RequestPool
 
-__all__ = ["MAX_TOURNAMENT_SYSTEMS", "Tournament", "atournament", "check_system_count", "load_tournament", "tournament", "tournament_dry_run", "tournament_requests"]
+__all__ = ["MAX_TOURNAMENT_SYSTEMS", "Tournament", "atournament", "check_system_count", "load_tournament", "tournament",
+           "tournament_dry_run", "tournament_requests"]
 
 REFERENCE = "LFRQA"
 #: The most systems one tournament takes. Its complete schedule grows as n(n-1)/2 pairs: 64 systems are
 #: 2,016 pairs, 1.4 million pair judgments on the default 700-question sample, and a dry run that counts
-#: every prompt's tokens takes ~25 minutes on 2 cores, in flat memory (benchmarks/tournament_scale.py). More are refused
-#: before any prediction file is read: judge each against LFRQA with `judge`, or split them.
+#: every prompt's tokens takes ~25 minutes on 2 cores, in flat memory (benchmarks/tournament_scale.py).
+#: More are refused before any prediction file is read: judge each against LFRQA with `judge`, or split them.
 MAX_TOURNAMENT_SYSTEMS = 64
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 
