@@ -60,7 +60,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--predictions", metavar="FILE",
                         help='the evaluated system\'s answers: JSONL with {"qid", "answer"} per line, or Parquet / '
-                             "a saved datasets.Dataset with those columns (required, except with --batch-status)")
+                             "a saved datasets.Dataset with those columns (required, except with --batch-status); an "
+                             "answer over 200,000 characters (MAX_TEXT_CHARS) is refused before anything is sent")
     parser.add_argument("--judge", action="append", metavar="BACKEND:MODEL",
                         help=f"judge model as '<backend>:<model>' (backends: openai, hf, vllm); repeat the flag "
                              f"for several judges that vote (default: {DEFAULT_JUDGE})")

@@ -74,3 +74,10 @@ def test_a_tournament_of_too_many_systems_is_refused_before_reading_them(tmp_pat
         assert code == 2 and "Traceback" not in err and err.count("\n") == 1, err
         assert f"at most {MAX_TOURNAMENT_SYSTEMS} systems (MAX_TOURNAMENT_SYSTEMS), got {n}" in err
     assert not (tmp_path / "runs").exists()
+
+
+def test_the_help_states_the_limits(capsys):
+    _, judge_help, _ = cli(["judge", "--help"], capsys)
+    _, tournament_help, _ = cli(["tournament", "--help"], capsys)
+    assert f"{MAX_TEXT_CHARS:,} characters (MAX_TEXT_CHARS)" in " ".join(judge_help.split())
+    assert f"At most {MAX_TOURNAMENT_SYSTEMS} systems (MAX_TOURNAMENT_SYSTEMS" in tournament_help
