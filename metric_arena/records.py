@@ -407,13 +407,16 @@ def injection_counts(verdicts, systems=None) -> dict:
         if not verdict.get("judgments"):
             continue  # never judged: the judge saw no answer
         for side, signs_key in (("system_a", "injection_a"), ("system_b", "injection_b")):
-            signs = verdict.get(signs_key) or {}
+            signs = verdict.get(signs_key)
+            signs = signs if isinstance(signs, Mapping) else {}  # a foreign verdict file: what is not ours counts 0
+            tags = signs.get("defused_tags")
+            tags = tags if isinstance(tags, int) and not isinstance(tags, bool) and tags > 0 else 0
+            rules = signs.get("addresses_judge")
+            rules = {r for r in rules if isinstance(r, str)} if isinstance(rules, list) else set()
             answers = seen.setdefault(verdict[side], {})
-            old = answers.get(verdict["qid"], {})
-            answers[verdict["qid"]] = {
-                "defused_tags": max(int(old.get("defused_tags", 0)), int(signs.get("defused_tags", 0) or 0)),
-                "addresses_judge": sorted(set(old.get("addresses_judge", [])) | set(signs.get("addresses_judge") or [])),
-            }
+            old = answers.get(verdict["qid"], {"defused_tags": 0, "addresses_judge": []})
+            answers[verdict["qid"]] = {"defused_tags": max(old["defused_tags"], tags),
+                                       "addresses_judge": sorted(set(old["addresses_judge"]) | rules)}
     counts = {}
     for name, answers in seen.items():
         rules: dict[str, int] = {}

@@ -109,3 +109,16 @@ def test_look_alike_tags_are_defused(tag):
 def test_plain_words_to_the_judge_follow_the_documented_rules(text, rules):
     assert judge_address(text) == rules
     assert injection_signs(text) == ({"defused_tags": 0, "addresses_judge": rules} if rules else {})
+
+
+def test_counts_take_foreign_verdict_rows_without_crashing():
+    from metric_arena.records import injection_counts
+
+    rows = [{"qid": "1", "system_a": "x", "system_b": "LFRQA", "judgments": [{}], "injection_a": "junk"},
+            {"qid": "2", "system_a": "x", "system_b": "LFRQA", "judgments": [{}],
+             "injection_a": {"defused_tags": True, "addresses_judge": ["output_rating", 7]}},
+            {"qid": "2", "system_a": "x", "system_b": "y", "judgments": [{}], "injection_a": {"defused_tags": 3}}]
+    counts = injection_counts(rows)
+    assert counts["x"] == {"answers": 2, "answers_with_defused_tags": 1, "defused_tags": 3,
+                           "answers_addressing_judge": 1, "rules": {"output_rating": 1}}
+    assert counts["LFRQA"]["answers"] == 2 and counts["y"]["answers"] == 1
