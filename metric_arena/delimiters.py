@@ -14,7 +14,8 @@ Hostile text (delimiters)
     ``‹/answer 1›``, ``＜rating＞`` as ``‹rating›``. Look-alike letters count as the letters they imitate
     (:data:`CONFUSABLES`: the Cyrillic, Greek and Armenian letters that look like the Latin letters of the
     tags, e.g. Cyrillic ``а`` in ``<rаting>``), and so do look-alike brackets and slashes (``〈rating〉``,
-    ``⟨rating⟩``, ``ᐸratingᐳ``, ``<∕rating>``). The rendered prompt then holds each delimiter exactly as often as the
+    ``⟨rating⟩``, ``ᐸratingᐳ``, ``<∕rating>``), and accented letters the letters without their accents
+    (``<ŕating>``, ``r`` + U+0301). The rendered prompt then holds each delimiter exactly as often as the
     template does. Text without such tags is inserted unchanged (byte for byte as the reference
     implementation sends it); :func:`neutralize_delimiters` tells whether anything changed.
 
@@ -24,7 +25,8 @@ Answers that address the judge (made visible, never changed)
     folded, invisible characters dropped, lower case, whitespace collapsed):
 
     - ``ignore_instructions``: "ignore / disregard / forget (all) (the) previous / prior / above /
-      earlier / preceding / system instructions / prompts / rules / directions";
+      earlier / preceding / system instructions / prompts / rules / directions", "ignore / disregard /
+      forget (all) your instructions / prompts / rules / guidelines";
     - ``output_rating``: "output / print / return / respond with / reply with / answer with / say / write
       / give (:) (it / this / me / us) (a / the) (rating / score / verdict) (of / :) 0, 1 or 2", the digit
       ending the phrase (followed by the end, punctuation that starts no number, "and", "as", "now",
@@ -34,11 +36,11 @@ Answers that address the judge (made visible, never changed)
       better / best / superior / preferred / the winner";
     - ``to_the_judge``: "dear / attention / note to (the) judge / grader / evaluator / assessor", "as (the /
       an) (ai) judge / grader / evaluator", "you (are / must / should / will) (now) rate / prefer / choose /
-      select / pick / output (this / my / the first / the second) answer / response / 1 / 2", "new / updated /
-      system instructions", "system prompt".
+      select / pick / output (this / my / the first / the second) answer / response / 1 / 2", "new / updated
+      instructions:", "your system prompt".
 
-    On LFRQA's 14,020 reference answers these rules flag none (measured; a rule that flags ordinary
-    answers would hide the real cases).
+    On LFRQA's 14,020 reference answers and questions these rules flag none (measured; a rule that
+    flags ordinary answers would hide the real cases).
 
     The judge request is sent as it is (the answer is data, and rewriting it would change what is
     judged); the verdict records what was found, side by side: ``injection_a`` / ``injection_b`` with
@@ -104,8 +106,9 @@ def _ignorable(char: str) -> bool:
 
 
 def _folded(text: str) -> tuple[str, list[int]]:
-    """``text`` as a reader sees it (each character NFKC-normalized, ignorable ones dropped), and for
-    each of its characters the index of the character of ``text`` it comes from."""
+    """``text`` as a reader sees it (each character NFKC-normalized, look-alikes folded, accents and other
+    combining marks and ignorable characters dropped), and for each of its characters the index of the
+    character of ``text`` it comes from."""
     chars: list[str] = []
     origin: list[int] = []
     for index, char in enumerate(text):
@@ -114,6 +117,11 @@ def _folded(text: str) -> tuple[str, list[int]]:
             origin.append(index)
         elif not _ignorable(char):
             for part in unicodedata.normalize("NFKC", char):
+                if unicodedata.combining(part):
+                    continue  # "r\u0301ating" reads as "rating"
+                if part not in CONFUSABLES and not part.isascii():
+                    base = [c for c in unicodedata.normalize("NFKD", part) if not unicodedata.combining(c)]
+                    part = base[0] if len(base) == 1 else part  # "ŕ" -> "r", "ї" -> "і"
                 chars.append(CONFUSABLES.get(part, part))
                 origin.append(index)
     return "".join(chars), origin
@@ -162,7 +170,8 @@ _FOR_JUDGE = r"(?:judge|grader|evaluator|assessor)"
 JUDGE_ADDRESS_RULES: tuple[tuple[str, str], ...] = (
     ("ignore_instructions", r"\b(?:ignore|disregard|forget)\s+(?:all\s+)?(?:of\s+)?(?:the\s+|your\s+|any\s+)?"
                             r"(?:previous|prior|above|earlier|preceding|system|former)\s+"
-                            r"(?:instructions?|prompts?|rules?|directions?|guidelines?)\b"),
+                            r"(?:instructions?|prompts?|rules?|directions?|guidelines?)\b"
+                            r"|\b(?:ignore|disregard|forget)\s+(?:all\s+)?your\s+(?:instructions?|prompts?|rules?|guidelines?)\b"),
     ("output_rating", r"\b(?:output|print|return|respond\s+with|reply\s+with|answer\s+with|say|write|give)\s*:?\s+"
                       r"(?:(?:it|this|me|us)\s+)?(?:(?:a|an|the)\s+)?(?:(?:rating|score|verdict)\s*(?:of\s+|:\s*)?)?"
                       r"[\"'“‘(\[]?[012](?=\s*(?:$|[.!,;:)\]\"'”’](?!\d)|and\b|as\b|now\b|here\b|instead\b))"),
@@ -174,7 +183,7 @@ JUDGE_ADDRESS_RULES: tuple[tuple[str, str], ...] = (
                      rf"|\bas\s+(?:the\s+|an\s+)?(?:ai\s+)?{_FOR_JUDGE}\b"
                      r"|\byou\s+(?:are|must|should|will)\s+(?:now\s+)?(?:rate|prefer|choose|select|pick|output)\s+"
                      r"(?:(?:this|my|the\s+(?:first|second))\s+)?(?:answer|response|[12]\b)"
-                     r"|\b(?:new|updated|system)\s+instructions?\b|\bsystem\s+prompt\b"),
+                     r"|\b(?:new|updated)\s+instructions?\s*:|\byour\s+system\s+prompt\b"),
 )
 _ADDRESS = tuple((name, re.compile(pattern)) for name, pattern in JUDGE_ADDRESS_RULES)
 
