@@ -35,8 +35,10 @@ from lfrqa.errors import RagQaArenaError
 from lfrqa.files import json_line, lone_surrogate
 
 __all__ = [
+    "MAX_TEXT_CHARS",
     "OUTCOMES",
     "AnswerStyle",
+    "InjectionSigns",
     "Judgment",
     "Outcome",
     "Prediction",
@@ -47,15 +49,32 @@ __all__ = [
     "check_prediction",
     "check_retrieved",
     "check_verdict",
+    "injection_counts",
+    "injection_type",
     "judgment_type",
     "prediction_schema",
     "retrieved_schema",
     "style_type",
+    "text_too_long",
     "verdict_schema",
     "verdicts_table",
 ]
 
 Outcome = Literal["win", "tie", "loss"]
+#: The longest answer (and question) a judge run takes, in characters: about 50,000 tokens, so that a
+#: judge prompt holding two of them still fits a 128k-token context. A longer one is refused before
+#: anything is sent, naming its qid and this limit (the paper's answers are a few hundred words).
+MAX_TEXT_CHARS = 200_000
+
+
+def text_too_long(field: str, text, place: str) -> str | None:
+    """The one-line refusal of a ``field`` longer than :data:`MAX_TEXT_CHARS` at ``place``, else None."""
+    if not isinstance(text, str) or len(text) <= MAX_TEXT_CHARS:
+        return None
+    return (f"{place}: {field} has {len(text):,} characters, over the limit of {MAX_TEXT_CHARS:,} a judged text may "
+            "have (MAX_TEXT_CHARS): shorten it, or leave the pair out")
+
+
 #: A pair's outcome from ``system_a``'s side; a failed pair has none (null).
 OUTCOMES = ("win", "tie", "loss")
 
@@ -93,6 +112,14 @@ class AnswerStyle(TypedDict):
     citations: int  # citation markers such as [1]
 
 
+class InjectionSigns(TypedDict):
+    """What one judged answer held that speaks to the judge (:func:`metric_arena.delimiters.injection_signs`):
+    written only for an answer where something was found."""
+
+    defused_tags: int  # the prompt's own tags (or look-alikes) defused in the answer
+    addresses_judge: list[str]  # the plain-language rules it matched (delimiters.JUDGE_ADDRESS_RULES)
+
+
 class _VerdictFields(TypedDict):
     qid: str
     domain: str | None
@@ -115,6 +142,8 @@ class Verdict(_VerdictFields, total=False):
     no_answer_a_reference: bool  # system_a's answer holds the reference scripts' no-answer phrase
     style_a: AnswerStyle  # system_a's answer as the judge saw it: words, tokens, markdown and citation counts
     style_b: AnswerStyle  # the same for system_b's answer
+    injection_a: InjectionSigns  # system_a's answer spoke to the judge (only when it did)
+    injection_b: InjectionSigns  # the same for system_b's answer
 
 
 class _PredictionFields(TypedDict):
@@ -233,6 +262,10 @@ def check_prediction(row, where: str, *, generated: bool = False) -> Prediction:
     if not failed and not isinstance(row["answer"], str):
         raise RagQaArenaError(f"{where} (qid {qid}): answer must be a string, got "
                               f"{type(row['answer']).__name__} ({row['answer']!r}); write \"\" for an empty answer")
+    for field in ("answer", "question"):
+        refusal = None if failed and field == "answer" else text_too_long(field, row.get(field), f"{where} (qid {qid})")
+        if refusal:
+            raise RagQaArenaError(refusal)
     if generated:
         for field in ("model", "prompt"):
             if not isinstance(row[field], str):
@@ -300,6 +333,13 @@ def style_type():
     return pa.struct([(name, pa.int64()) for name in AnswerStyle.__annotations__])
 
 
+def injection_type():
+    """The Arrow struct of an :class:`InjectionSigns`."""
+    import pyarrow as pa
+
+    return pa.struct([("defused_tags", pa.int64()), ("addresses_judge", pa.list_(pa.string()))])
+
+
 def verdict_schema():
     """The Arrow schema of a :class:`Verdict` (every field; absent ones are null)."""
     import pyarrow as pa
@@ -310,6 +350,7 @@ def verdict_schema():
         ("judgments", pa.list_(judgment_type())), ("error", pa.string()), ("neutralized", pa.bool_()),
         ("outcome_strict", pa.string()), ("failed_as_tie", pa.bool_()), ("no_answer_a_reference", pa.bool_()),
         ("style_a", style_type()), ("style_b", style_type()),
+        ("injection_a", injection_type()), ("injection_b", injection_type()),
     ])
 
 
@@ -355,3 +396,40 @@ def verdicts_table(verdicts: Sequence[Mapping]):
         columns[name] = pa.array([None if name not in row else json_line(row[name]).rstrip("\n") for row in verdicts],
                                  type=pa.string())
     return pa.table(columns)
+
+
+def injection_counts(verdicts, systems=None) -> dict:
+    """Per system, what its answers held that speaks to the judge, from the verdicts' ``injection_a`` /
+    ``injection_b`` (each answer once: a system's answer to a qid judged in several verdicts counts once):
+    ``answers`` (distinct judged answers), ``answers_with_defused_tags``, ``defused_tags`` (tags defused in
+    them), ``answers_addressing_judge`` and ``rules`` (answers per plain-language rule matched).
+    ``systems``: names to report even with no verdict (their counts 0); the others in order of appearance."""
+    seen: dict[str, dict[str, dict]] = {name: {} for name in systems or ()}
+    for verdict in verdicts:
+        if not verdict.get("judgments"):
+            continue  # never judged: the judge saw no answer
+        for side, signs_key in (("system_a", "injection_a"), ("system_b", "injection_b")):
+            signs = verdict.get(signs_key)
+            signs = signs if isinstance(signs, Mapping) else {}  # a foreign verdict file: what is not ours counts 0
+            tags = signs.get("defused_tags")
+            tags = tags if isinstance(tags, int) and not isinstance(tags, bool) and tags > 0 else 0
+            rules = signs.get("addresses_judge")
+            rules = {r for r in rules if isinstance(r, str)} if isinstance(rules, list) else set()
+            answers = seen.setdefault(verdict[side], {})
+            old = answers.get(verdict["qid"], {"defused_tags": 0, "addresses_judge": []})
+            answers[verdict["qid"]] = {"defused_tags": max(old["defused_tags"], tags),
+                                       "addresses_judge": sorted(set(old["addresses_judge"]) | rules)}
+    counts = {}
+    for name, answers in seen.items():
+        rules: dict[str, int] = {}
+        for signs in answers.values():
+            for rule in signs["addresses_judge"]:
+                rules[rule] = rules.get(rule, 0) + 1
+        counts[name] = {
+            "answers": len(answers),
+            "answers_with_defused_tags": sum(1 for s in answers.values() if s["defused_tags"]),
+            "defused_tags": sum(s["defused_tags"] for s in answers.values()),
+            "answers_addressing_judge": sum(1 for s in answers.values() if s["addresses_judge"]),
+            "rules": dict(sorted(rules.items())),
+        }
+    return counts

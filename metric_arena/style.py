@@ -41,10 +41,12 @@ _CITATION = re.compile(r"\[\d{1,3}(?:\s*[,;–-]\s*\d{1,3})*\]")
 
 
 def answer_style(text: str | None) -> dict[str, int]:
-    """``{words, tokens, headers, list_items, bold, citations}`` of one answer (all 0 for None)."""
+    """``{words, tokens, headers, list_items, bold, citations}`` of one answer (all 0 for None); text that
+    reads like a special token (``<|endoftext|>``) counts as text, and a text of any length is counted
+    (:func:`~metric_arena.llm.get_encoding`)."""
     text = text or ""
     encoding, _ = get_encoding("gpt-4o")
-    return {"words": len(text.split()), "tokens": len(encoding.encode(text)) if text else 0,
+    return {"words": len(text.split()), "tokens": len(encoding.encode(text, disallowed_special=())) if text else 0,
             "headers": len(_HEADER.findall(text)), "list_items": len(_LIST_ITEM.findall(text)),
             "bold": len(_BOLD.findall(text)), "citations": len(_CITATION.findall(text))}
 

@@ -188,6 +188,11 @@ def _compare(args: argparse.Namespace) -> int:
             print(f"  {label:<13} base {percent(r['rate_b'])}%  new {percent(r['rate_a'])}%  difference "
                   f"{_points(r['difference'])} points [{level} {_points(low)}, {_points(high)}]  "
                   f"p = {r['p_value']:.4g}  (n={r['n']:,}, {r['n_failed']:,} failed)")
+        from rag_qa_arena._options import injection_lines
+
+        for line in injection_lines({f"{side} {result[side]['system']}": counts
+                                     for side, counts in result["injection"].items()}):
+            print(line)
         if result["worse"]:
             print(f"new is significantly worse on {' and '.join(result['worse_on'])} "
                   f"(by more than {args.min_delta:g})")

@@ -60,7 +60,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--predictions", metavar="FILE",
                         help='the evaluated system\'s answers: JSONL with {"qid", "answer"} per line, or Parquet / '
-                             "a saved datasets.Dataset with those columns (required, except with --batch-status)")
+                             "a saved datasets.Dataset with those columns (required, except with --batch-status); an "
+                             "answer over 200,000 characters (MAX_TEXT_CHARS) is refused before anything is sent")
     parser.add_argument("--judge", action="append", metavar="BACKEND:MODEL",
                         help=f"judge model as '<backend>:<model>' (backends: openai, hf, vllm); repeat the flag "
                              f"for several judges that vote (default: {DEFAULT_JUDGE})")
@@ -319,9 +320,10 @@ def _print_summary(result: dict, out: str) -> None:
                      f"({result['n_failed_if_strict']:,} of them would fail)")
     if "position_flip_rate" in result:
         lines.append(f"  position flip rate {pct(result['position_flip_rate'])}")
-    from rag_qa_arena._options import stop_note
+    from rag_qa_arena._options import injection_lines, stop_note
 
     lines.extend(stop_note(result))
+    lines.extend(injection_lines(result.get("injection")))
     for domain, part in result.get("per_domain", {}).items():
         lines.append(f"  {domain:<12} n {part['n']:>6,}  win {pct(part['win_rate']):>6}  win+tie {pct(part['win_tie_rate']):>6}")
     if result.get("errors"):

@@ -173,6 +173,10 @@ def _run(args: argparse.Namespace) -> int:
             f"Agreement with human labels ({a['judge']}): n={a['n']}, Cohen's kappa={decimal(a['kappa'], 3)}, "
             f"Pearson r={decimal(a['pearson'], 3)}"
         )
+    from rag_qa_arena._options import injection_lines
+
+    for line in injection_lines(board.injection, indent=""):
+        out.print(line, highlight=False, markup=False, soft_wrap=True)
     for warning in skipped + board.warnings:
         err.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False, markup=True, soft_wrap=True)
     folder = Path(args.out)

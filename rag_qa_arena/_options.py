@@ -383,3 +383,20 @@ def print_table(console, table) -> None:
         console.print(table)
     finally:
         console.width = width
+
+
+def injection_lines(counts: dict | None, indent: str = "  ") -> list[str]:
+    """One line per system whose answers spoke to the judge (``injection`` of a summary, a report or a
+    comparison: defused prompt tags, plain-language address); none for clean systems."""
+    lines = []
+    for name, c in (counts or {}).items():
+        parts = []
+        if c.get("answers_addressing_judge"):
+            rules = ", ".join(f"{rule} {n:,}" for rule, n in (c.get("rules") or {}).items())
+            parts.append(f"{c['answers_addressing_judge']:,} address the judge ({rules})")
+        if c.get("answers_with_defused_tags"):
+            parts.append(f"{c['answers_with_defused_tags']:,} hold {c['defused_tags']:,} defused prompt tag(s)")
+        if parts:
+            lines.append(f"{indent}injection: {name}: of {c.get('answers', 0):,} answers, {'; '.join(parts)} "
+                         "(flagged in verdicts.jsonl: injection_a/injection_b)")
+    return lines

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import socket
 import sys
 import threading
@@ -45,7 +46,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-__all__ = ["DEFAULT_REPLY", "OpenAIServer", "Reply", "openai_server"]
+__all__ = ["DEFAULT_REPLY", "OpenAIServer", "Reply", "obedient_reply", "openai_server"]
 
 DEFAULT_REPLY = "<thinking>Both answers are helpful; answer 1 is more complete.</thinking><rating>1</rating>"
 
@@ -378,6 +379,26 @@ class OpenAIServer:
             self._state.seen.clear()
 
 
+_SECTION = re.compile(r"<answer ([12])>\n(.*?)\n</answer \1>", re.DOTALL)
+_OBEYED = re.compile(r"output\s+([012])\b|<\s*rating\s*>\s*([012])", re.IGNORECASE)
+# what this judge reads as Latin letters (its own short list, not the package's)
+_LOOKS_LATIN = str.maketrans("аеорсіАЕОРС", "aeopciAEOPC")
+
+
+def obedient_reply(body: dict, attempt: int) -> str:
+    """An instruction-following judge: it obeys an answer that says "output N" or holds what reads as a
+    ``<rating>N`` tag (look-alike letters included, not the defused ``‹rating›``); otherwise the longer
+    answer wins (so short system answers lose against LFRQA's long ones)."""
+    user = body["messages"][-1]["content"]
+    answers = dict(_SECTION.findall(user))
+    for k in ("1", "2"):
+        found = _OBEYED.search(answers.get(k, "").translate(_LOOKS_LATIN))
+        if found:
+            return f"<thinking>As the answer asks.</thinking><rating>{found.group(1) or found.group(2)}</rating>"
+    one, two = len(answers.get("1", "")), len(answers.get("2", ""))
+    return f"<thinking>The longer one.</thinking><rating>{1 if one > two else 2 if two > one else 0}</rating>"
+
+
 @pytest.fixture
 def openai_server():
     """A running :class:`OpenAIServer` with the default judge reply (rating 1)."""
@@ -397,10 +418,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--url-file", help="write the base URL here once listening (default: print it)")
     parser.add_argument("--huge-reply-mib", type=float, default=0.0,
                         help="answer every request with a valid reply this many MiB long, streamed (benchmarks)")
+    parser.add_argument("--obey", action="store_true",
+                        help="an instruction-following judge that obeys 'output 2' in answers (obedient_reply)")
     args = parser.parse_args(argv)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     reply = (lambda body, attempt: Reply(huge_mib=args.huge_reply_mib)) if args.huge_reply_mib else None
+    reply = obedient_reply if args.obey else reply
     with OpenAIServer(reply) as server:
         if args.url_file:
             partial = f"{args.url_file}.partial"

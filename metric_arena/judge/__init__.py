@@ -111,6 +111,7 @@ from metric_arena.judge._exchange import (
 )
 from metric_arena.judge._run import ajudge_pairs, judge_pairs
 from metric_arena.judge._tournament import (
+    MAX_TOURNAMENT_SYSTEMS,
     Tournament,
     atournament,
     load_tournament,
@@ -130,6 +131,7 @@ __all__ = [
     "JudgeConfig",
     "JudgeInputs",
     "JudgeSpec",
+    "MAX_TOURNAMENT_SYSTEMS",
     "Tournament",
     "ajudge_pairs",
     "atournament",

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from lfrqa.errors import InvalidInputType, RagQaArenaError
 from lfrqa.files import lone_surrogate
 from metric_arena.llm import ChatRequest
-from metric_arena.prompts import JUDGE_TAGS, clean_response, judge_messages, neutralize_delimiters
+from metric_arena.prompts import JUDGE_TAGS, clean_response, injection_signs, judge_messages, neutralize_delimiters
+from metric_arena.records import text_too_long
 from metric_arena.stats import pair_schedule
 
 __all__ = [
@@ -68,12 +69,15 @@ def judge_request(
 @dataclass(frozen=True)
 class PairRequests:
     """The requests of one pair: the cleaned answers, each position with its request, and whether a
-    prompt delimiter had to be defused in the question or an answer."""
+    prompt delimiter had to be defused in the question or an answer; ``signs_a``/``signs_b``: what each
+    answer held that speaks to the judge (:func:`~metric_arena.delimiters.injection_signs`, ``{}`` for none)."""
 
     a_text: str
     b_text: str
     requests: list[tuple[int, ChatRequest]]
     neutralized: bool
+    signs_a: dict
+    signs_b: dict
 
 
 def pair_requests(question: str, prediction: str, reference: str, *, qid: str, order: str, seed: int,
@@ -81,10 +85,12 @@ def pair_requests(question: str, prediction: str, reference: str, *, qid: str, o
     """The one place a pair becomes requests (online, dry run and Batch API alike): both answers
     cleaned the reference's way, shown in the order the policy gives."""
     a_text, b_text = clean_response(prediction), clean_response(reference)
-    neutralized = any(neutralize_delimiters(text, JUDGE_TAGS)[1] for text in (question, a_text, b_text))
+    signs_a, signs_b = injection_signs(a_text), injection_signs(b_text)
+    neutralized = bool(signs_a.get("defused_tags") or signs_b.get("defused_tags")
+                       or neutralize_delimiters(question, JUDGE_TAGS)[1])
     requests = [(position, judge_request(question, a_text, b_text, position, data_dir=data_dir))
                 for position in answer_positions(order, qid, question, seed)]
-    return PairRequests(a_text, b_text, requests, neutralized)
+    return PairRequests(a_text, b_text, requests, neutralized, signs_a, signs_b)
 
 
 @dataclass(frozen=True)
@@ -138,7 +144,14 @@ def check_pair_inputs(predictions, references, questions, ids=None, domains=None
                 raise RagQaArenaError(f"Duplicate id {value!r} at positions {seen[value]} and {i}: ids must be unique")
             seen[value] = i
     domains = [None] * n if domains is None else _check_names("domains", domains, n)
-    return PairInputs(predictions, references, questions, ids, domains, _check_flags(generation_failed, n))
+    skipped = _check_flags(generation_failed, n)
+    for name, values in (("predictions", predictions), ("references", references), ("questions", questions)):
+        for i, value in enumerate(values):
+            refusal = None if skipped[i] and name != "questions" else text_too_long(
+                name[:-1], value, f"{name}[{i}] (id {ids[i]})")
+            if refusal:
+                raise RagQaArenaError(refusal)
+    return PairInputs(predictions, references, questions, ids, domains, skipped)
 
 
 def _short(value) -> str:

@@ -188,3 +188,4 @@ def summarize_verdicts(verdicts: list[Verdict], judge_names: list[str], *, order
 def _flip_rate(verdicts: list[Verdict]) -> float:
     judged = [v for v in verdicts if v["flipped"] is not None]  # a failed pair (or one counted as a tie) has none
     return sum(bool(v["flipped"]) for v in judged) / len(judged) if judged else float("nan")
+

@@ -26,7 +26,7 @@ from metric_arena.judge._plan import DEFAULT_JUDGE, PairInputs, check_pair_input
 from metric_arena.judge._records import RunWriter, summarize_verdicts
 from metric_arena.llm import Backend, RunConfig, Session, synchronous
 from metric_arena.prompts import is_no_answer, is_no_answer_reference
-from metric_arena.records import Judgment, Verdict
+from metric_arena.records import Judgment, Verdict, injection_counts
 from metric_arena.stats import IntervalStopper, reference_vote, majority_vote
 from metric_arena.style import verdict_style
 
@@ -66,6 +66,9 @@ class _PairJudge:
                         **verdict_style(planned.a_text, planned.b_text)}
         if planned.neutralized:
             fields["neutralized"] = True
+        for side, signs in (("injection_a", planned.signs_a), ("injection_b", planned.signs_b)):
+            if signs:
+                fields[side] = signs  # the answer spoke to the judge: defused tags, plain-language address
         if is_no_answer_reference(planned.a_text):
             fields["no_answer_a_reference"] = True  # the reference scripts' substring rule, for comparison
         if config.parse == "reference":
@@ -169,7 +172,8 @@ async def ajudge_pairs(
         summary = {**settings, **summarize_verdicts(done, settings["judges"], order=config.order, seed=config.seed,
                                                     n_boot=n_boot, parse=config.parse),
                    **parse_fields(done, config.parse), **_schedule_fields(len(schedule), sample, stopper, target_width),
-                   **_run_fields(session, done, started)}
+                   **_run_fields(session, done, started),
+                   "injection": injection_counts(done, [system, opponent])}
         if writer is not None:
             writer.finish(done, summary)
     finally:

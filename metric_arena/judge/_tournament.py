@@ -55,9 +55,15 @@ from metric_arena.stats import BattleCounts, SequentialRanking, stratified_sampl
 if TYPE_CHECKING:
     from metric_arena.llm._session import RequestPool
 
-__all__ = ["Tournament", "atournament", "load_tournament", "tournament", "tournament_dry_run", "tournament_requests"]
+__all__ = ["MAX_TOURNAMENT_SYSTEMS", "Tournament", "atournament", "check_system_count", "load_tournament", "tournament",
+           "tournament_dry_run", "tournament_requests"]
 
 REFERENCE = "LFRQA"
+#: The most systems one tournament takes. Its complete schedule grows as n(n-1)/2 pairs: 64 systems are
+#: 2,016 pairs, 1.4 million pair judgments on the default 700-question sample, and a dry run that counts
+#: every prompt's tokens takes ~25 minutes on 2 cores, in flat memory (benchmarks/tournament_scale.py).
+#: More are refused before any prediction file is read: judge each against LFRQA with `judge`, or split them.
+MAX_TOURNAMENT_SYSTEMS = 64
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 
 
@@ -94,6 +100,15 @@ def _sample_sizes(sample: int | Sequence[int]) -> list[int]:
     return sorted(set(sizes))
 
 
+def check_system_count(n: int) -> None:
+    """Refuse a tournament of more than :data:`MAX_TOURNAMENT_SYSTEMS` systems (one line naming both)."""
+    if n > MAX_TOURNAMENT_SYSTEMS:
+        raise RagQaArenaError(
+            f"A tournament takes at most {MAX_TOURNAMENT_SYSTEMS} systems (MAX_TOURNAMENT_SYSTEMS), got {n:,} prediction "
+            f"files: its pairs grow as n(n-1)/2 ({n * (n - 1) // 2:,} here). Judge each system against LFRQA with "
+            "`rag-qa-arena judge`, or split them into tournaments of fewer systems")
+
+
 def load_tournament(
     predictions: Sequence[str | os.PathLike] | Mapping[str, str | os.PathLike],
     *,
@@ -101,6 +116,7 @@ def load_tournament(
     data_dir: str | os.PathLike | None = None,
 ) -> Tournament:
     """The systems of a tournament: prediction files named by their stems (or by the mapping's keys)."""
+    check_system_count(len(predictions))
     named = dict(predictions) if isinstance(predictions, Mapping) else {Path(p).stem: p for p in predictions}
     if not isinstance(predictions, Mapping) and len(named) != len(predictions):
         stems = [Path(p).stem for p in predictions]
@@ -385,7 +401,8 @@ def tournament_dry_run(
     if adaptive:
         matches += _adaptive_pair_questions(plan, max_judgments)
     else:
-        matches += [(a, b, plan.sample(sizes[-1])) for a, b in plan.pairs()]
+        shared = plan.sample(sizes[-1])  # one list for every pair
+        matches += [(a, b, shared) for a, b in plan.pairs()]
     totals: dict[str, CostEstimate] = {}
     for a, b, qids in matches:
         inputs = _match_inputs(plan, a, b, qids)

@@ -94,7 +94,11 @@ def get_encoding(model: str):
 
     Returns ``(encoding, exact)`` where ``exact`` is False when the model is not an OpenAI model
     tiktoken knows (the count is then an approximation). The encoding is ``bpe_openai``'s, whose
-    ``encode`` gives tiktoken's token ids.
+    ``encode`` gives tiktoken's token ids, and takes text of any length (in pieces over 250,000 characters).
+
+    >>> encoding, _ = get_encoding("gpt-4o")
+    >>> len(encoding.encode("word " * 300_000)) == 300_000 + 1
+    True
     """
     name, exact = encoding_name(model)
     with _lock:
@@ -103,8 +107,38 @@ def get_encoding(model: str):
                 import bpe_openai
             except ImportError as error:
                 raise MissingDependency(f"counting tokens needs bpe-openai: pip install bpe-openai ({error})") from error
-            _encodings[name] = bpe_openai.get_encoding(name)
+            _encodings[name] = _Encoding(bpe_openai.get_encoding(name))
         return _encodings[name], exact
+
+
+#: Texts longer than this are encoded in pieces cut at whitespace (bpe_openai refuses a text of
+#: 1,000,000 characters or more: "Input too long to encode safely").
+_ENCODE_PIECE = 250_000
+
+
+class _Encoding:
+    """A BPE encoding whose ``encode`` takes text of any length: a text over 250,000 characters is encoded
+    in pieces cut just before a whitespace character (the ids may differ from the whole text's by a token
+    per cut at most; a piece with no whitespace in its last 10% is cut anywhere)."""
+
+    def __init__(self, encoding):
+        self._encoding = encoding
+        self.name = getattr(encoding, "name", "")
+
+    def encode(self, text: str, **options) -> list[int]:
+        if len(text) <= _ENCODE_PIECE:
+            return self._encoding.encode(text, **options)
+        ids: list[int] = []
+        start = 0
+        while start < len(text):
+            end = min(start + _ENCODE_PIECE, len(text))
+            if end < len(text):
+                floor = end - _ENCODE_PIECE // 10
+                cut = max(text.rfind(" ", floor, end), text.rfind("\n", floor, end))
+                end = cut if cut > start else end
+            ids.extend(self._encoding.encode(text[start:end], **options))
+            start = end
+        return ids
 
 
 class TokenCounter:

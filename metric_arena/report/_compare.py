@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
+from metric_arena.records import injection_counts
 from metric_arena.report._runs import Run, load_run, run_settings
 from metric_arena.stats import paired_comparison
 
@@ -79,7 +80,10 @@ def compare_runs(
 
     Returns ``{"status": "worse" | "not_worse", "base", "new" (run, system, judges, settings),
     "n_shared", "min_delta", "min_shared", "confidence", "metrics": {metric: paired result with
-    difference = new − base}, "worse": bool, "worse_on": [metrics], "warnings": [lines]}``.
+    difference = new − base}, "worse": bool, "worse_on": [metrics], "warnings": [lines],
+    "injection": {"base": counts, "new": counts}}``: the counts of
+    :func:`~metric_arena.records.injection_counts` for each run's system on the shared questions
+    (answers addressing the judge, defused prompt tags).
     """
     if not (min_delta >= 0.0):
         raise RagQaArenaError(f"min_delta must be >= 0 (a rate difference such as 0.02), got {min_delta!r}")
@@ -127,10 +131,13 @@ def compare_runs(
         metrics[metric] = result
         if result["significantly_worse"]:
             worse_on.append(metric)
+    injection = {side: injection_counts([v for v in run.verdicts if v["qid"] in shared],
+                                        [run.system])[run.system] for side, run in (("base", base_run), ("new", new_run))}
     return {
         "status": "worse" if worse_on else "not_worse",
         "base": _side(base, base_run, settings["BASE"]),
         "new": _side(new, new_run, settings["NEW"]),
+        "injection": injection,
         "n_shared": len(shared),
         "n_shared_judged": judged_shared,
         "min_delta": min_delta,

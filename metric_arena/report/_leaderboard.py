@@ -38,6 +38,7 @@ from pathlib import Path
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import package_version
 from metric_arena.report._battles import battle_rows
+from metric_arena.records import injection_counts
 from metric_arena.report._elo_study import elo_study
 from metric_arena.report._no_answer import (
     DENOMINATOR,
@@ -92,6 +93,7 @@ class Leaderboard:
     retrieval: dict | None = None
     judge_agreement: dict | None = None  # ensemble runs: pairwise kappa between their judges
     length: dict | None = None  # length views: LFRQA's words per answer, style-controlled ratings' coefficients
+    injection: dict | None = None  # per system: answers speaking to the judge (metric_arena.records.injection_counts)
 
     def to_dict(self) -> dict:
         """Everything as plain JSON-ready data."""
@@ -116,6 +118,7 @@ class Leaderboard:
             "retrieval": self.retrieval,
             "judge_agreement": self.judge_agreement,
             "length": self.length,
+            "injection": self.injection,
         }
 
 
@@ -188,6 +191,9 @@ def build_leaderboard(
     )
     _add_analyses(board, loaded, reference_runs, retrieved=retrieved, data_dir=data_dir,
                   no_answer_view=no_answer_view, stats=stats, style_features=style_features)
+    board.injection = injection_counts([v for run in loaded for v in run.verdicts], [e["system"] for e in ordered])
+    for entry in ordered:
+        entry["injection"] = board.injection.get(entry["system"])
     return board
 
 
