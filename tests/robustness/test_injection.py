@@ -75,11 +75,11 @@ def test_injections_are_defused_flagged_and_counted_everywhere(tmp_path, capsys,
     html = (tmp_path / "board" / "leaderboard.html").read_text()
     assert "Answers that speak to the judge" in html and "ignore_instructions 1, output_rating 1" in html
 
-    code, out, err = cli(["compare", tmp_path / "clean", tmp_path / "injected", "--json"], capsys)
+    code, out, err = cli(["compare", tmp_path / "clean", tmp_path / "injected", "--json", "--min-shared", "0"], capsys)
     assert code == 0, err
     compared = json.loads(out)["injection"]
     assert compared["new"] == expected and compared["base"]["answers_addressing_judge"] == 0
-    code, out, err = cli(["compare", tmp_path / "clean", tmp_path / "injected"], capsys)
+    code, out, err = cli(["compare", tmp_path / "clean", tmp_path / "injected", "--min-shared", "0"], capsys)
     assert "injection: new injected: of 3 answers, 1 address the judge" in out and "base clean" not in out
 
 
