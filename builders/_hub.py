@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
-from builders._secrets import contains_secret, redact_secrets
+from builders._secrets import contains_secret, is_placeholder_key, redact_secrets
 
 __all__ = [
     "SECRET_ENV_VARS",
@@ -58,8 +58,6 @@ _PATTERNS = (
     ("credentials in a URL (user:password@)", re.compile(r"\b[a-z][a-z0-9+.\-]*://[^\s/@:\"'<>]+:[^\s/@\"'<>]+@",
                                                            re.IGNORECASE)),
 )
-_MIN_SECRET_LENGTH = 6
-_PLACEHOLDERS = {"EMPTY", "none", "None", "dummy", "unused"}
 _REPO_TYPES = ("dataset", "model", "space")
 
 
@@ -71,11 +69,12 @@ def find_secrets(text: str, *, values: Iterable[str] = ()) -> list[tuple[str, in
     """``[(what, line_number)]`` for every credential-looking string in ``text``: keys of known
     shapes, and credentials in context whatever their shape (``Bearer …``, an ``Authorization``
     header, ``api_key=…``, ``https://user:password@…``). ``values`` are exact secrets to look for
-    too (e.g. the API keys set in the environment, 6 characters or more), in every encoding
-    derivable from them (case, reversed, URL-encoded, hex, base64: see :func:`redact_secrets`).
+    too (e.g. the API keys set in the environment; placeholder keys such as ``test`` are no secret
+    and not looked for: :func:`~builders._secrets.is_placeholder_key`), in every encoding derivable
+    from them (case, reversed, URL-encoded, hex, base64: see :func:`redact_secrets`).
     The secrets themselves are never returned."""
     hits = []
-    secrets = [v for v in values if v and len(v) >= _MIN_SECRET_LENGTH and v not in _PLACEHOLDERS]
+    secrets = [v for v in values if not is_placeholder_key(v)]
     for line_no, line in enumerate(text.splitlines(), 1):
         for what, pattern in _PATTERNS:
             if pattern.search(line):
