@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
+from lfrqa.files import make_folder
 from builders._secrets import contains_secret, is_placeholder_key, redact_secrets
 
 __all__ = [
@@ -230,7 +231,7 @@ def write_dry_run(folder: str | os.PathLike, out: str | os.PathLike, *, what: st
             raise FileExistsError(f"{out} exists and is not an empty folder: choose a new or empty folder for --dry-run")
         for name, path in files.items():
             target = out / name
-            target.parent.mkdir(parents=True, exist_ok=True)
+            make_folder(target.parent, target=target)
             target.write_bytes(path.read_bytes())
     return sorted(files)
 

@@ -36,7 +36,7 @@ from pathlib import Path
 
 from builders import check_repo_id, upload_files
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import DISTRIBUTION, package_version
+from lfrqa.files import DISTRIBUTION, make_folder, package_version
 
 __all__ = ["METRIC_NAME", "MODULE_DIR", "SPACE_SDK", "build_wheel", "export_metric", "metric_files", "push_metric"]
 
@@ -189,7 +189,7 @@ def export_metric(
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise FileExistsError(f"{out} exists and is not an empty folder: choose a new or empty folder to export into")
     files = metric_files(name, wheel=wheel, requirements=requirements)
-    out.mkdir(parents=True, exist_ok=True)
+    make_folder(out)
     for path, data in files.items():
         (out / path).write_bytes(data)
     return out

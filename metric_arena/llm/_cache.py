@@ -55,7 +55,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import process_identity
+from lfrqa.files import make_folder, process_identity
 from metric_arena.llm._types import ChatRequest, Completion
 
 __all__ = ["CACHE_ENV", "SCHEMA_VERSION", "CacheCorrupt", "CachedCompletion", "CompletionCache", "cache_key",
@@ -180,7 +180,7 @@ class CompletionCache:
         if path.suffix not in (".sqlite", ".db"):
             path = path / CACHE_FILE
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            make_folder(path.parent, target=path)
         except OSError as error:
             raise PermissionError(
                 error.errno,

@@ -95,3 +95,123 @@ def test_batch_results_keep_placeholder_words_and_mask_real_keys():
     assert checked_completion({"text": ORDINARY}, max_tokens=512, secrets=["test"]).text == ORDINARY
     masked = checked_completion({"text": f"{ORDINARY} {FAKE_KEY[::-1]}"}, max_tokens=512, secrets=[FAKE_KEY]).text
     assert masked == f"{ORDINARY} ***"
+
+
+# --------------------------------------------------------------------------------------------
+# A summary.json that is not an object: the run is read from its verdicts, with a warning
+# --------------------------------------------------------------------------------------------
+def write_run(folder, system, outcomes, *, summary=None):
+    rows = [{"qid": f"q{i}", "domain": "fiqa", "system_a": system, "system_b": "LFRQA", "outcome": o,
+             "failed": o is None, "judgments": []} for i, o in enumerate(outcomes)]
+    write_jsonl(folder / "verdicts.jsonl", rows)
+    if summary is not None:
+        (folder / "summary.json").write_text(summary, encoding="utf-8")
+    return folder
+
+
+def warnings_of(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("warning:")]
+
+
+@pytest.mark.parametrize("summary", ["[1, 2, 3]", '"done"', "42", "null", '{"system": "arr\\ud800ay", "n": 6}'])
+def test_an_unusable_summary_is_named_and_the_run_is_read_from_its_verdicts(tmp_path, summary):
+    runs = tmp_path / "runs"
+    write_run(runs / "good", "good", ["win", "tie", "loss"] * 8, summary=json.dumps({"system": "good", "n": 24}))
+    write_run(runs / "array", "array", ["win", "loss", "win"] * 2, summary=summary)
+    result = run_cli(["report", runs / "good", runs / "array", "--out", tmp_path / "lb", "--no-plots"], COLUMNS="200")
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    named = [line for line in warnings_of(result.stderr) if "array" in line and "summary.json" in line]
+    assert len(named) == 1 and "unusable" in named[0] and "ignored" in named[0], result.stderr
+    board = {e["system"]: e for e in json.loads((tmp_path / "lb" / "leaderboard.json").read_text())}
+    assert board["array"]["n"] == 6 and board["good"]["n"] == 24  # its verdicts still counted
+
+
+def test_a_tournament_replays_a_match_whose_summary_is_an_array(lfrqa_data_dir, tmp_path):
+    import lfrqa
+
+    qids = lfrqa.load("fiqa", data_dir=str(lfrqa_data_dir))["qid"][:4]
+    files = [write_jsonl(tmp_path / f"{s}.jsonl", [{"qid": q, "answer": f"{s} says"} for q in qids])
+             for s in ("alpha", "beta")]
+    with OpenAIServer(lambda body, attempt: f"<thinking>ok</thinking>{RATED}") as server:
+        argv = ["tournament", *files, "--judge", "openai:judge", "--base-url", server.base_url, "--out",
+                tmp_path / "t", "--cache-dir", tmp_path / "cache", "--no-progress", "--data-dir", lfrqa_data_dir]
+        assert run_cli(argv, OPENAI_API_KEY=FAKE_KEY).returncode == 0
+        (tmp_path / "t" / "beta" / "summary.json").write_text("[1, 2]", encoding="utf-8")
+        again = run_cli(argv, OPENAI_API_KEY=FAKE_KEY)
+    assert again.returncode == 0 and "Traceback" not in again.stderr, again.stderr
+    assert isinstance(json.loads((tmp_path / "t" / "beta" / "summary.json").read_text()), dict)
+
+
+# --------------------------------------------------------------------------------------------
+# A lone surrogate in a system name: one line naming the file and line, never a traceback
+# --------------------------------------------------------------------------------------------
+SURROGATE_LINE = ('{"qid": "q0", "domain": "fiqa", "system_a": "bad\\ud800name", "system_b": "LFRQA", '
+                  '"outcome": "win", "failed": false, "judgments": []}\n')
+
+
+def one_error_line(result, where) -> str:
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert len(lines) == 1 and f"{where}:1" in lines[0] and "lone surrogate" in lines[0], result.stderr
+    return lines[0]
+
+
+def test_a_lone_surrogate_in_a_name_is_one_line_in_every_command_that_reads_runs(tmp_path):
+    runs = tmp_path / "runs"
+    good = write_run(runs / "good", "good", ["win", "tie", "loss"] * 8)
+    bad = runs / "bad"
+    bad.mkdir()
+    (bad / "verdicts.jsonl").write_text(SURROGATE_LINE * 3, encoding="utf-8")
+    where = bad / "verdicts.jsonl"
+    one_error_line(run_cli(["report", bad, "--out", tmp_path / "lb1", "--no-plots"]), where)
+    one_error_line(run_cli(["compare", good, bad]), where)
+    one_error_line(run_cli(["calibrate", "--reference", bad, "--candidate", good, "--out", tmp_path / "card"]), where)
+    both = run_cli(["report", good, bad, "--out", tmp_path / "lb", "--no-plots"], COLUMNS="200")
+    assert both.returncode == 0 and "Traceback" not in both.stderr, both.stderr
+    assert any(f"{where}:1" in line and "lone surrogate" in line for line in warnings_of(both.stderr)), both.stderr
+    board = json.loads((tmp_path / "lb" / "leaderboard.json").read_text(encoding="utf-8"))
+    assert {e["system"] for e in board} == {"good", "LFRQA"}
+
+
+def test_a_lone_surrogate_in_a_tournament_match_folder_never_gives_a_traceback(lfrqa_data_dir, tmp_path):
+    import lfrqa
+
+    qids = lfrqa.load("fiqa", data_dir=str(lfrqa_data_dir))["qid"][:4]
+    files = [write_jsonl(tmp_path / f"{s}.jsonl", [{"qid": q, "answer": f"{s} says"} for q in qids])
+             for s in ("alpha", "beta")]
+    with OpenAIServer(lambda body, attempt: f"<thinking>ok</thinking>{RATED}") as server:
+        argv = ["tournament", *files, "--judge", "openai:judge", "--base-url", server.base_url, "--out",
+                tmp_path / "t", "--cache-dir", tmp_path / "cache", "--no-progress", "--data-dir", lfrqa_data_dir]
+        assert run_cli(argv, OPENAI_API_KEY=FAKE_KEY).returncode == 0
+        verdicts = tmp_path / "t" / "alpha__vs__beta" / "verdicts.jsonl"
+        verdicts.write_text(verdicts.read_text().replace('"alpha"', '"al\\ud800pha"'), encoding="utf-8")
+        again = run_cli(argv, OPENAI_API_KEY=FAKE_KEY)
+        judged = run_cli(["judge", "--predictions", files[0], "--versus", files[1], "--judge", "openai:judge",
+                          "--base-url", server.base_url, "--out", verdicts.parent, "--cache-dir", tmp_path / "cache",
+                          "--no-progress", "--data-dir", lfrqa_data_dir], OPENAI_API_KEY=FAKE_KEY)
+    for result in (again, judged):
+        assert result.returncode in (0, 2) and "Traceback" not in result.stderr, result.stderr
+        if result.returncode == 2:
+            assert len([line for line in result.stderr.splitlines() if line.strip()]) == 1, result.stderr
+
+
+# --------------------------------------------------------------------------------------------
+# An output path under a file
+# --------------------------------------------------------------------------------------------
+def test_an_output_under_a_file_says_the_file_is_in_the_way(tmp_path):
+    runs = tmp_path / "runs"
+    good = write_run(runs / "good", "good", ["win", "tie", "loss"] * 4)
+    afile = tmp_path / "afile"
+    afile.write_text("not a folder", encoding="utf-8")
+    outputs = {"--battles": ["report", good, "--out", tmp_path / "lb", "--no-plots", "--battles", afile / "b.jsonl"],
+               "--battles deeper": ["report", good, "--out", tmp_path / "lb", "--no-plots", "--battles",
+                                    afile / "x" / "b.jsonl"],
+               "report --out": ["report", good, "--out", afile / "lb", "--no-plots"],
+               "push --dry-run": ["push", good, "--repo", "me/x", "--dry-run", afile / "pushed"]}
+    for name, argv in outputs.items():
+        result = run_cli(argv)
+        lines = [line for line in result.stderr.splitlines() if line.strip() and not line.startswith("warning:")]
+        assert result.returncode == 2 and "Traceback" not in result.stderr, (name, result.stderr)
+        assert len(lines) == 1 and f"{afile} is a file, not a folder" in lines[0], (name, result.stderr)
+        assert "Errno" not in result.stderr, (name, result.stderr)
+    assert afile.read_text() == "not a folder"

@@ -13,7 +13,7 @@ from pathlib import Path
 from builders import redact_reply
 from lfrqa.checks import check_int
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import atomic_write, dumps_json
+from lfrqa.files import atomic_write, dumps_json, make_folder
 from metric_arena.llm._runner import max_reply_chars
 from metric_arena.llm._types import Completion
 
@@ -136,7 +136,7 @@ def write_batch_files(
             f"{out} holds batches that were already submitted (see {out / MANIFEST}); "
             "collect them, or write the new requests to another folder"
         )
-    out.mkdir(parents=True, exist_ok=True)
+    make_folder(out)
     staging = Path(tempfile.mkdtemp(prefix=".batch-staging-", dir=out))
     seen: set[str] = set()
     models: list = []
