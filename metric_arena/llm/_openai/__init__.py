@@ -2,7 +2,8 @@
 
 One attempt per call (the client's own retries are off: :mod:`metric_arena.llm._runner` retries with
 its declarative policy and counts every error kind). The API key comes from ``api_key=`` or
-``$OPENAI_API_KEY`` and is never logged, cached or put into an error message.
+``$OPENAI_API_KEY`` and is never logged, cached or put into an error message (a placeholder key such as
+``EMPTY`` is no secret and stays in a reply that quotes it: :func:`builders.is_placeholder_key`).
 """
 
 from __future__ import annotations
