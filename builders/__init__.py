@@ -29,7 +29,7 @@ from builders._hub import (
     write_dry_run,
 )
 from builders._passages import doc_id_of, iter_passages, split_passages
-from builders._secrets import redact_secrets, shown_url
+from builders._secrets import is_placeholder_key, redact_reply, redact_secrets, shown_url
 
 __all__ = [
     "BENCHMARK_FILE",
@@ -49,11 +49,13 @@ __all__ = [
     "folder_files",
     "hub_download_errors",
     "hub_errors",
+    "is_placeholder_key",
     "iter_documents",
     "iter_passages",
     "load_corpus",
     "locate_source",
     "push_dataset",
+    "redact_reply",
     "redact_secrets",
     "render_card",
     "resolve_token",

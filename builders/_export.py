@@ -14,6 +14,7 @@ from pathlib import Path
 import lfrqa
 from builders._card import BENCHMARK_FILE, eval_yaml, render_card
 from lfrqa.errors import RagQaArenaError
+from lfrqa.files import make_folder
 
 _SPLIT_FILE = {"test": "test", "dev": "validation"}
 
@@ -44,7 +45,7 @@ def export_dataset(
     for domain in chosen:
         if domain not in lfrqa.DOMAINS:
             raise RagQaArenaError(f"Unknown domain {domain!r}. Available: {', '.join(lfrqa.DOMAINS)}")
-    out.mkdir(parents=True, exist_ok=True)
+    make_folder(out)
     say = progress or (lambda message: None)
 
     configs: dict[str, dict[str, list[str]]] = {}
@@ -79,7 +80,7 @@ def export_dataset(
 
 
 def _write_parquet(dataset, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(path.parent, target=path)
     partial = path.with_suffix(".parquet.partial")
     dataset.to_parquet(str(partial))
     os.replace(partial, path)

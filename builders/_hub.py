@@ -16,7 +16,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
-from builders._secrets import contains_secret, redact_secrets
+from lfrqa.files import make_folder
+from builders._secrets import contains_secret, is_placeholder_key, redact_secrets
 
 __all__ = [
     "SECRET_ENV_VARS",
@@ -78,8 +79,6 @@ _CREDENTIAL_NAMES = re.compile(r"(?:\.env(?:\..*)?|\.netrc|_netrc|\.pypirc|\.git
                                re.IGNORECASE)
 #: What :func:`scan_files` opens of one archive: members, bytes per member, bytes in all.
 ARCHIVE_LIMITS = (20_000, 64 * 1024 * 1024, 1024 * 1024 * 1024)
-_MIN_SECRET_LENGTH = 6
-_PLACEHOLDERS = {"EMPTY", "none", "None", "dummy", "unused"}
 _REPO_TYPES = ("dataset", "model", "space")
 
 
@@ -91,12 +90,13 @@ def find_secrets(text: str, *, values: Iterable[str] = (), code: bool = False) -
     """``[(what, line_number)]`` for every credential-looking string in ``text``: keys of known
     shapes, and credentials in context whatever their shape (``Bearer …``, an ``Authorization``
     header, ``api_key=…``, ``https://user:password@…``). ``values`` are exact secrets to look for
-    too (e.g. the API keys set in the environment, 6 characters or more), in every encoding
-    derivable from them (case, reversed, URL-encoded, hex, base64: see :func:`redact_secrets`).
+    too (e.g. the API keys set in the environment; placeholder keys such as ``test`` are no secret
+    and not looked for: :func:`~builders._secrets.is_placeholder_key`), in every encoding derivable
+    from them (case, reversed, URL-encoded, hex, base64: see :func:`redact_secrets`).
     The secrets themselves are never returned. With ``code`` (a source file of a package) only keys
     of their real length, private keys and ``values`` count, not credentials in context."""
     hits = []
-    secrets = [v for v in values if v and len(v) >= _MIN_SECRET_LENGTH and v not in _PLACEHOLDERS]
+    secrets = [v for v in values if not is_placeholder_key(v)]
     for line_no, line in enumerate(text.splitlines(), 1):
         for what, pattern in _CODE_PATTERNS if code else _PATTERNS:
             if pattern.search(line):
@@ -305,7 +305,7 @@ def write_dry_run(folder: str | os.PathLike, out: str | os.PathLike, *, what: st
             raise FileExistsError(f"{out} exists and is not an empty folder: choose a new or empty folder for --dry-run")
         for name, path in files.items():
             target = out / name
-            target.parent.mkdir(parents=True, exist_ok=True)
+            make_folder(target.parent, target=target)
             target.write_bytes(path.read_bytes())
     return sorted(files)
 

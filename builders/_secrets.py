@@ -4,11 +4,17 @@ A key is looked for as it is and in every encoding derivable from it: any mix of
 case, reversed, URL-encoded, hex, and base64 (standard and URL-safe, at each of the three byte
 alignments a key can have inside a longer encoded header such as ``Basic base64(user:key)`` or
 ``base64("Bearer KEY")``). Redaction touches only these forms: a form shorter than
-:data:`SAFE_LENGTH` characters (a placeholder key such as ``test``) is replaced only where it
-stands as a whole token, never inside a word (``t-test``, ``pytest`` are left alone); longer ones
-are replaced wherever they occur. Besides the given secrets, only strings shaped like real OpenAI
-or Hugging Face keys are replaced (``sk-`` or ``hf_`` followed by 8 or 20 key characters with a
-digit among them: ``sk-learn`` and ``hf_transfer`` are words, not keys).
+:data:`SAFE_LENGTH` characters is replaced only where it stands as a whole token, never inside a
+word (``t-test``, ``pytest`` are left alone); longer ones are replaced wherever they occur.
+Besides the given secrets, only strings shaped like real OpenAI or Hugging Face keys are replaced
+(``sk-`` or ``hf_`` followed by 8 or 20 key characters with a digit among them: ``sk-learn`` and
+``hf_transfer`` are words, not keys).
+
+A placeholder key (:func:`is_placeholder_key`: ``test``, ``EMPTY``, ``sk-local``,
+``sk-no-key-required``, what local servers are started with) is no secret: it is never looked for
+in a model's reply (:func:`redact_reply`: answers and judge replies are the data being evaluated,
+and "what does the test assume?" stays as written) nor by the push scan. In messages (an error the
+server sent, a line printed) every key given is still masked, short forms as whole tokens.
 
 >>> redact_secrets("Authorization: Bearer my-proxy-token-1 (sk-abcd1234efgh5678ijkl9012)", "my-proxy-token-1")
 'Authorization: Bearer *** (***)'
@@ -16,6 +22,8 @@ digit among them: ``sk-learn`` and ``hf_transfer`` are words, not keys).
 'a paired t-test in R or scipy; sk-learn, hf_transfer'
 >>> redact_secrets("you sent: TEST", "test")
 'you sent: ***'
+>>> redact_reply("what does the test assume?", "test")
+'what does the test assume?'
 """
 
 from __future__ import annotations
@@ -26,7 +34,8 @@ import re
 from collections.abc import Iterable
 from urllib.parse import quote, quote_plus, urlsplit, urlunsplit
 
-__all__ = ["MIN_SECRET_LENGTH", "SAFE_LENGTH", "contains_secret", "redact_secrets", "secret_forms", "shown_url"]
+__all__ = ["MIN_SECRET_LENGTH", "SAFE_LENGTH", "contains_secret", "is_placeholder_key",
+           "redact_reply", "redact_secrets", "secret_forms", "shown_url"]
 
 #: Secrets shorter than this are not looked for at all (nor the placeholder ``EMPTY``).
 MIN_SECRET_LENGTH = 4
@@ -34,6 +43,10 @@ MIN_SECRET_LENGTH = 4
 SAFE_LENGTH = 12
 MASK = "***"
 _PLACEHOLDERS = {"EMPTY"}
+# Placeholder keys (is_placeholder_key): fewer distinct characters than this ("sk-1234", "xxxxxxxxxxxx"),
+# or words alone ("sk-no-key-required", "NOT_NEEDED"): runs of at most 12 letters joined by separators.
+_MIN_DISTINCT = 8
+_WORDS = re.compile(r"[A-Za-z]{1,12}(?:[-_.][A-Za-z]{1,12})*")
 # What a token is made of, for whole-token matching: a short form preceded or followed by one of
 # these characters is part of a longer word and left alone.
 _TOKEN_CHARS = r"A-Za-z0-9_\-"
@@ -41,6 +54,27 @@ _KEY_SHAPES = re.compile(
     r"(?<![A-Za-z0-9_\-])(?:sk-(?=[A-Za-z0-9_\-*.]*[0-9*])[A-Za-z0-9_\-*.]{8,}"
     r"|hf_(?=[A-Za-z0-9]*[0-9])[A-Za-z0-9]{20,})"
 )
+
+
+def is_placeholder_key(key: str | None) -> bool:
+    """True for an API key that is no secret, and so never looked for in a model's reply (nor by the
+    push scan): what local servers are started with and their docs show (``test``, ``EMPTY``,
+    ``none``, ``sk-local``, ``lm-studio``, ``sk-no-key-required``, ``sk-1234``).
+
+    The rule: a key is a placeholder when it is made of words alone (runs of at most 12 letters,
+    joined by ``-``, ``_`` or ``.``; no digit), or when it has fewer than 8 distinct characters (too
+    short or too repetitive to be secret). Every other key is a secret, however short: one that mixes
+    letters and digits (a local proxy's ``lp-tok-4417``, ``sk-abcd1234``, every real ``sk-…`` or
+    ``hf_…`` key) or holds a run of letters longer than any word.
+
+    >>> [is_placeholder_key(k) for k in ("test", "EMPTY", "sk-local", "sk-no-key-required", "sk-1234")]
+    [True, True, True, True, True]
+    >>> [is_placeholder_key(k) for k in ("lp-tok-4417", "sk-abcd1234", "gw7Key9Qx2Lm4Np6Rs8Tv")]
+    [False, False, False]
+    """
+    if not isinstance(key, str) or not key:
+        return True
+    return len(set(key)) < _MIN_DISTINCT or bool(_WORDS.fullmatch(key))
 
 
 def _base64_cores(data: bytes) -> set[str]:
@@ -107,6 +141,13 @@ def redact_secrets(text: str, *secrets: str | None) -> str:
     if pattern is not None:
         text = pattern.sub(MASK, text)
     return _KEY_SHAPES.sub(MASK, text)
+
+
+def redact_reply(text: str, *secrets: str | None) -> str:
+    """A model's reply (an answer, a judge's text: the data being evaluated) as it may be stored:
+    :func:`redact_secrets` with the placeholder keys among ``secrets`` left out
+    (:func:`is_placeholder_key`), so a word that happens to equal one is kept."""
+    return redact_secrets(text, *(secret for secret in secrets if not is_placeholder_key(secret)))
 
 
 def contains_secret(text: str, *secrets: str | None) -> bool:

@@ -34,14 +34,18 @@ __all__ = [
     "download_errors",
     "dumps_json",
     "exclusive_lock",
+    "file_in_the_way",
     "iter_jsonl",
+    "in_the_way_message",
     "iter_records",
     "json_line",
     "loads_json",
     "lone_surrogate",
+    "make_folder",
     "package_version",
     "process_identity",
     "read_json_file",
+    "refuse_lone_surrogates",
     "refuse_output_over_input",
     "saved_dataset",
     "sha256_file",
@@ -156,8 +160,7 @@ def iter_jsonl(source: str | os.PathLike | BinaryIO, *, name: str | None = None,
             raise RagQaArenaError(f"{name} line {number}: not valid JSON ({error.msg}).{suffix}") from None
         if not isinstance(record, dict):
             raise RagQaArenaError(f"{name} line {number}: expected a JSON object, got {type(record).__name__}.{suffix}")
-        if _SURROGATE_ESCAPE.search(text):
-            _check_surrogates(record, f"{name} line {number}")
+        refuse_lone_surrogates(record, f"{name} line {number}", text=text)
         yield number, record
 
 
@@ -253,13 +256,20 @@ def _dataset_rows(path: Path) -> Iterator[tuple[str, dict]]:
             yield f"{path} row {number}", dict(zip(columns, values))
 
 
-def _check_surrogates(record: dict, place: str) -> None:
+def refuse_lone_surrogates(record: dict, place: str, *, text: str | None = None) -> None:
+    """Raise :class:`RagQaArenaError` naming ``place`` (the file and line), the field and the qid when
+    ``record`` holds a lone surrogate (a name, an answer: not text, it can be neither sent nor stored).
+    ``text``: the JSON line ``record`` was parsed from; without a ``\\ud800``-``\\udfff`` escape in it
+    nothing is searched (UTF-8 bytes cannot carry a lone surrogate, only a JSON escape can)."""
+    if text is not None and not _SURROGATE_ESCAPE.search(text):
+        return
     field = lone_surrogate(record)
     if field is not None:
-        qid = record.get("qid")
+        qid = record.get("qid") if isinstance(record, dict) else None
         what = f" (qid {qid})" if isinstance(qid, (str, int)) and field != "qid" else ""
         raise RagQaArenaError(f"{place}{what}: {field} holds a lone surrogate escape such as \\ud800, which is not "
-                              "text and cannot be sent: fix or remove it (a valid pair such as \\ud83d\\ude00 is fine)")
+                              "text (it can be neither sent nor stored): fix or remove it (a valid pair such as "
+                              "\\ud83d\\ude00 is fine)")
 
 
 def json_line(record: dict) -> str:
@@ -294,6 +304,43 @@ def sha256_file(path: str | os.PathLike) -> str:
 def write_error(error: OSError, path: str | os.PathLike) -> OSError:
     """``error`` again, naming ``path`` and the likely cause."""
     return OSError(error.errno, f"{error.strerror or error} (disk full or read-only?)", str(path))
+
+
+def file_in_the_way(path: str | os.PathLike) -> Path | None:
+    """The first of ``path``'s parents (from the root down), or ``path`` itself, that exists and is not a
+    folder (a file, a link to nothing): what stops a folder being made there; else None."""
+    path = Path(path)
+    return next((p for p in [*reversed(path.parents), path] if os.path.lexists(p) and not p.is_dir()), None)
+
+
+def in_the_way_message(target: str | os.PathLike, blocker: Path) -> str:
+    """``"cannot write to TARGET: BLOCKER is a file, not a folder (…)"``: the one line for an output under a file."""
+    kind = "a file" if blocker.is_file() else "a link to nothing" if blocker.is_symlink() else "something else"
+    return (f"cannot write to {target}: {'it' if Path(target) == blocker else blocker} is {kind}, not a folder "
+            "(move it away or choose another path)")
+
+
+def make_folder(folder: str | os.PathLike, *, target: str | os.PathLike | None = None) -> Path:
+    """Create ``folder`` and its missing parents, the one way every output folder is made. A file where it
+    or a parent should be is a :class:`RagQaArenaError` (:func:`in_the_way_message`; ``target``: the output
+    being written, default ``folder``); other errors (read-only, full disk) propagate as ``OSError``.
+
+    >>> import tempfile
+    >>> afile = Path(tempfile.mkdtemp()) / "afile"
+    >>> _ = afile.write_text("x")
+    >>> make_folder(afile, target=afile / "b.jsonl")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    lfrqa.RagQaArenaError: cannot write to .../afile/b.jsonl: .../afile is a file, not a folder (...)
+    """
+    folder = Path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        blocker = file_in_the_way(folder)
+        if blocker is None:
+            raise
+        raise RagQaArenaError(in_the_way_message(folder if target is None else target, blocker)) from None
+    return folder
 
 
 def atomic_write(path: str | os.PathLike, data: str | bytes) -> None:

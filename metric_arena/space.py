@@ -37,7 +37,7 @@ from pathlib import Path
 
 from builders import check_repo_id, scan_files, upload_files
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import DISTRIBUTION, package_version
+from lfrqa.files import DISTRIBUTION, make_folder, package_version
 
 __all__ = ["METRIC_NAME", "MODULE_DIR", "SPACE_SDK", "build_wheel", "export_metric", "metric_files", "push_metric"]
 
@@ -192,7 +192,7 @@ def export_metric(
         raise FileExistsError(f"{out} exists and is not an empty folder: choose a new or empty folder to export into")
     files = metric_files(name, wheel=wheel, requirements=requirements)
     scan_files(files, what=f"the metric folder {out}")  # the push's scan, wheel members included
-    out.mkdir(parents=True, exist_ok=True)
+    make_folder(out)
     for path, data in files.items():
         (out / path).write_bytes(data)
     return out

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
+from lfrqa.files import make_folder
 from rag_qa_arena._options import confidence_level, finite, percent, positive_int
 from rag_qa_arena._options import seed as seed_type
 
@@ -78,7 +79,7 @@ def _run_calibrate(args: argparse.Namespace) -> int:
     print(f"Wrote the judge card to {args.out} (judge_card.json, judge_card.md)", file=sys.stderr)
     if args.push and args.dry_run:
         for path, data in (files := card_push_files(args.out, repo_id=args.push)).items():
-            (Path(args.dry_run) / path).parent.mkdir(parents=True, exist_ok=True)
+            make_folder((Path(args.dry_run) / path).parent, target=Path(args.dry_run) / path)
             (Path(args.dry_run) / path).write_bytes(data)
         print(f"Wrote {len(files)} files to {args.dry_run} (nothing uploaded): {', '.join(sorted(files))}", file=sys.stderr)
     elif args.push:

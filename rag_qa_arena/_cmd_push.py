@@ -8,6 +8,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from lfrqa.files import make_folder
+
 _DESCRIPTION = """\
 Upload a run folder written by `rag-qa-arena judge --out DIR` to a Hugging Face dataset repo:
 data/verdicts.parquet (one row per judged pair), summary.json, and a generated README.md dataset card,
@@ -94,7 +96,7 @@ def _wants_eval_results(args: argparse.Namespace) -> bool:
 def _write(files: dict[str, bytes], out: Path) -> None:
     for path, data in files.items():
         target = out / path
-        target.parent.mkdir(parents=True, exist_ok=True)
+        make_folder(target.parent, target=target)
         target.write_bytes(data)
 
 

@@ -112,6 +112,11 @@ def cannot_write_message(error: OSError, where: str | None) -> str | None:
         return None
     place = error.filename or where or "the output folder"
     if error.errno in (errno.EEXIST, errno.ENOTDIR):
+        from lfrqa.files import file_in_the_way, in_the_way_message
+
+        blocker = file_in_the_way(place)
+        if blocker is not None:
+            return in_the_way_message(place, blocker)
         return f"cannot write to {place}: a file is where a folder should be (remove it or choose another path)"
     if error.errno == errno.EISDIR:
         return f"cannot write to {place}: it is a folder, not a file (give a file path or remove the folder)"

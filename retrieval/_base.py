@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 from lfrqa.checks import check_int
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import atomic_write, dumps_json, package_version, read_json_file
+from lfrqa.files import atomic_write, dumps_json, make_folder, package_version, read_json_file
 
 META_FILE = "retriever.json"
 PIDS_FILE = "pids.json"
@@ -193,7 +193,7 @@ def rank(pairs: Iterable[tuple[str, float]], k: int) -> list[tuple[str, float]]:
 
 
 def write_meta(path: Path, kind: str, pids: list[str], settings: dict) -> None:
-    path.mkdir(parents=True, exist_ok=True)
+    make_folder(path)
     atomic_write(path / PIDS_FILE, json.dumps(pids, ensure_ascii=False))
     meta = {
         "format": FORMAT,

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from lfrqa.errors import MissingDependency, RagQaArenaError
+from lfrqa.files import make_folder
 from retrieval._base import (
     Results,
     Retriever,
@@ -114,7 +115,7 @@ class BM25Retriever(Retriever):
     def save(self, path: str | os.PathLike) -> Path:
         self._check_built()
         path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
+        make_folder(path)
         self._model.save(str(path), allow_pickle=False, show_progress=False)
         self._tokenizer.save_vocab(str(path), _VOCAB_FILE)
         self._tokenizer.save_stopwords(str(path), _STOPWORDS_FILE)

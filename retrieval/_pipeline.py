@@ -19,7 +19,7 @@ from typing import Any
 from builders import check_domain_split, doc_id_of
 from lfrqa.checks import check_int
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import atomic_write, dumps_json, json_line, loads_json
+from lfrqa.files import atomic_write, dumps_json, json_line, loads_json, make_folder
 from retrieval._base import META_FILE, Retriever
 from retrieval._manifest import MANIFEST_FILE, check_new_index_dir, describe_corpus, write_manifest
 from retrieval._metrics import DEFAULT_KS, evaluate
@@ -200,7 +200,7 @@ def _datasets_progress(show: bool):
 
 def _prepare_output(out: Path, *, overwrite: bool) -> set[str]:
     """Empty ``out`` (new run) or keep its complete lines (resume); the qids already done."""
-    out.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(out.parent, target=out)
     if overwrite or not out.exists():
         out.write_text("", encoding="utf-8")
         return set()

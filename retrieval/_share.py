@@ -19,6 +19,7 @@ from typing import Any
 
 from builders import check_repo_id, hub_download_errors, scan_files, upload_files
 from lfrqa.errors import RagQaArenaError
+from lfrqa.files import make_folder
 from retrieval._base import Retriever
 from retrieval._manifest import (
     CARD_FILE,
@@ -93,7 +94,7 @@ def export_index(index_dir: str | os.PathLike, out: str | os.PathLike, *, repo_i
         raise FileExistsError(f"{out} exists and is not an empty folder: pick a new folder for the files")
     for name, data in files.items():
         target = out / name
-        target.parent.mkdir(parents=True, exist_ok=True)
+        make_folder(target.parent, target=target)
         if isinstance(data, Path):
             shutil.copyfile(data, target)
         else:

@@ -164,6 +164,8 @@ def test_find_secrets_reports_kinds_and_lines_only():
     assert [line for _, line in hits] == [2, 3]
     assert find_secrets("x secret-value-1 y", values=["secret-value-1"])[0][1] == 1
     assert find_secrets("x tiny y", values=["tiny"]) == []  # too short to be a real key
+    # placeholder keys (builders.is_placeholder_key) are no secret: an answer quoting one is pushed
+    assert find_secrets("run the testing tools; use sk-local", values=["testing", "sk-local", "not-needed"]) == []
 
 
 class _RefusingHub(BaseHTTPRequestHandler):

@@ -10,6 +10,7 @@ from collections import Counter
 
 import pytest
 
+from lfrqa.errors import RagQaArenaError
 from metric_arena import JudgeConfig, RunConfig, judge_pairs
 from metric_arena.judge import parse_rating
 from metric_arena.llm import AuthenticationFailed, ModelNotFound
@@ -440,6 +441,6 @@ def test_unwritable_run_folder_is_a_clear_error(tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("x")
     with OpenAIServer() as server:
-        with pytest.raises(PermissionError, match="Cannot write the run folder .*a-file"):
+        with pytest.raises(RagQaArenaError, match="cannot write to .*a-file/run: .*a-file is a file, not a folder"):
             run(server, ["p"], ["r"], ["q"], tmp_path, out=blocker / "run")
         assert server.requests == []

@@ -214,9 +214,10 @@ def test_push_refuses_secrets_and_bad_ids(monkeypatch, tmp_path):
     monkeypatch.delenv("HF_TOKEN", raising=False)
     with pytest.raises(ValueError, match="Bad repo id 'no-slash'"):
         push_metric("no-slash", api=RecordingHub())
-    # a key that happens to appear in a file is refused before any Hub call
-    monkeypatch.setenv("OPENAI_API_KEY", "evaluate_modules")
-    monkeypatch.setattr("metric_arena.space.MODULE_DIR", _module_copy(tmp_path, extra="# evaluate_modules\n"))
+    # a key that happens to appear in a file is refused before any Hub call (a placeholder key such as
+    # "evaluate_modules", words alone, is no secret: builders.is_placeholder_key)
+    monkeypatch.setenv("OPENAI_API_KEY", "evaluate_modules_7Qx2")
+    monkeypatch.setattr("metric_arena.space.MODULE_DIR", _module_copy(tmp_path, extra="# evaluate_modules_7Qx2\n"))
     hub = RecordingHub()
     with pytest.raises(ValueError, match="looks like it contains credentials"):
         push_metric("org/arena", token="hf_test", api=hub)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from builders import check_repo_id, check_secrets, resolve_token, upload_files
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import atomic_write, dumps_json, loads_json
+from lfrqa.files import atomic_write, dumps_json, loads_json, make_folder
 
 __all__ = ["CARD_JSON", "CARD_MD", "card_markdown", "card_push_files", "card_summary", "push_card", "write_card"]
 
@@ -26,7 +26,7 @@ def write_card(out: str | os.PathLike, card: dict, rows: list[dict]) -> Path:
     folder = Path(out)
     if folder.exists() and not folder.is_dir():
         raise RagQaArenaError(f"--out {folder} is a file: give a folder for the judge card (created if missing)")
-    folder.mkdir(parents=True, exist_ok=True)
+    make_folder(folder)
     atomic_write(folder / CARD_JSON, dumps_json(card))
     atomic_write(folder / CARD_MD, card_markdown(card))
     atomic_write(folder / MATCHED_JSONL, "".join(json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n" for r in rows))

@@ -65,6 +65,7 @@ from lfrqa.files import (
     atomic_write,
     dumps_json,
     json_line,
+    make_folder,
     package_version,
     refuse_output_over_input,
     write_error,
@@ -185,7 +186,7 @@ async def agenerate_answers(
     started = time.monotonic()
     if out_path is not None:
         try:
-            out_path.parent.mkdir(parents=True, exist_ok=True)
+            make_folder(out_path.parent, target=out_path)
         except OSError as error:
             raise write_error(error, out_path.parent) from None
     with exclusive(out_path) if out_path is not None else contextlib.nullcontext():

@@ -35,7 +35,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from lfrqa.errors import InvalidInputType, RagQaArenaError
-from lfrqa.files import atomic_write, dumps_json
+from lfrqa.files import atomic_write, dumps_json, make_folder
 from metric_arena.judge._config import JudgeSpec, judge_config
 from metric_arena.judge._parse import parse_rating, reask_count
 from metric_arena.judge._plan import DEFAULT_JUDGE, planned_requests
@@ -229,7 +229,7 @@ def submit_judge_batch(
     if total == 0:
         result["judges"] = [{**e, "files": [], "batch_ids": []} for e in entries]
         return result
-    folder.mkdir(parents=True, exist_ok=True)
+    make_folder(folder)
     files = {e["judge"]: _files_for(folder / e["folder"], plans[e["judge"]]["requests"], max_requests, max_bytes)
              for e in entries if e["n_requests"]}  # refuses a folder submitted for other requests
     _write_plan(folder / PLAN_FILE, {  # recorded before anything is uploaded

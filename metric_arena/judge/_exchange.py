@@ -32,7 +32,7 @@ from pathlib import Path
 
 from lfrqa.checks import check_int
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import atomic_write, bounded_lines, dumps_json
+from lfrqa.files import atomic_write, bounded_lines, dumps_json, make_folder
 from metric_arena.judge._batch import judge_batch_requests, judge_identities
 from metric_arena.judge._config import JudgeSpec, judge_config
 from metric_arena.judge._parse import parse_rating, reask_count
@@ -91,7 +91,7 @@ def export_judge_requests(
             mine["n_cached"] += plan["n_cached"]
             mine["n_refused"] += plan["n_refused"]
     root = Path(out)
-    root.mkdir(parents=True, exist_ok=True)
+    make_folder(root)
     judges = []
     for k, (spec, plan) in enumerate(merged.items()):
         folder = re.sub(r"[^A-Za-z0-9._-]+", "_", spec).strip("._") or "judge"
@@ -108,7 +108,7 @@ def export_judge_requests(
 
 
 def _write_shards(folder: Path, requests: list[tuple[str, dict]], shards: int) -> list[str]:
-    folder.mkdir(parents=True, exist_ok=True)
+    make_folder(folder)
     for old in folder.glob("shard-*.jsonl"):  # an earlier export with another shard count
         old.unlink()
     n = min(shards, len(requests))

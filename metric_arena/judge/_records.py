@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import JsonlAppender, atomic_write, dumps_json, exclusive_lock, json_line, loads_json
+from lfrqa.files import JsonlAppender, atomic_write, dumps_json, exclusive_lock, json_line, loads_json, make_folder
 from metric_arena.judge._parse import judge_outcome
 from metric_arena.records import Verdict, check_verdict
 from metric_arena.stats import summarize
@@ -44,7 +44,7 @@ class RunWriter:
         self.dir = Path(out)
         self._stack = contextlib.ExitStack()
         try:
-            self.dir.mkdir(parents=True, exist_ok=True)
+            make_folder(self.dir)
             self._stack.enter_context(exclusive_lock(self.dir / LOCK_FILE, busy=(
                 f"Another judge run is writing {self.dir} right now: wait for it to finish, or choose another --out")))
             previous = folder_settings(self.dir)

@@ -166,6 +166,8 @@ def _finished(folder: Path, a: str, b: str, qids: list[str], config: JudgeConfig
         judged = [row["qid"] for row in rows]
     except (OSError, ValueError, KeyError, TypeError):
         return None
+    if not isinstance(summary, dict):  # an edited summary (a JSON array...): the match is played again
+        return None
     same = (summary.get("system"), summary.get("opponent"), summary.get("judges"), summary.get("order"),
             summary.get("seed"), summary.get("parse", "strict")) == (a, b, config.specs, config.order,
                                                                      config.seed, config.parse)

@@ -16,7 +16,7 @@ import shutil
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import atomic_write, dumps_json, loads_json
+from lfrqa.files import atomic_write, dumps_json, loads_json, make_folder
 
 __all__ = ["TOURNAMENT_FILE", "TournamentFolder", "design_changes"]
 
@@ -91,7 +91,7 @@ class TournamentFolder:
         else:
             with contextlib.suppress(OSError):
                 shutil.rmtree(self.out / STAGING)  # an abandoned replacement
-        self.root.mkdir(parents=True, exist_ok=True)
+        make_folder(self.root)
         found = _read_record(self.root)
         if found is None or _design_of(found) != self.design or found.get("stopped") is not None:
             atomic_write(self.root / TOURNAMENT_FILE, dumps_json({"design": self.design, "stopped": None}))

@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import process_identity
+from lfrqa.files import make_folder, process_identity
 from metric_arena.llm._types import ChatRequest, Completion, imported_fields
 
 __all__ = ["CACHE_ENV", "SCHEMA_VERSION", "CacheCorrupt", "CachedCompletion", "CompletionCache", "cache_key",
@@ -181,7 +181,7 @@ class CompletionCache:
         if path.suffix not in (".sqlite", ".db"):
             path = path / CACHE_FILE
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            make_folder(path.parent, target=path)
         except OSError as error:
             raise PermissionError(
                 error.errno,

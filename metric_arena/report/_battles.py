@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import atomic_write, json_line
+from lfrqa.files import atomic_write, json_line, make_folder
 from metric_arena.report._runs import Run, load_run
 from metric_arena.stats import reference_vote, majority_vote
 from metric_arena.style import STYLE_FIELDS, has_style
@@ -78,7 +78,7 @@ def write_battles(runs: Sequence[Run | str | Path], path: str | os.PathLike) -> 
     if path.suffix not in (".jsonl", ".parquet"):
         raise RagQaArenaError(f"--battles {path}: give a .jsonl or .parquet file name")
     rows = battle_rows(runs)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(path.parent, target=path)
     if path.suffix == ".jsonl":
         atomic_write(path, "".join(json_line(row) for row in rows))
     else:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import iter_records, loads_json
+from lfrqa.files import iter_records, loads_json, lone_surrogate, refuse_lone_surrogates
 from metric_arena.prompts import clean_response
 from metric_arena.records import Verdict, check_prediction, check_verdict
 from metric_arena.stats import judge_outcome, reference_vote, summarize
@@ -58,10 +58,14 @@ def load_run(path: str | Path, *, lean: bool = False) -> Run:
             f"{str(path)!r} {what}: pass run folders written by `rag-qa-arena judge --out DIR`{hint}"
         )
     warnings: list[str] = []
-    summary = _read_summary(path / "summary.json")
-    if summary is None:
-        summary = {}
+    summary = _read_summary(path / "summary.json") if (path / "summary.json").is_file() else {}
+    unusable = _unusable_summary(summary)
+    if not (path / "summary.json").is_file():
         warnings.append(f"{path.name}: no summary.json (unfinished run?); using verdicts.jsonl only")
+    elif unusable:
+        warnings.append(f"{path.name}: summary.json is unusable ({unusable}): ignored, everything reported comes "
+                        "from verdicts.jsonl")
+        summary = {}
     wrong = _wrong_summary_fields(summary)
     if wrong:
         warnings.append(f"{path.name}: summary.json has fields of the wrong type ({'; '.join(wrong)}): ignored, "
@@ -231,18 +235,23 @@ def _wrong_summary_fields(summary: dict) -> list[str]:
     return wrong
 
 
-def _read_summary(summary_path: Path) -> dict | None:
-    """``summary.json`` (older files with a bare ``NaN`` are read too), or None when there is none."""
-    if not summary_path.is_file():
-        return None
+def _unusable_summary(summary) -> str | None:
+    """Why a parsed ``summary.json`` cannot be read at all (not a JSON object, a lone surrogate in it), or None."""
+    if not isinstance(summary, dict):
+        return f"expected a JSON object, got {type(summary).__name__}"
+    field = lone_surrogate(summary)
+    return f"{field} holds a lone surrogate such as \\ud800, which is not text" if field is not None else None
+
+
+def _read_summary(summary_path: Path):
+    """``summary.json`` parsed, any JSON value (see :func:`_unusable_summary`; older files with a bare
+    ``NaN`` are read too)."""
     try:
         summary = loads_json(summary_path.read_bytes().decode("utf-8"))
     except UnicodeDecodeError as error:
         raise RagQaArenaError(f"{summary_path}: not UTF-8 text ({error.reason}); delete it and re-run the judge") from None
     except json.JSONDecodeError as error:
         raise RagQaArenaError(f"{summary_path}: not valid JSON ({error.msg}); delete it and re-run the report") from None
-    if not isinstance(summary, dict):
-        raise RagQaArenaError(f"{summary_path}: expected a JSON object, got {type(summary).__name__}")
     return summary
 
 
@@ -271,6 +280,7 @@ def _read_verdicts(verdicts_path: Path, warnings: list[str], *, lean: bool = Fal
             except json.JSONDecodeError as error:
                 torn = (line_no, f"not valid JSON ({error.msg})")
                 continue
+            refuse_lone_surrogates(row, f"{verdicts_path}:{line_no}", text=line)
             verdict = check_verdict(row, f"{verdicts_path}:{line_no}")
             if verdict.get("domain") is not None and not isinstance(verdict["domain"], str):
                 warnings.append(f"{verdicts_path}:{line_no}: domain {verdict['domain']!r:.40} is not a string: counted "

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import atomic_write, dumps_json
+from lfrqa.files import atomic_write, dumps_json, make_folder
 from metric_arena.report._html import render_html
 from metric_arena.report._leaderboard import (
     Leaderboard,
@@ -70,7 +70,7 @@ def write_report(
                 f"none of the {board.agreement['n_human']} human-labelled pairs matches a judged pair "
                 "(check qids and system names)"
             )
-    out.mkdir(parents=True, exist_ok=True)
+    make_folder(out)
     atomic_write(out / "leaderboard.json", dumps_json(board.entries))
     atomic_write(out / "report.json", dumps_json(board.to_dict()))
     images: dict[str, bytes] = {}

@@ -2,7 +2,8 @@
 
 One attempt per call (the client's own retries are off: :mod:`metric_arena.llm._runner` retries with
 its declarative policy and counts every error kind). The API key comes from ``api_key=`` or
-``$OPENAI_API_KEY`` and is never logged, cached or put into an error message.
+``$OPENAI_API_KEY`` and is never logged, cached or put into an error message (a placeholder key such as
+``EMPTY`` is no secret and stays in a reply that quotes it: :func:`builders.is_placeholder_key`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections import Counter
 from collections.abc import Sequence
 from urllib.parse import urlsplit
 
-from builders import redact_secrets, shown_url
+from builders import redact_reply, redact_secrets, shown_url
 from lfrqa.errors import RagQaArenaError
 from metric_arena.llm._openai._http import (
     RAW_RESPONSE_HEADER,
@@ -130,6 +131,12 @@ class OpenAIBackend(Backend):
         """``text`` without this backend's key or URL credentials (nor anything shaped like a key)."""
         return redact(text, *self.url_secrets)
 
+    def redact_reply(self, text: str) -> str:
+        """A reply's text without this backend's secrets: as :meth:`redact`, but a placeholder key
+        (``test``, ``EMPTY``: :func:`builders.is_placeholder_key`) is not looked for, so the answer's
+        own words are kept."""
+        return redact_reply(text, *self.url_secrets)
+
     def _get_client(self, replica: int = 0):
         if self._clients[replica] is None:
             import openai
@@ -218,7 +225,7 @@ class OpenAIBackend(Backend):
                                         f"{url}", kind="timeout") from None
         except openai.OpenAIError as error:
             raise self._translate(error, url=url) from None
-        return parse_reply(raw, url, self.redact)
+        return parse_reply(raw, url, self.redact_reply)
 
     async def _post(self, client, body: dict, limit: int, url: str) -> bytes:
         """The reply body of one POST, read chunk by chunk: :class:`BadReply` ("oversized_body") once it

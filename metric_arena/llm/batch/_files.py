@@ -10,10 +10,10 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
+from builders import redact_reply
 from lfrqa.checks import check_int
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import atomic_write, dumps_json, read_json_file
-from metric_arena.llm._openai import redact
+from lfrqa.files import atomic_write, dumps_json, make_folder, read_json_file
 from metric_arena.llm._runner import max_reply_chars
 from metric_arena.llm._types import Completion
 
@@ -136,7 +136,7 @@ def write_batch_files(
             f"{out} holds batches that were already submitted (see {out / MANIFEST}); "
             "collect them, or write the new requests to another folder"
         )
-    out.mkdir(parents=True, exist_ok=True)
+    make_folder(out)
     staging = Path(tempfile.mkdtemp(prefix=".batch-staging-", dir=out))
     seen: set[str] = set()
     models: list = []
@@ -237,9 +237,10 @@ def _parse_record(record: dict) -> dict:
 
 def checked_completion(result: dict, *, max_tokens: int, secrets: Sequence[str | None] = ()) -> Completion:
     """An answered line of :func:`parse_output_lines` as the online runner would keep it: its text without
-    ``secrets`` or anything shaped like a key, cut at :func:`~metric_arena.llm._runner.max_reply_chars` of
-    ``max_tokens`` (the full length then in ``original_chars``)."""
-    text = redact(result["text"], *secrets)
+    ``secrets`` (placeholder keys aside: :func:`builders.redact_reply`) or anything shaped like a key, cut
+    at :func:`~metric_arena.llm._runner.max_reply_chars` of ``max_tokens`` (the full length then in
+    ``original_chars``)."""
+    text = redact_reply(result["text"], *secrets)
     cap = max_reply_chars(max_tokens)
     original = len(text) if len(text) > cap else None
     return Completion(text[:cap], result.get("finish_reason"), result.get("usage"), original_chars=original,
