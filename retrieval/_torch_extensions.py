@@ -14,8 +14,10 @@ Before ColBERT loads an extension, :func:`check_build_lock` looks at that folder
   of a build on another machine sharing the folder, or by a user whose processes cannot be read);
 * otherwise it is **stale**: one line naming the folder is printed, and the lock is removed, so the
   build starts again;
-* a live lock is waited for, with a message and a line every ``report_every_s``, up to ``wait_s``
-  (checked again each ``poll_s``: a builder that dies while we wait turns the lock stale); after that
+* a live lock is waited for, with a message and a line every ``report_every_s``, up to ``wait_s``,
+  and looked at again each ``poll_s``: when the processes seen holding it have all ended and the lock is
+  still there, their build died (a killed job's compiler, in its own process group under ninja, may
+  outlive the job and finish first), so the lock is stale at once; after ``wait_s``
   :class:`ExtensionBuildBusy` says what holds it and how to wait longer.
 
 Both bounds come from the environment: :data:`WAIT_ENV` and :data:`STALE_AFTER_ENV` (seconds).
@@ -220,9 +222,10 @@ def check_build_lock(
     if state is None:
         return "free"
     start = time.monotonic()
-    waited = False
+    waited = seen_holders = False
     next_report = start + policy.report_every_s
-    while state is not None and state.live(policy):
+    while state is not None and state.live(policy) and not (seen_holders and not state.holders):
+        seen_holders = seen_holders or bool(state.holders)
         elapsed = time.monotonic() - start
         if elapsed >= policy.wait_s:
             raise ExtensionBuildBusy(
@@ -242,8 +245,10 @@ def check_build_lock(
     if state is None:
         return "released"
     _remove_if_same(folder / LOCK_NAME, state.inode)
-    say(f"removed a stale lock of a killed C++ extension build (no process holds it, nothing written for "
-        f"{_duration(state.idle_s)}; rule: {STALE_AFTER_ENV}={policy.stale_after_s:g} s): {folder}")
+    why = ("its build's processes here ended without releasing it" if seen_holders else
+           f"no process holds it, nothing written for {_duration(state.idle_s)}; rule: "
+           f"{STALE_AFTER_ENV}={policy.stale_after_s:g} s")
+    say(f"removed a stale lock of a killed C++ extension build ({why}): {folder}")
     return "removed"
 
 

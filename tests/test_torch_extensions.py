@@ -148,6 +148,21 @@ def test_a_builder_killed_while_we_wait_leaves_a_stale_lock_that_is_removed(tmp_
     assert lines[0].startswith("waiting") and lines[-1].startswith("removed a stale lock")
 
 
+def test_a_lock_whose_holders_all_ended_is_stale_at_once(tmp_path):
+    """Fresh files, but the processes seen building ended without releasing the lock: their build died."""
+    folder = tmp_path / "segmented_lookup_cpp"
+    folder.mkdir()
+    process = holder(folder / "lock")
+    threading.Timer(0.5, lambda: os.kill(process.pid, signal.SIGKILL)).start()
+    lines = []
+    try:
+        policy = ext.BuildLockPolicy(wait_s=600, stale_after_s=600, poll_s=0.05)
+        assert ext.check_build_lock(folder, policy=policy, say=lines.append) == "removed"
+    finally:
+        stop(process)
+    assert not (folder / "lock").exists() and "ended without releasing it" in lines[-1]
+
+
 def test_a_build_that_finishes_while_we_wait_releases_the_lock(tmp_path):
     folder = tmp_path / "filter_pids_cpp"
     folder.mkdir()
@@ -192,10 +207,9 @@ def test_recent_writes_without_a_visible_holder_are_a_build_elsewhere(tmp_path):
 def test_a_lock_replaced_by_a_new_build_is_not_removed(tmp_path):
     folder = stale_folder(tmp_path)
     state = ext.inspect_build_lock(folder)
-    (folder / "lock").unlink()
-    (folder / "lock").touch()  # another process removed it and its new build took the lock: another file
-    if (folder / "lock").stat().st_ino == state.inode:
-        pytest.skip("the file system reused the inode")
+    (folder / "lock.new").touch()  # another process removed it and its new build took the lock: another file
+    os.replace(folder / "lock.new", folder / "lock")
+    assert (folder / "lock").stat().st_ino != state.inode
     getattr(ext, "_remove_if_same")(folder / "lock", state.inode)
     assert (folder / "lock").exists()
 
