@@ -15,7 +15,7 @@ Before ColBERT loads an extension, :func:`check_build_lock` looks at that folder
 * otherwise it is **stale**: one line naming the folder is printed, and the lock is removed, so the
   build starts again;
 * a live lock is waited for, with a message and a line every ``report_every_s``, up to ``wait_s``,
-  and looked at again each ``poll_s``: when the processes seen holding it have all ended and the lock is
+  and looked at again each ``poll_s``: when the processes seen holding it have all exited and the lock is
   still there, their build died (a killed job's compiler, in its own process group under ninja, may
   outlive the job and finish first), so the lock is stale at once; after ``wait_s``
   :class:`ExtensionBuildBusy` says what holds it and how to wait longer.
@@ -222,10 +222,11 @@ def check_build_lock(
     if state is None:
         return "free"
     start = time.monotonic()
-    waited = seen_holders = False
+    waited = False
+    seen: set[int] = set()  # processes seen holding the lock
     next_report = start + policy.report_every_s
-    while state is not None and state.live(policy) and not (seen_holders and not state.holders):
-        seen_holders = seen_holders or bool(state.holders)
+    while state is not None and state.live(policy) and not (seen and not state.holders and not _any_alive(seen)):
+        seen.update(state.holders)
         elapsed = time.monotonic() - start
         if elapsed >= policy.wait_s:
             raise ExtensionBuildBusy(
@@ -245,11 +246,23 @@ def check_build_lock(
     if state is None:
         return "released"
     _remove_if_same(folder / LOCK_NAME, state.inode)
-    why = ("its build's processes here ended without releasing it" if seen_holders else
+    why = ("its build's processes here ended without releasing it" if seen else
            f"no process holds it, nothing written for {_duration(state.idle_s)}; rule: "
            f"{STALE_AFTER_ENV}={policy.stale_after_s:g} s")
     say(f"removed a stale lock of a killed C++ extension build ({why}): {folder}")
     return "removed"
+
+
+def _any_alive(pids: Iterable[int]) -> bool:
+    """Whether any of ``pids`` still runs (a zombie does not: it waits only to be reaped)."""
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as handle:
+                if handle.read().rpartition(")")[2].split()[:1] not in (["Z"], ["X"]):
+                    return True
+        except OSError:
+            continue
+    return False
 
 
 def _remove_if_same(lock: Path, inode: int) -> None:

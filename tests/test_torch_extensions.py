@@ -187,10 +187,11 @@ def test_recent_writes_without_a_visible_holder_are_a_build_elsewhere(tmp_path):
     folder = stale_folder(tmp_path)
     writer = start(f"""
         import time, pathlib
+        pathlib.Path({str(folder / "main.o")!r}).write_bytes(b"0")
         print("ready", flush=True)
         while True:
-            pathlib.Path({str(folder / "main.o")!r}).write_bytes(b"0")
             time.sleep(0.05)
+            pathlib.Path({str(folder / "main.o")!r}).write_bytes(b"0")
     """, cwd=tmp_path)
     try:
         policy = ext.BuildLockPolicy(wait_s=0.5, stale_after_s=30, poll_s=0.05)
