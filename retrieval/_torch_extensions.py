@@ -58,7 +58,7 @@ LOCK_NAME = "lock"  # torch: FileBaton(os.path.join(build_directory, 'lock'))
 CPU_EXTENSIONS = ("segmented_maxsim_cpp", "segmented_lookup_cpp", "filter_pids_cpp", "decompress_residuals_cpp")
 GPU_EXTENSIONS = ("decompress_residuals_cpp", "packbits_cpp")
 # colbert modules that bind ``load`` by name (``from torch.utils.cpp_extension import load``).
-_LOADERS = (
+LOADER_MODULES = (
     "colbert.modeling.colbert",
     "colbert.search.strided_tensor",
     "colbert.search.index_storage",
@@ -245,7 +245,7 @@ def check_build_lock(
         state = inspect_build_lock(folder)
     if state is None:
         return "released"
-    _remove_if_same(folder / LOCK_NAME, state.inode)
+    remove_lock_if_same(folder / LOCK_NAME, state.inode)
     why = ("its build's processes here ended without releasing it" if seen else
            f"no process holds it, nothing written for {_duration(state.idle_s)}; rule: "
            f"{STALE_AFTER_ENV}={policy.stale_after_s:g} s")
@@ -265,7 +265,7 @@ def _any_alive(pids: Iterable[int]) -> bool:
     return False
 
 
-def _remove_if_same(lock: Path, inode: int) -> None:
+def remove_lock_if_same(lock: Path, inode: int) -> None:
     """Remove ``lock`` unless it was replaced meanwhile (a new build's lock is another file)."""
     with contextlib.suppress(FileNotFoundError):
         if lock.stat().st_ino == inode:
@@ -282,7 +282,7 @@ def check_build_locks(
 
 def guard_colbert_loads() -> None:
     """Wrap (once) the ``load`` of colbert's modules: check the folder's lock, then load with progress."""
-    for module_name in _LOADERS:
+    for module_name in LOADER_MODULES:
         try:
             module = importlib.import_module(module_name)
         except ImportError:  # moved in some release: nothing to wrap there

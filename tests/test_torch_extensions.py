@@ -211,7 +211,7 @@ def test_a_lock_replaced_by_a_new_build_is_not_removed(tmp_path):
     (folder / "lock.new").touch()  # another process removed it and its new build took the lock: another file
     os.replace(folder / "lock.new", folder / "lock")
     assert (folder / "lock").stat().st_ino != state.inode
-    getattr(ext, "_remove_if_same")(folder / "lock", state.inode)
+    ext.remove_lock_if_same(folder / "lock", state.inode)
     assert (folder / "lock").exists()
 
 
@@ -235,7 +235,7 @@ def test_colbert_loads_check_their_folder_and_say_they_compile(tmp_path, monkeyp
         loads.append(name)
         return types.SimpleNamespace(name=name)
 
-    for module_name in getattr(ext, "_LOADERS"):
+    for module_name in ext.LOADER_MODULES:
         monkeypatch.setitem(sys.modules, module_name, types.SimpleNamespace(load=fake_load))
     monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
     quick = ext.BuildLockPolicy(stale_after_s=60, report_every_s=0.1)
