@@ -173,7 +173,8 @@ def test_a_build_that_finishes_while_we_wait_releases_the_lock(tmp_path):
         print("ready", flush=True)
         time.sleep(0.5)
         open(lock[:-4] + "filter_pids_cpp.so", "wb").close()
-        os.close(fd)
+        os.close(fd)  # torch's FileBaton.release: the file closed first, removed next
+        time.sleep(0.3)
         os.remove(lock)
     """)
     try:
