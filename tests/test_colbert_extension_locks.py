@@ -110,8 +110,8 @@ def test_a_build_killed_mid_compile_never_blocks_the_next_search(
             assert build.poll() is None, "the build ended before it could be killed"
             time.sleep(0.1)  # until ninja (or the compiler) runs in the folder next to the Python builder
     finally:
-        os.killpg(build.pid, signal.SIGKILL)  # the builder, ninja and the compiler, as a killed CI job
-        build.wait()
+        os.killpg(build.pid, signal.SIGKILL)  # the builder and ninja, as a killed CI job; the compiler, in a
+        build.wait()  # process group of its own under ninja, may finish its file: the next search waits for it
     assert (folder / "lock").exists() and not (folder / "segmented_lookup_cpp.so").exists()
 
     result, out = _retrieve(writing_dir, checkpoint, tmp_path, extensions, **{ext.STALE_AFTER_ENV: "2"})
@@ -123,7 +123,6 @@ def test_a_build_killed_mid_compile_never_blocks_the_next_search(
     assert any(line.startswith("rag-qa-arena: compiled segmented_lookup_cpp in") for line in lines)
     ours = [line[line.index("rag-qa-arena: "):] for line in lines if "rag-qa-arena: " in line]
     assert all("\x1b" not in line and "\r" not in line for line in ours)  # piped: plain lines
-    Path("/tmp/i37_killed_stderr.txt").write_text(result.stderr)
     assert (folder / "segmented_lookup_cpp.so").exists() and len(out.read_text().splitlines()) == 10
 
 

@@ -103,7 +103,9 @@ def test_a_build_held_by_a_live_process_is_waited_for_then_an_error_names_it(tmp
     process = holder(folder / "lock")
     try:
         old = time.time() - 3600
-        os.utime(folder / "lock", (old, old))  # old files, but a live holder: not stale
+        for path in (folder / "lock", folder):
+            os.utime(path, (old, old))  # old files, but a live holder: not stale
+        assert ext.inspect_build_lock(folder).idle_s > 3000
         state = ext.inspect_build_lock(folder)
         assert process.pid in state.holders and state.live(QUICK)
         lines = []
