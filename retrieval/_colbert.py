@@ -301,7 +301,7 @@ def _import_colbert():
     from retrieval import _colbert_compat, _torch_extensions
 
     _colbert_compat.apply()  # colbert-ai <= 0.2.22 under transformers 5: see retrieval/_colbert_compat.py
-    _torch_extensions.guard_colbert_loads()  # a killed build's lock never hangs a load: retrieval/_torch_extensions.py
+    _torch_extensions.guard_colbert_loads()  # a killed build's lock never hangs a load (see that module)
 
 
 def _check_checkpoint(checkpoint: str) -> None:
