@@ -22,7 +22,11 @@ lotte/<domain>/test/collection.tsv (or lotte.tar.gz), fiqa/FiQA_train_doc_final.
 fiqa/corpus.jsonl / fiqa.zip), bioasq/documents.jsonl; with no data folder, LoTTE and FiQA are
 downloaded. The questions (and gold documents) are LFRQA's, read with lfrqa.load like every
 other command: from $LFRQA_DATA_DIR, else the checksummed download. Each output line: {"qid", "domain", "question", "passages": [{"pid", "doc_id", "text",
-"score", "rank"}]}, the input of answer generation."""
+"score", "rank"}]}, the input of answer generation.
+
+ColBERT compiles its C++ extensions on first use (in $TORCH_EXTENSIONS_DIR): a lock left there by a
+killed build is removed first (one line says so); a build still running elsewhere is waited for, at most
+$RAG_QA_ARENA_EXTENSION_WAIT seconds (default 1800). README: "A killed extension build never hangs"."""
 
 
 _PUSH = """\

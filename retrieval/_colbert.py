@@ -24,7 +24,8 @@ uses one GPU when present. For example, on a machine with 8 GPUs::
 With several ranks ColBERT starts worker processes (``spawn``): run such a script under
 ``if __name__ == "__main__":``. On CPU, indexing runs in-process (``avoid_fork_if_possible``).
 ColBERT compiles four small C++ extensions the first time it searches (~100 s, cached in
-``$TORCH_EXTENSIONS_DIR``, default ``~/.cache/torch_extensions``).
+``$TORCH_EXTENSIONS_DIR``, default ``~/.cache/torch_extensions``); a lock left there by a killed
+build is found and removed first (``retrieval/_torch_extensions.py``).
 """
 
 from __future__ import annotations
@@ -148,6 +149,10 @@ class ColBERTRetriever(Retriever):
                 handle.write(f"{number}\t{text.translate(_TO_SPACE)}\n")
         if not pids:
             raise RagQaArenaError("No passages to index: the corpus is empty")
+        if nranks > 1:  # the ranks are new processes, which load the GPU extensions without our check
+            from retrieval._torch_extensions import check_build_locks, colbert_extension_names
+
+            check_build_locks(colbert_extension_names(use_gpu=True))
         from colbert import Indexer
         from colbert.infra import ColBERTConfig, RunConfig
 
@@ -295,9 +300,10 @@ def _import_colbert():
         import torch  # noqa: F401
     except ImportError as error:
         raise ImportError(f"{INSTALL_HINT} ({error})") from error
-    from retrieval import _colbert_compat
+    from retrieval import _colbert_compat, _torch_extensions
 
     _colbert_compat.apply()  # colbert-ai <= 0.2.22 under transformers 5: see retrieval/_colbert_compat.py
+    _torch_extensions.guard_colbert_loads()  # a killed build's lock never hangs a load (see that module)
 
 
 def _check_checkpoint(checkpoint: str) -> None:
