@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import read_json_file
+from lfrqa.files import make_folder, read_json_file
 from retrieval._base import (
     META_FILE,
     Results,
@@ -135,7 +135,7 @@ class ColBERTRetriever(Retriever):
         nranks, gpus = self._ranks_and_gpus()  # fail before writing anything
         _check_checkpoint(self.checkpoint)
         work = self.index_dir or Path(tempfile.mkdtemp(prefix="colbert-index-"))
-        work.mkdir(parents=True, exist_ok=True)
+        make_folder(work)
         (work / META_FILE).unlink(missing_ok=True)  # until the new index is complete, the folder holds none
         pids: list[str] = []
         collection = work / _COLLECTION
@@ -231,7 +231,7 @@ class ColBERTRetriever(Retriever):
         self._check_built()
         path = Path(path).resolve()
         if path != self.index_dir:
-            path.mkdir(parents=True, exist_ok=True)
+            make_folder(path)
             for name in (_PLAID, _COLLECTION):
                 source, target = self.index_dir / name, path / name
                 if not source.exists():  # collection.tsv stays home when an index is shared
@@ -366,7 +366,7 @@ def make_tiny_checkpoint(
     from transformers import BertConfig, BertModel, BertTokenizerFast
 
     path = Path(path)
-    path.mkdir(parents=True, exist_ok=True)
+    make_folder(path)
     vocab = ["[PAD]", "[unused0]", "[unused1]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     vocab += [c for c in string.ascii_lowercase + string.digits + string.punctuation]
     vocab += sorted({w.lower() for w in words} - set(vocab))
