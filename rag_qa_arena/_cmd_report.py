@@ -318,7 +318,8 @@ def length_table(board):
         return None
     table = Table(title=f"Length: {board.reference} answers {decimal(view['reference_avg_words'], 0)} words on "
                         "average", caption="Win % by length ratio to the reference answer (<0.8x, 0.8-1.25x, "
-                        ">1.25x); LC: length-controlled rates (same length as the reference), interval below; "
+                        ">1.25x); LC: length-controlled rates (same length as the reference), interval below; \"not "
+                        "identifiable\" when fewer than 10 questions lie near equal length (reason in the warnings); "
                         "coef: log-odds of a win per unit of (Ls-Lr)/(Ls+Lr); style-controlled rating: "
                         "Bradley-Terry with length and markdown differences held equal")
     for name in ("System", "Words", "Longer wins %", "Win % <0.8x", "0.8-1.25x", ">1.25x", "LC win %",
@@ -331,9 +332,18 @@ def length_table(board):
         style = e.get("style_controlled_rating")
         table.add_row(Text(e["system"]), decimal(e["avg_words"], 0), percent(e.get("p_longer_wins")),
                       *(percent((bins.get(b) or {}).get("win_rate")) for b in ("shorter", "similar", "longer")),
-                      _rate(e, "lc_win_rate", count=False), _rate(e, "lc_win_tie_rate", count=False),
+                      *(_lc_rate(e, key) for key in ("lc_win_rate", "lc_win_tie_rate")),
                       decimal(e.get("length_coef_win"), 2), "–" if style is None else f"{style:.0f}")
     return table
+
+
+def _lc_rate(entry: dict, key: str):
+    """An LC rate with its interval, or "not identifiable" (dim) when the report gives its reason."""
+    from rich.text import Text
+
+    if entry.get(key) is None and entry.get("lc_note"):
+        return Text(f"not identifiable\n{entry.get('n_near_equal_length') or 0} near equal", style="dim")
+    return _rate(entry, key, count=False)
 
 
 def question_sets_table(board):
