@@ -16,7 +16,10 @@ can say is checked before a figure is given:
   for small samples) in which every round also draws the priors' centres from the priors (a perturbed-posterior bootstrap: each round's mode is then an
   approximate posterior draw). Where the data pin a coefficient down, the prior's pull is negligible
   and this is the plain bootstrap; where they do not (no question near equal length), the interval
-  widens to what the prior allows instead of collapsing to zero width;
+  widens to what the prior allows instead of collapsing to zero width. It is never narrower than the
+  Wilson score interval of a plain rate equal to the LC estimate on the same number of judged
+  questions (equalising lengths never makes a rate more precise than counting; this floor matters
+  where the bootstrap cannot vary, as when every outcome is a win);
 * **support check**: the LC rate at equal length is only reported when at least ``min_near`` of the
   system's judged questions lie near equal length, ``|f| <= near`` (``near = 1/9``: the system's answer
   0.8 to 1.25 times the reference's words, the "similar" bin of the length views). Otherwise
@@ -46,6 +49,7 @@ import numpy as np
 
 from lfrqa.errors import RagQaArenaError
 from metric_arena.stats._rates import percentile_interval
+from metric_arena.stats._sampling import wilson_interval
 
 __all__ = ["LengthControl", "length_controlled_rates"]
 
@@ -170,7 +174,9 @@ def length_controlled_rates(outcomes: Sequence[str | None], f: Sequence[float], 
         if near >= control.min_near:
             result[f"lc_{name}_rate"] = lc
             if n_boot:
-                result[f"lc_{name}_rate_ci"] = _holding(percentile_interval(_lc(x, boots), level), lc)
+                floor = wilson_interval(lc * n, n, confidence)
+                low, high = _holding(percentile_interval(_lc(x, boots), level), lc)
+                result[f"lc_{name}_rate_ci"] = [min(low, floor[0]), max(high, floor[1])]
     if n_boot:
         result["length_coef_significant"] = any(not (result[f"length_coef_{k}_ci"][0] <= 0
                                                      <= result[f"length_coef_{k}_ci"][1]) for k in fits)
