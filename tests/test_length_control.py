@@ -81,7 +81,9 @@ def test_the_support_check_counts_questions_within_08_to_125_times_the_reference
     res = length_controlled_rates(outcomes, f, n_boot=50)
     assert res["n_near_equal_length"] == 9 and res["lc_win_rate"] is None
     assert "only 9 of 44" in res["lc_note"] and "10 needed" in res["lc_note"]
-    shorter = length_controlled_rates(outcomes, list(-f[:10]) + list(f[10:]), n_boot=50)  # 0.8x counts as near
+    shorter_f = f.copy()
+    shorter_f[:10] = (0.8 - 1) / (0.8 + 1)  # 0.8x counts as near, as 1.25x does
+    shorter = length_controlled_rates(outcomes, shorter_f, n_boot=50)
     assert shorter["n_near_equal_length"] == 10 and shorter["lc_win_rate"] is not None and shorter["lc_note"] is None
     looser = length_controlled_rates(outcomes, f, n_boot=50, control=LengthControl(near=0.15, min_near=14))
     assert looser["n_near_equal_length"] == 14 and looser["lc_win_rate"] is not None
@@ -189,3 +191,30 @@ def test_the_newcomers_case_reports_not_identifiable_never_a_zero_width_interval
     assert "depend on length" not in printed.err + printed.out
     html = (root / "lb" / "leaderboard.html").read_text()
     assert 'title="not identifiable: only 0 of 120' in html and ">not identifiable<" in html
+
+
+@pytest.mark.parametrize("n", [60, 180])
+@pytest.mark.parametrize("spread", [0.0, 0.15])
+def test_a_blind_judge_and_a_system_15x_as_long_never_get_a_collapsed_lc_interval(n, spread):
+    """The newcomer's case on many seeds, through the report's own length figures on verdicts: 1.5x
+    LFRQA's length on every question (exactly, or spread by a log-sd of 0.15, when some questions
+    fall within 1.25x): not identifiable with a reason, or a wide interval that holds the raw rate."""
+    from metric_arena.style import length_report
+
+    for seed in range(6):
+        rng = np.random.default_rng(seed)
+        ref = np.maximum(2, np.round(np.exp(rng.normal(4.1, 0.77, n)))).astype(int)
+        words = np.maximum(2, np.round(ref * 1.5 * np.exp(rng.normal(0, spread, n)))).astype(int)
+        verdicts = [{"qid": f"q{k}", "domain": ["fiqa", "science"][k % 2], "outcome": o, "no_answer_a": False,
+                     "style_a": {"words": int(w), "tokens": int(w)}, "style_b": {"words": int(r), "tokens": int(r)}}
+                    for k, (o, w, r) in enumerate(zip(_blind_outcomes(rng, n), words, ref))]
+        block = length_report(verdicts, n_boot=200, seed=seed)
+        for key, raw in (("lc_win_rate", "win_rate"), ("lc_win_tie_rate", "win_tie_rate")):
+            if block[key] is None:
+                assert block["lc_note"].startswith("not identifiable: only") and block[f"{key}_ci"] is None
+                assert block["n_near_equal_length"] < 10
+                continue
+            low, high = block[f"{key}_ci"]
+            assert 0.0 < low <= block[raw] <= high < 1.0 and high - low > 0.15, (seed, key, low, high)
+            assert 0.0 < block[key] < 1.0
+        assert spread or block["lc_win_rate"] is None
