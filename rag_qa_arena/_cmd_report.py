@@ -319,7 +319,8 @@ def length_table(board):
     table = Table(title=f"Length: {board.reference} answers {decimal(view['reference_avg_words'], 0)} words on "
                         "average", caption="Win % by length ratio to the reference answer (<0.8x, 0.8-1.25x, "
                         ">1.25x); LC: length-controlled rates (same length as the reference), interval below; \"not "
-                        "identifiable\" when fewer than 10 questions lie near equal length (reason in the warnings); "
+                        "id.\": not identifiable, fewer than 10 questions lie near equal length (0.8-1.25x; reason "
+                        "in the warnings); "
                         "coef: log-odds of a win per unit of (Ls-Lr)/(Ls+Lr); style-controlled rating: "
                         "Bradley-Terry with length and markdown differences held equal")
     for name in ("System", "Words", "Longer wins %", "Win % <0.8x", "0.8-1.25x", ">1.25x", "LC win %",
@@ -342,7 +343,7 @@ def _lc_rate(entry: dict, key: str):
     from rich.text import Text
 
     if entry.get(key) is None and entry.get("lc_note"):
-        return Text(f"not identifiable\n{entry.get('n_near_equal_length') or 0} near equal", style="dim")
+        return Text(f"not id.\n{entry.get('n_near_equal_length') or 0} near", style="dim")
     return _rate(entry, key, count=False)
 
 
