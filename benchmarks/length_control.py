@@ -182,7 +182,8 @@ def coverage(n_runs: int, seed: int, n_boot: int, control: LengthControl, quick:
                          hw - lw, lw <= res["win_rate"] <= hw))
         rows = np.array(rows, dtype=float)
         shown = rows[rows[:, 0] == 1]
-        out[name] = {"n": n, "truth": truth, "runs": len(rows), "reported": int(rows[:, 0].sum()), "not_identifiable": 1 - rows[:, 0].mean(),
+        out[name] = {"n": n, "truth": truth, "runs": len(rows), "reported": int(rows[:, 0].sum()),
+                     "not_identifiable": 1 - rows[:, 0].mean(),
                      "coverage_win": shown[:, 1].mean() if len(shown) else None,
                      "coverage_win_tie": shown[:, 2].mean() if len(shown) else None,
                      "median_width_win": float(np.median(shown[:, 3])) if len(shown) else None,
@@ -201,7 +202,8 @@ def print_coverage(cov: dict, n_runs: int, seconds: float, control: LengthContro
           f"{'width':>6}{'unchecked: cov win/w+t, holds raw':>35}")
     ok = True
     for name, c in cov.items():
-        print(f"  {name:<37}{c['n']:>4}{c['runs']:>6}{pct(c['truth'][0]):>9}/{pct(c['truth'][1]):<7}{pct(c['not_identifiable']):>10}%"
+        print(f"  {name:<37}{c['n']:>4}{c['runs']:>6}{pct(c['truth'][0]):>9}/{pct(c['truth'][1]):<7}"
+              f"{pct(c['not_identifiable']):>10}%"
               f"{pct(c['coverage_win']):>8}{pct(c['coverage_win_tie']):>8}{pct(c['median_width_win']):>6}"
               f"{pct(c['coverage_win_unchecked']):>17}/{pct(c['coverage_win_tie_unchecked'])}, "
               f"{pct(c['holds_raw_unchecked'])}")

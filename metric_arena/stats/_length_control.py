@@ -13,13 +13,14 @@ can say is checked before a figure is given:
   ``intercept + slope · f̄``: the slope then stays at its prior and the interval says so;
 * the LC rate is the mean predicted probability over the system's questions with ``f`` set to 0;
 * the interval comes from a seeded bootstrap over questions (expanded percentile, Hesterberg 2015,
-  for small samples) in which every round also draws the priors' centres from the priors (a perturbed-posterior bootstrap: each round's mode is then an
-  approximate posterior draw). Where the data pin a coefficient down, the prior's pull is negligible
-  and this is the plain bootstrap; where they do not (no question near equal length), the interval
-  widens to what the prior allows instead of collapsing to zero width. It is never narrower than the
-  Wilson score interval of a plain rate equal to the LC estimate on the same number of judged
-  questions (equalising lengths never makes a rate more precise than counting; this floor matters
-  where the bootstrap cannot vary, as when every outcome is a win);
+  for small samples) in which every round also draws the priors' centres from the priors (a
+  perturbed-posterior bootstrap: each round's mode is then an approximate posterior draw). Where the
+  data pin a coefficient down, the prior's pull is negligible and this is the plain bootstrap; where
+  they do not (no question near equal length), the interval widens to what the prior allows instead
+  of collapsing to zero width. It is never narrower than the Wilson score interval of a plain rate
+  equal to the LC estimate on the same number of judged questions (equalising lengths never makes a
+  rate more precise than counting; this floor matters where the bootstrap cannot vary, as when every
+  outcome is a win);
 * **support check**: the LC rate at equal length is only reported when at least ``min_near`` of the
   system's judged questions lie near equal length, ``|f| <= near`` (``near = 1/9``: the system's answer
   0.8 to 1.25 times the reference's words, the "similar" bin of the length views). Otherwise
@@ -62,10 +63,11 @@ class LengthControl:
     """How LC rates are fitted and when they are reported.
 
     ``slope_prior_sd``: sd of the length slope's prior (log-odds per unit of ``f``; 3.0 chosen on
-    ``benchmarks/length_control.py``: 1 and 2 under-cover where lengths barely overlap, 4 only widens); ``effect_prior_sd``: sd of the intercept's and the domain /
-    no-answer effects' priors (weak); ``near``: ``|f|`` at most this counts as near equal length
-    (1/9: 0.8-1.25x the reference's words); ``min_near``: judged questions near equal length needed
-    to report an LC rate (fewer: None with ``lc_note``)."""
+    ``benchmarks/length_control.py``: 1 and 2 under-cover where lengths barely overlap, 4 only
+    widens); ``effect_prior_sd``: sd of the intercept's and the domain / no-answer effects' priors
+    (weak); ``near``: ``|f|`` at most this counts as near equal length (1/9: 0.8-1.25x the
+    reference's words); ``min_near``: judged questions near equal length needed to report an LC rate
+    (fewer: None with ``lc_note``)."""
 
     slope_prior_sd: float = 3.0
     effect_prior_sd: float = 5.0
@@ -200,12 +202,14 @@ def _gap_warning(result: dict) -> str | None:
     moves = " and ".join(f"{'its ' if k == 0 else ''}{name} rate by {gap * 100:+.1f} points"
                          for k, (name, gap) in enumerate(gaps))
     text = f"{moves.replace(' rate by', ' rate moves by', 1)} when lengths are equalised"
-    coef, ci = result["length_coef_win"], result["length_coef_win_ci"]
     if result["length_coef_significant"]:
+        key = next(k for k in ("win", "win_tie") if not (result[f"length_coef_{k}_ci"][0] <= 0
+                                                         <= result[f"length_coef_{k}_ci"][1]))
+        coef, ci = result[f"length_coef_{key}"], result[f"length_coef_{key}_ci"]
         side = "longer" if coef > 0 else "shorter"
-        interval = f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else ""
-        text += (f"; the judge's verdicts favour the {side} answer (length coefficient {coef:.2f}{interval} "
-                 "log-odds per unit of f)")
+        fit = "" if key == "win" else " of win+tie"
+        text += (f"; the judge's verdicts favour the {side} answer (length coefficient{fit} {coef:.2f} "
+                 f"[{ci[0]:.2f}, {ci[1]:.2f}] log-odds per unit of f)")
     else:
         text += "; the length coefficient's interval holds 0, so this is no evidence that the judge rewards length"
     return text
