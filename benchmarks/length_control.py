@@ -22,10 +22,19 @@ thresholds: the verbose system wins >= 10 points more raw than the concise one; 
 raw gap; the better system keeps an LC advantage >= 10 points; every LC interval holds its estimate; the
 style-controlled gap between concise and verbose is smaller than the plain one.
 
-``--coverage N`` also measures the LC intervals' coverage on N simulated runs of known truth (numpy only):
-outcomes drawn from the same judge model, the true LC rate computed by Monte Carlo at f = 0.
+Then (``--coverage RUNS``, default 200; pure numpy) the LC intervals' coverage on simulated runs of
+known truth, in scenarios (a) a length-blind judge with a system always 1.5x longer (exactly, or spread
+by a log-sd of 0.15), (b) a length-biased judge with a system always longer (exactly 1.5x, or 1.1-2.5x),
+(c) overlapping lengths (2x and 1x with a log-sd of 0.5) and (d) tiny samples (20-60 questions). Per
+question: reference words log-normal as LFRQA's, the system's words the reference's times the scenario's
+ratio, quality ~ N(quality, NOISE^2), the verdict from the judge model above. The true LC rate is the win
+(win+tie) probability at equal length under that model (:func:`true_lc_rates`). Printed per scenario: the
+share of runs reported not identifiable and, among the others, the coverage of the 95% intervals; also the
+coverage and how often the interval holds the raw rate with the support check off.
 
-    python benchmarks/length_control.py [--questions 600] [--bias 2.0] [--coverage 200]
+    python benchmarks/length_control.py [--questions 600] [--bias 3.0] [--coverage 200] [--slope-prior-sd 3]
+    python benchmarks/length_control.py --quick          # seconds: small sizes, for CI
+    python benchmarks/length_control.py --skip-server    # only the simulated scenarios
 """
 
 from __future__ import annotations
@@ -288,8 +297,12 @@ def main() -> int:
         t = time.monotonic()
         cov = coverage(args.coverage, args.seed + 1, n_boot=min(args.n_boot, 200), control=control, quick=args.quick)
         covered = print_coverage(cov, args.coverage, time.monotonic() - t, control)
-        print(f"[{'ok' if covered else 'FAIL'}] coverage >= 90% in every scenario where LC is reported")
-        ok &= covered or args.quick  # 20 runs per scenario cannot show 90%
+        if args.quick:  # 20 runs per scenario cannot show 90%
+            print(f"[{'ok' if covered else 'not checked'}] coverage >= 90% in every scenario where LC is reported "
+                  "(--quick: too few runs to check)")
+        else:
+            print(f"[{'ok' if covered else 'FAIL'}] coverage >= 90% in every scenario where LC is reported")
+            ok &= covered
     return 0 if ok else 1
 
 
