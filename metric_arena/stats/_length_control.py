@@ -102,10 +102,12 @@ def _map_fits(x: np.ndarray, y: np.ndarray, weights: np.ndarray, centres: np.nda
     """Posterior modes of logistic regressions of ``y`` on ``x``, one per row of ``weights`` (rounds x
     questions) and ``centres`` (the priors' means, rounds x columns), by damped Newton steps."""
     beta = np.array(np.broadcast_to(start, centres.shape), dtype=float)
+    k = x.shape[1]
+    outer = (x[:, :, None] * x[:, None, :]).reshape(len(x), k * k)  # each question's x x^T, flat
     for _ in range(100):
         p = _sigmoid(beta @ x.T)
         gradient = (weights * (y - p)) @ x - precision * (beta - centres)
-        hessian = np.matmul(((weights * p * (1 - p))[:, :, None] * x).transpose(0, 2, 1), x) + np.diag(precision)
+        hessian = ((weights * p * (1 - p)) @ outer).reshape(-1, k, k) + np.diag(precision)
         step = np.linalg.solve(hessian, gradient[:, :, None])[:, :, 0]
         size = np.max(np.abs(step), axis=1, keepdims=True)
         beta += step * np.minimum(1.0, 5.0 / np.maximum(size, 1e-300))
@@ -161,13 +163,13 @@ def length_controlled_rates(outcomes: Sequence[str | None], f: Sequence[float], 
                   n_near_equal_length=near)
     level = _expanded_level(confidence, n)
     rng = np.random.default_rng(seed)
-    counts = rng.multinomial(n, np.full(n, 1.0 / n), size=n_boot).astype(float)
-    centres = rng.normal(0.0, sd, size=(n_boot, p))
+    rounds = [(rng.multinomial(n, np.full(n, 1.0 / n), size=min(_BLOCK, n_boot - k)).astype(float),
+               rng.normal(0.0, sd, size=(min(_BLOCK, n_boot - k), p))) for k in range(0, n_boot, _BLOCK)]
     fits = {}
     for name, y in (("win", (out == "win").astype(float)), ("win_tie", (out != "loss").astype(float))):
         point = _map_fits(x, y, np.ones((1, n)), np.zeros((1, p)), precision, np.zeros(p))[0]
-        boots = np.concatenate([_map_fits(x, y, counts[k:k + _BLOCK], centres[k:k + _BLOCK], precision, point)
-                                for k in range(0, n_boot, _BLOCK)] or [np.zeros((0, p))])
+        boots = np.concatenate([_map_fits(x, y, counts, centres, precision, point) for counts, centres in rounds]
+                               or [np.zeros((0, p))])
         lc = float(_lc(x, point[None])[0])
         fits[name] = point
         result[f"length_coef_{name}"] = float(point[1])
