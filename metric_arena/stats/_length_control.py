@@ -185,9 +185,10 @@ def length_controlled_rates(outcomes: Sequence[str | None], f: Sequence[float], 
         result["length_coef_significant"] = any(not (result[f"length_coef_{k}_ci"][0] <= 0
                                                      <= result[f"length_coef_{k}_ci"][1]) for k in fits)
     if near < control.min_near:
+        low, high = (1 - control.near) / (1 + control.near), (1 + control.near) / (1 - control.near)
         result["lc_note"] = (f"not identifiable: only {near} of {n} judged questions lie near equal length "
-                             f"(|f| <= {control.near:.3g}: 0.8-1.25x the reference's words for the default; "
-                             f"{control.min_near} needed), so the rate at equal length would be an extrapolation")
+                             f"({low:.2f}-{high:.2f}x the reference's words; {control.min_near} needed), so the "
+                             "rate at equal length would be an extrapolation")
         return result
     result["warning"] = _gap_warning(result)
     return result
