@@ -22,10 +22,19 @@ thresholds: the verbose system wins >= 10 points more raw than the concise one; 
 raw gap; the better system keeps an LC advantage >= 10 points; every LC interval holds its estimate; the
 style-controlled gap between concise and verbose is smaller than the plain one.
 
-``--coverage N`` also measures the LC intervals' coverage on N simulated runs of known truth (numpy only):
-outcomes drawn from the same judge model, the true LC rate computed by Monte Carlo at f = 0.
+Then (``--coverage RUNS``, default 200; pure numpy) the LC intervals' coverage on simulated runs of
+known truth, in scenarios (a) a length-blind judge with a system always 1.5x longer (exactly, or spread
+by a log-sd of 0.15), (b) a length-biased judge with a system always longer (exactly 1.5x, or 1.1-2.5x),
+(c) overlapping lengths (2x and 1x with a log-sd of 0.5) and (d) tiny samples (20-60 questions). Per
+question: reference words log-normal as LFRQA's, the system's words the reference's times the scenario's
+ratio, quality ~ N(quality, NOISE^2), the verdict from the judge model above. The true LC rate is the win
+(win+tie) probability at equal length under that model (:func:`true_lc_rates`). Printed per scenario: the
+share of runs reported not identifiable and, among the others, the coverage of the 95% intervals; also the
+coverage and how often the interval holds the raw rate with the support check off.
 
-    python benchmarks/length_control.py [--questions 600] [--bias 2.0] [--coverage 200]
+    python benchmarks/length_control.py [--questions 600] [--bias 3.0] [--coverage 200] [--slope-prior-sd 3]
+    python benchmarks/length_control.py --quick          # seconds: small sizes, for CI
+    python benchmarks/length_control.py --skip-server    # only the simulated scenarios
 """
 
 from __future__ import annotations
@@ -36,6 +45,7 @@ import random
 import re
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -44,7 +54,7 @@ import _setup  # noqa: F401 - this checkout first on sys.path, and $LFRQA_DATA_D
 import lfrqa  # noqa: E402
 from metric_arena import JudgeConfig, RunConfig, judge_pairs  # noqa: E402
 from metric_arena.report import build_leaderboard  # noqa: E402
-from metric_arena.stats import length_controlled_rates  # noqa: E402
+from metric_arena.stats import LengthControl, length_controlled_rates  # noqa: E402
 from tests.openai_server import OpenAIServer  # noqa: E402
 
 SYSTEMS = {"concise": (0.3, 1.0, 0.2), "verbose": (0.3, 2.0, 0.5), "better": (1.3, 1.0, 0.2)}
@@ -114,43 +124,111 @@ def judge_all(rows: dict, answers: dict, *, server: OpenAIServer, root: Path) ->
     return folders
 
 
-def coverage(n_runs: int, n: int, bias: float, seed: int, n_boot: int) -> dict:
-    """Share of simulated runs whose LC win / win+tie interval holds the true LC rate (per system)."""
+#: Simulated reference lengths: log-normal with LFRQA's log-mean and log-sd (14,020 answers: 4.10, 0.77).
+REF_LOG_MEAN, REF_LOG_SD = 4.10, 0.77
+DOMAINS = ("fiqa", "science", "writing")
+
+
+def _ratio_exact(value: float):
+    return lambda rng, n: np.full(n, value)
+
+
+def _ratio_lognormal(centre: float, sd: float):
+    return lambda rng, n: centre * np.exp(rng.normal(0, sd, n))
+
+
+def _ratio_loguniform(low: float, high: float):
+    return lambda rng, n: np.exp(rng.uniform(np.log(low), np.log(high), n))
+
+
+#: name -> (judge length bias, system quality, answer/reference length ratio per question, questions).
+SCENARIOS = {
+    "a  blind judge, always 1.5x": (0.0, 0.3, _ratio_exact(1.5), 120),
+    "a' blind judge, 1.5x (log-sd 0.15)": (0.0, 0.3, _ratio_lognormal(1.5, 0.15), 120),
+    "b  biased judge, always 1.5x": (3.0, 0.3, _ratio_exact(1.5), 200),
+    "b' biased judge, 1.1-2.5x": (3.0, 0.3, _ratio_loguniform(1.1, 2.5), 200),
+    "c  biased judge, 2x (log-sd 0.5)": (3.0, 0.3, _ratio_lognormal(2.0, 0.5), 300),
+    "c' biased judge, 1x (log-sd 0.5)": (3.0, 0.3, _ratio_lognormal(1.0, 0.5), 300),
+    "d  tiny: 20 questions": (3.0, 0.3, _ratio_lognormal(1.0, 0.5), 20),
+    "d  tiny: 40 questions": (3.0, 0.3, _ratio_lognormal(1.0, 0.5), 40),
+    "d  tiny: 60 questions, weak": (3.0, -1.0, _ratio_lognormal(1.0, 0.5), 60),
+    "d  tiny: 60 questions, 1.5x": (3.0, 0.3, _ratio_lognormal(1.5, 0.3), 60),
+}
+
+
+def true_lc_rates(quality: float) -> tuple[float, float]:
+    """The win and win+tie probabilities at equal length (f = 0) under the simulation's model: per
+    question, quality ~ N(quality, NOISE^2) plus the judge's logistic noise, a win above TIE and a loss
+    below -TIE (Gauss-Hermite over quality; exact to ~1e-10)."""
+    nodes, weights = np.polynomial.hermite_e.hermegauss(80)
+    q = quality + NOISE * nodes
+    weights = weights / weights.sum()
+    return float(weights @ (1 / (1 + np.exp(-(q - TIE))))), float(weights @ (1 / (1 + np.exp(-(q + TIE)))))
+
+
+def coverage(n_runs: int, seed: int, n_boot: int, control: LengthControl, quick: bool) -> dict:
+    """Per scenario: the share of simulated runs reported not identifiable, and among the others the
+    share whose LC win / win+tie interval holds the true LC rate (also over every run, as if the
+    support check were off). Outcomes are drawn from the judge model above (pure numpy). At least
+    ``n_runs`` runs, and more (up to 10x) until ``n_runs`` of them report an LC rate."""
     rng = np.random.default_rng(seed)
-    ds = lfrqa.load("all")
-    ref_words = np.array([len(a.split()) for a in ds["answer"]], dtype=float)
-    domains_all = np.array(ds["domain"])
+    forced = replace(control, min_near=0)
     out = {}
-    for name, (quality, ratio, _) in SYSTEMS.items():
-        hits = np.zeros(2)
-        for _ in range(n_runs):
-            idx = rng.choice(len(ref_words), size=n, replace=False)
-            lr = ref_words[idx]
-            ls = np.maximum(3, np.round(lr * ratio * np.exp(rng.normal(0, LENGTH_SPREAD, n))))
+    for name, (bias, quality, ratio, n) in SCENARIOS.items():
+        n = min(n, 60) if quick else n
+        truth = true_lc_rates(quality)
+        rows = []
+        while len(rows) < n_runs or (0 < sum(r[0] for r in rows) < n_runs and len(rows) < 10 * n_runs):
+            lr = np.maximum(2, np.round(np.exp(rng.normal(REF_LOG_MEAN, REF_LOG_SD, n))))
+            ls = np.maximum(2, np.round(lr * ratio(rng, n)))
             f = (ls - lr) / (ls + lr)
-            q = quality + rng.normal(0, NOISE, n)
-            score = q + bias * f + rng.logistic(size=n)
+            score = quality + rng.normal(0, NOISE, n) + bias * f + rng.logistic(size=n)
             outcomes = np.where(score > TIE, "win", np.where(score < -TIE, "loss", "tie"))
-            # Truth: the same questions at f = 0, quality noise and judge noise integrated out (Monte Carlo).
-            sim = quality + rng.normal(0, NOISE, (400, n)) + rng.logistic(size=(400, n))
-            truth = ((sim > TIE).mean(), (sim >= -TIE).mean())
-            res = length_controlled_rates(list(outcomes), f, domains=list(domains_all[idx]), n_boot=n_boot,
-                                          seed=int(rng.integers(1 << 30)))
-            for k, key in enumerate(("lc_win_rate_ci", "lc_win_tie_rate_ci")):
-                low, high = res[key]
-                hits[k] += low <= truth[k] <= high
-        out[name] = {"lc_win_rate_coverage": hits[0] / n_runs, "lc_win_tie_rate_coverage": hits[1] / n_runs}
+            res = length_controlled_rates(list(outcomes), f, domains=list(rng.choice(DOMAINS, n)), n_boot=n_boot,
+                                          seed=int(rng.integers(1 << 30)), control=forced)
+            (lw, hw), (lt, ht) = res["lc_win_rate_ci"], res["lc_win_tie_rate_ci"]
+            rows.append((res["n_near_equal_length"] >= control.min_near, lw <= truth[0] <= hw, lt <= truth[1] <= ht,
+                         hw - lw, lw <= res["win_rate"] <= hw))
+        rows = np.array(rows, dtype=float)
+        shown = rows[rows[:, 0] == 1]
+        out[name] = {"n": n, "truth": truth, "runs": len(rows), "reported": int(rows[:, 0].sum()),
+                     "not_identifiable": 1 - rows[:, 0].mean(),
+                     "coverage_win": shown[:, 1].mean() if len(shown) else None,
+                     "coverage_win_tie": shown[:, 2].mean() if len(shown) else None,
+                     "median_width_win": float(np.median(shown[:, 3])) if len(shown) else None,
+                     "coverage_win_unchecked": rows[:, 1].mean(), "coverage_win_tie_unchecked": rows[:, 2].mean(),
+                     "holds_raw_unchecked": rows[:, 4].mean()}
     return out
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--questions", type=int, default=600)
-    parser.add_argument("--bias", type=float, default=3.0, help="the judge's log-odds per unit of (L1-L2)/(L1+L2)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--n-boot", type=int, default=1000)
-    parser.add_argument("--coverage", type=int, default=0, metavar="RUNS", help="simulated runs for LC coverage")
-    args = parser.parse_args()
+def print_coverage(cov: dict, n_runs: int, seconds: float, control: LengthControl) -> bool:
+    """The coverage table; True when every scenario where LC is reported covers >= 90%."""
+    print(f"LC 95% interval coverage of the true LC rate, >= {n_runs} simulated runs per scenario ({seconds:.0f} s; "
+          f"slope prior sd {control.slope_prior_sd}, LC reported when >= {control.min_near} questions lie within "
+          "0.8-1.25x):")
+    pct = lambda v: "–" if v is None else f"{v * 100:.1f}"  # noqa: E731
+    print(f"  {'scenario':<37}{'n':>4}{'runs':>6}{'true LC win/w+t':>17}{'not ident.':>11}{'cov win':>8}{'cov w+t':>8}"
+          f"{'width':>6}{'unchecked: cov win/w+t, holds raw':>35}")
+    ok = True
+    for name, c in cov.items():
+        print(f"  {name:<37}{c['n']:>4}{c['runs']:>6}{pct(c['truth'][0]):>9}/{pct(c['truth'][1]):<7}"
+              f"{pct(c['not_identifiable']):>10}%"
+              f"{pct(c['coverage_win']):>8}{pct(c['coverage_win_tie']):>8}{pct(c['median_width_win']):>6}"
+              f"{pct(c['coverage_win_unchecked']):>17}/{pct(c['coverage_win_tie_unchecked'])}, "
+              f"{pct(c['holds_raw_unchecked'])}")
+        ok &= all(v is None or v >= 0.90 for v in (c["coverage_win"], c["coverage_win_tie"]))
+    return ok
+
+
+def _lc(e: dict, key: str) -> str:
+    if e[key] is None:
+        return f"{'not identifiable':>22}"
+    low, high = e[f"{key}_ci"]
+    return f"{e[key] * 100:>8.1f} [{low * 100:.1f}, {high * 100:.1f}]"
+
+
+def server_scenario(args: argparse.Namespace) -> bool:
+    """The judge of known bias behind the real HTTP stack; prints the leaderboard's figures and checks."""
     rows, answers = build(args.questions, args.seed)
     started = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp, OpenAIServer(biased_judge(args.bias)) as server:
@@ -164,14 +242,15 @@ def main() -> int:
           f"{'LC win+tie % [CI]':>22}{'coef':>6}{'rating':>8}{'style-ctrl':>11}")
     for name in SYSTEMS:
         e = entries[name]
-        ci, ci2 = e["lc_win_rate_ci"], e["lc_win_tie_rate_ci"]
         print(f"{name:<9}{e['avg_words']:>6.0f}{e['p_longer_wins'] * 100:>11.1f}%{e['win_rate'] * 100:>7.1f}"
-              f"{e['lc_win_rate'] * 100:>8.1f} [{ci[0] * 100:.1f}, {ci[1] * 100:.1f}]"
-              f"{e['win_tie_rate'] * 100:>10.1f}{e['lc_win_tie_rate'] * 100:>8.1f} [{ci2[0] * 100:.1f}, "
-              f"{ci2[1] * 100:.1f}]{e['length_coef_win']:>6.2f}{e['rating']:>8.0f}{e['style_controlled_rating']:>11.0f}")
+              f"{_lc(e, 'lc_win_rate')}{e['win_tie_rate'] * 100:>10.1f}{_lc(e, 'lc_win_tie_rate')}"
+              f"{e['length_coef_win']:>6.2f}{e['rating']:>8.0f}{e['style_controlled_rating']:>11.0f}")
     print("style coefficients (log-odds per SD):",
           {k: round(v, 3) for k, v in board.length["style_coefficients"].items()})
     c, v, b = entries["concise"], entries["verbose"], entries["better"]
+    if any(e["lc_win_rate"] is None for e in (c, v, b)):
+        print("[FAIL] an LC rate is not identifiable: the checks need all three")
+        return False
     raw_gap, lc_gap = v["win_rate"] - c["win_rate"], v["lc_win_rate"] - c["lc_win_rate"]
     plain_gap = abs(v["rating"] - c["rating"])
     style_gap = abs(v["style_controlled_rating"] - c["style_controlled_rating"])
@@ -189,14 +268,42 @@ def main() -> int:
         print(f"[{'ok' if ok else 'FAIL'}] {text}")
     for warning in board.warnings:
         print("warning:", warning)
+    return all(checks.values())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--questions", type=int, default=600, help="questions of the local-server scenario")
+    parser.add_argument("--bias", type=float, default=3.0, help="the judge's log-odds per unit of (L1-L2)/(L1+L2)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--n-boot", type=int, default=1000)
+    parser.add_argument("--coverage", type=int, default=200, metavar="RUNS",
+                        help="simulated runs per coverage scenario (0: none)")
+    parser.add_argument("--slope-prior-sd", type=float, default=LengthControl().slope_prior_sd,
+                        help="the length slope prior's sd in the coverage scenarios (the package's default)")
+    parser.add_argument("--min-near", type=int, default=LengthControl().min_near,
+                        help="questions near equal length needed to report an LC rate, in the coverage scenarios")
+    parser.add_argument("--skip-server", action="store_true", help="only the simulated coverage scenarios")
+    parser.add_argument("--quick", action="store_true",
+                        help="seconds, for CI: 150 questions, 100 bootstrap rounds, 20 runs per scenario (<= 60 "
+                             "questions each)")
+    args = parser.parse_args()
+    if args.quick:
+        args.questions, args.n_boot, args.coverage = min(args.questions, 150), min(args.n_boot, 100), min(
+            args.coverage, 20)
+    ok = True if args.skip_server else server_scenario(args)
     if args.coverage:
+        control = LengthControl(slope_prior_sd=args.slope_prior_sd, min_near=args.min_near)
         t = time.monotonic()
-        cov = coverage(args.coverage, args.questions, args.bias, args.seed + 1, n_boot=200)
-        print(f"LC 95% interval coverage over {args.coverage} simulated runs ({time.monotonic() - t:.0f} s):")
-        for name, block in cov.items():
-            print(f"  {name:<9} win {block['lc_win_rate_coverage'] * 100:.1f}%  win+tie "
-                  f"{block['lc_win_tie_rate_coverage'] * 100:.1f}%")
-    return 0 if all(checks.values()) else 1
+        cov = coverage(args.coverage, args.seed + 1, n_boot=min(args.n_boot, 200), control=control, quick=args.quick)
+        covered = print_coverage(cov, args.coverage, time.monotonic() - t, control)
+        if args.quick:  # 20 runs per scenario cannot show 90%
+            print(f"[{'ok' if covered else 'not checked'}] coverage >= 90% in every scenario where LC is reported "
+                  "(--quick: too few runs to check)")
+        else:
+            print(f"[{'ok' if covered else 'FAIL'}] coverage >= 90% in every scenario where LC is reported")
+            ok &= covered
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -118,7 +118,8 @@ def length_report(verdicts: Sequence[Mapping], *, n_boot: int = 1000, seed: int 
 
     The fields of :func:`metric_arena.stats.length_views` and of
     :func:`metric_arena.stats.length_controlled_rates` (``lc_win_rate(_ci)``, ``lc_win_tie_rate(_ci)``,
-    ``length_coef_win``, ``length_coef_win_tie``, ``warning``), plus ``avg_tokens``,
+    ``lc_note`` when they are not identifiable, ``n_near_equal_length``, ``length_coef_win(_ci)``,
+    ``length_coef_win_tie(_ci)``, ``length_coef_significant``, ``warning``), plus ``avg_tokens``,
     ``reference_avg_tokens`` and ``n_with_lengths``; verdicts without styles are left out.
     """
     rows = [v for v in verdicts if has_style(v)]

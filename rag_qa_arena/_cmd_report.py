@@ -329,7 +329,9 @@ def length_table(board):
         return None
     table = Table(title=f"Length: {board.reference} answers {decimal(view['reference_avg_words'], 0)} words on "
                         "average", caption="Win % by length ratio to the reference answer (<0.8x, 0.8-1.25x, "
-                        ">1.25x); LC: length-controlled rates (same length as the reference), interval below; "
+                        ">1.25x); LC: length-controlled rates (same length as the reference), interval below; \"not "
+                        "id.\": not identifiable, fewer than 10 questions lie near equal length (0.8-1.25x; reason "
+                        "in the warnings); "
                         "coef: log-odds of a win per unit of (Ls-Lr)/(Ls+Lr); style-controlled rating: "
                         f"Bradley-Terry with {', '.join(view.get('style_features') or ['no'])} differences held "
                         f"equal ({view.get('style_feature_set', 'words')} set)")
@@ -343,9 +345,18 @@ def length_table(board):
         style = e.get("style_controlled_rating")
         table.add_row(Text(e["system"]), decimal(e["avg_words"], 0), percent(e.get("p_longer_wins")),
                       *(percent((bins.get(b) or {}).get("win_rate")) for b in ("shorter", "similar", "longer")),
-                      _rate(e, "lc_win_rate", count=False), _rate(e, "lc_win_tie_rate", count=False),
+                      *(_lc_rate(e, key) for key in ("lc_win_rate", "lc_win_tie_rate")),
                       decimal(e.get("length_coef_win"), 2), "–" if style is None else f"{style:.0f}")
     return table
+
+
+def _lc_rate(entry: dict, key: str):
+    """An LC rate with its interval, or "not identifiable" (dim) when the report gives its reason."""
+    from rich.text import Text
+
+    if entry.get(key) is None and entry.get("lc_note"):
+        return Text(f"not id.\n{entry.get('n_near_equal_length') or 0} near", style="dim")
+    return _rate(entry, key, count=False)
 
 
 def question_sets_table(board):

@@ -109,7 +109,9 @@ def test_length_controlled_rates_take_back_the_verbose_gain(biased_runs):
     assert b["lc_win_rate"] - c["lc_win_rate"] >= 0.10
     assert v["avg_words"] > 1.6 * c["avg_words"] and v["p_longer_wins"] > 0.6 and v["length_coef_win"] > 1
     assert e["LFRQA"]["avg_words"] == pytest.approx(board.length["reference_avg_words"])
-    assert any(w.startswith("verbose: length-controlled win rate differs") for w in board.warnings)
+    [moved] = [w for w in board.warnings if w.startswith("verbose: its win rate moves by")]
+    assert "when lengths are equalised; the judge's verdicts favour the longer answer" in moved
+    assert v["length_coef_significant"] and v["lc_note"] is None
     assert abs(v["style_controlled_rating"] - c["style_controlled_rating"]) < abs(v["rating"] - c["rating"])
     assert board.length["style_coefficients"]["length"] > 0
 

@@ -381,8 +381,9 @@ def _no_answer_view(board: Leaderboard, loaded: list[Run], reference_runs: dict[
 
 #: Bootstrap rounds of the style-controlled fit at most (one fit per round over every battle).
 STYLE_ROUNDS = 200
-LENGTH_KEYS = ("avg_words", "reference_avg_words", "p_longer_wins", "lc_win_rate", "lc_win_rate_ci",
-               "lc_win_tie_rate", "lc_win_tie_rate_ci", "length_coef_win", "length_coef_win_tie")
+LENGTH_KEYS = ("avg_words", "reference_avg_words", "p_longer_wins", "n_near_equal_length", "lc_win_rate",
+               "lc_win_rate_ci", "lc_win_tie_rate", "lc_win_tie_rate_ci", "lc_note", "length_coef_win",
+               "length_coef_win_ci", "length_coef_win_tie", "length_coef_win_tie_ci", "length_coef_significant")
 
 
 def _length_views(board: Leaderboard, loaded: list[Run], reference_runs: dict[str, Run], stats: dict,
@@ -411,8 +412,9 @@ def _length_views(board: Leaderboard, loaded: list[Run], reference_runs: dict[st
         block = reports.get(entry["system"])
         if block is not None and block["avg_words"] is not None:
             entry.update({k: block[k] for k in LENGTH_KEYS}, length=block)
-            if block["warning"]:
-                board.warnings.append(f"{entry['system']}: {block['warning']} (its judge's verdicts depend on length)")
+            for note in (block["warning"], block["lc_note"] and f"length-controlled rates {block['lc_note']}"):
+                if note:
+                    board.warnings.append(f"{entry['system']}: {note}")
         elif entry["system"] == board.reference and reference_words:
             entry["avg_words"] = sum(reference_words.values()) / len(reference_words)
         rating = fit["ratings"].get(entry["system"])

@@ -23,12 +23,12 @@ from metric_arena.stats._agreement import (
 from metric_arena.stats._correlation import kendall_tau, spearman_rho
 from metric_arena.stats._length import (
     LENGTH_BINS,
-    length_controlled_rates,
     length_views,
     logistic_fit,
     normalized_difference,
     style_controlled_bradley_terry,
 )
+from metric_arena.stats._length_control import LengthControl, length_controlled_rates
 from metric_arena.stats._paired import paired_comparison, sign_test
 from metric_arena.stats._rates import bootstrap_interval, percentile_interval, summarize
 from metric_arena.stats._ratings import (
@@ -58,6 +58,7 @@ __all__ = [
     "SCALE",
     "BattleCounts",
     "IntervalStopper",
+    "LengthControl",
     "RoundPlan",
     "SequentialRanking",
     "agreement",

@@ -1,25 +1,13 @@
-"""Length and style: descriptive views, length-controlled win rates and style-controlled Bradley–Terry.
-
-Length-controlled (LC) rates follow AlpacaEval 2's idea (a per-system fit with the length term set
-to 0), on pairs judged against a human reference whose length varies per question:
-
-* ``f = (L_sys - L_ref) / (L_sys + L_ref)`` in whitespace words, between -1 and 1 (0: same length);
-* two logistic fits of the system's outcomes, ``win`` vs not and ``win or tie`` vs ``loss``, each on
-  ``[1, f, domain indicators, no-answer indicator]`` (refusals are short and lose: the indicator keeps
-  them from reading as length bias);
-* the LC rate is the mean predicted probability over the system's questions with ``f`` set to 0
-  (domains and no-answer flags as observed); intervals come from a seeded bootstrap over questions.
-
-Each system is fitted on its own pairs, so adding systems never moves another system's figure.
+"""Length and style: descriptive views and style-controlled Bradley–Terry (length-controlled win rates
+live in :mod:`metric_arena.stats._length_control`).
 
 Style-controlled ratings follow Arena-Hard's ``--control-features``: the Bradley–Terry design matrix
 (``+1`` for the first player, ``-1`` for the second) gains the normalised differences of length and
 markdown between the two answers (standardised), and the players' coefficients are the ratings with
 style held equal. Pure numpy.
 
->>> rates = length_controlled_rates(["win", "loss"] * 20, [0.3, -0.3] * 20, n_boot=20)
->>> rates["win_rate"], round(rates["lc_win_rate"], 1), rates["length_coef_win"] > 1
-(0.5, 0.5, True)
+>>> normalized_difference([30, 0], [10, 0]).tolist()
+[0.5, 0.0]
 """
 
 from __future__ import annotations
@@ -32,8 +20,7 @@ import numpy as np
 from lfrqa.errors import RagQaArenaError
 from metric_arena.stats._rates import percentile_interval
 
-__all__ = ["LENGTH_BINS", "length_controlled_rates", "length_views", "logistic_fit",
-           "normalized_difference", "style_controlled_bradley_terry"]
+__all__ = ["LENGTH_BINS", "length_views", "logistic_fit", "normalized_difference", "style_controlled_bradley_terry"]
 
 #: Length ratio bins (system words / reference words): shorter than 0.8x, 0.8-1.25x, longer than 1.25x.
 LENGTH_BINS = (("shorter", 0.0, 0.8), ("similar", 0.8, 1.25), ("longer", 1.25, math.inf))
@@ -69,76 +56,6 @@ def logistic_fit(x: np.ndarray, y: np.ndarray, *, weights: np.ndarray | None = N
 
 def _sigmoid(z: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-np.clip(z, -30, 30)))
-
-
-def _design(f: np.ndarray, domains: Sequence[str] | None, no_answer: np.ndarray) -> np.ndarray:
-    columns = [np.ones_like(f), f]
-    if domains is not None:
-        names = sorted(set(domains))
-        columns += [np.array([d == name for d in domains], dtype=float) for name in names[1:]]
-    if no_answer.any():
-        columns.append(no_answer.astype(float))
-    return np.column_stack(columns)
-
-
-def _lc_fit(x: np.ndarray, win: np.ndarray, win_tie: np.ndarray,
-            starts: tuple[np.ndarray | None, np.ndarray | None] = (None, None)) -> tuple[tuple, list[np.ndarray]]:
-    """((lc_win, lc_win_tie, win length coefficient, win+tie length coefficient), both fits' coefficients)
-    on one (re)sample."""
-    at_zero = x.copy()
-    at_zero[:, 1] = 0.0
-    out, betas = [], []
-    for y, start in zip((win, win_tie), starts):
-        beta = logistic_fit(x, y, start=start)
-        betas.append(beta)
-        out.append((float(_sigmoid(at_zero @ beta).mean()), float(beta[1])))
-    return (out[0][0], out[1][0], out[0][1], out[1][1]), betas
-
-
-def length_controlled_rates(outcomes: Sequence[str | None], f: Sequence[float], *,
-                            domains: Sequence[str] | None = None, no_answer: Sequence[bool] | None = None,
-                            n_boot: int = 1000, seed: int = 0, confidence: float = 0.95) -> dict:
-    """Raw and length-controlled win and win+tie rates of one system against the reference.
-
-    ``outcomes``: the system's outcomes (``None`` for failed pairs, left out); ``f``: the normalised
-    length difference of each pair; ``domains``/``no_answer``: per pair. Returns ``n``, ``win_rate``,
-    ``win_tie_rate``, ``lc_win_rate``, ``lc_win_tie_rate`` with ``_ci`` (bootstrap over questions),
-    ``length_coef_win`` and ``length_coef_win_tie`` (log-odds per unit of ``f``) and ``warning`` (when
-    an LC rate differs from the raw one by more than 10 points; else None).
-    """
-    if len(f) != len(outcomes):
-        raise RagQaArenaError(f"length_controlled_rates: {len(outcomes)} outcomes but {len(f)} length differences; "
-                              "give one per pair")
-    keep = [k for k, o in enumerate(outcomes) if o is not None]
-    out = np.array([outcomes[k] for k in keep], dtype=object)
-    empty = {"n": len(keep), "win_rate": None, "win_tie_rate": None, "lc_win_rate": None, "lc_win_rate_ci": None,
-             "lc_win_tie_rate": None, "lc_win_tie_rate_ci": None, "length_coef_win": None,
-             "length_coef_win_tie": None, "warning": None}
-    if len(keep) < 2:
-        return empty
-    f_arr = np.array([float(f[k]) for k in keep])
-    doms = None if domains is None else [str(domains[k]) for k in keep]
-    flags = np.zeros(len(keep), bool) if no_answer is None else np.array([bool(no_answer[k]) for k in keep])
-    x = _design(f_arr, doms, flags)
-    win = (out == "win").astype(float)
-    win_tie = (out != "loss").astype(float)
-    (lc_win, lc_win_tie, coef_win, coef_win_tie), betas = _lc_fit(x, win, win_tie)
-    rng = np.random.default_rng(seed)
-    boots = np.array([_lc_fit(x[idx], win[idx], win_tie[idx], tuple(betas))[0][:2]
-                      for idx in (rng.integers(0, len(keep), len(keep)) for _ in range(n_boot))]).reshape(-1, 2)
-    result = {**empty, "win_rate": float(win.mean()), "win_tie_rate": float(win_tie.mean()),
-              "lc_win_rate": lc_win, "lc_win_tie_rate": lc_win_tie,
-              "lc_win_rate_ci": _holding(percentile_interval(boots[:, 0], confidence), lc_win) if n_boot else None,
-              "lc_win_tie_rate_ci": (_holding(percentile_interval(boots[:, 1], confidence), lc_win_tie)
-                                     if n_boot else None),
-              "length_coef_win": coef_win, "length_coef_win_tie": coef_win_tie}
-    gaps = [(name, lc - raw) for name, lc, raw in (("win", lc_win, result["win_rate"]),
-                                                   ("win+tie", lc_win_tie, result["win_tie_rate"]))
-            if abs(lc - raw) > 0.10]
-    if gaps:
-        result["warning"] = "; ".join(f"length-controlled {name} rate differs from the raw one by {gap * 100:+.1f} "
-                                      "points" for name, gap in gaps)
-    return result
 
 
 def _holding(interval: list[float], estimate: float) -> list[float]:
