@@ -186,6 +186,7 @@ def test_run_folders_voted_by_the_older_rule_are_re_voted_when_read(tmp_path):
     winners = {r["qid"]: r["winner"] for r in battle_rows([run])}
     assert [winners[f"q{i}"] == "tie" for i in range(n)] == [o == "tie" for o in authors]
     shutil.copytree(tmp_path / "run", tmp_path / "again")
-    card, _ = build_card(reference=[tmp_path / "run"], candidate=[tmp_path / "again"], n_boot=20)
+    card, _ = build_card(reference=[tmp_path / "run"], candidate=[tmp_path / "again"], n_boot=20,
+                         allow_same_judge=True)  # a copy of the run: the same judge on purpose
     assert card["agreement"] == 1.0
     assert card["win_rate_shift"]["sys"]["reference_win_rate"] == pytest.approx(authors.count("win") / n)
