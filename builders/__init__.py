@@ -2,7 +2,15 @@
 as ``datasets``, Hub-ready export, and the package's one Hub upload."""
 
 from lfrqa.exports import export_names
-from builders._card import BENCHMARK_FILE, benchmark_tasks, eval_yaml, render_card
+from builders._card import (
+    BENCHMARK_FILE,
+    EVALUATION_FRAMEWORK,
+    FRAMEWORK_ENTRY,
+    benchmark_tasks,
+    check_eval_yaml,
+    eval_yaml,
+    render_card,
+)
 from builders._documents import (
     CORPUS_DOCUMENTS,
     CORPUS_DOMAINS,
@@ -34,9 +42,12 @@ __all__ = [
     "BENCHMARK_FILE",
     "CORPUS_DOCUMENTS",
     "CORPUS_DOMAINS",
+    "EVALUATION_FRAMEWORK",
+    "FRAMEWORK_ENTRY",
     "SecretFoundError",
     "benchmark_tasks",
     "check_domain_split",
+    "check_eval_yaml",
     "check_hub_access",
     "corpus_sizes",
     "check_repo_id",

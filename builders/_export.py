@@ -1,5 +1,5 @@
 """A Hub-ready folder of LFRQA: Parquet files per config and split, a README dataset card and
-``eval.yaml`` (the Hub Benchmark file: one Inspect AI task per config).
+``eval.yaml`` (the Hub Benchmark file: one task per config).
 
 ``datasets.load_dataset(folder, "fiqa", split="test")`` works on the result with no project
 code installed: the card's YAML ``configs:`` lists the data files of every config.
@@ -12,7 +12,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import lfrqa
-from builders._card import BENCHMARK_FILE, eval_yaml, render_card
+from builders._card import BENCHMARK_FILE, render_card
+from builders._card import eval_yaml as benchmark_file
 from lfrqa.errors import RagQaArenaError
 
 _SPLIT_FILE = {"test": "test", "dev": "validation"}
@@ -26,11 +27,12 @@ def export_dataset(
     corpora: bool = True,
     progress: Callable[[str], None] | None = None,
     corpus_dir: str | os.PathLike | None = None,
+    eval_yaml: bool = True,
 ) -> Path:
     """Write LFRQA (and, where the raw files are available, its passage corpora) to ``out``.
 
     LFRQA's files come from ``data_dir``; the raw corpora from ``corpus_dir`` (default: ``data_dir``,
-    as before there was a flag of their own).
+    as before there was a flag of their own). ``eval_yaml=False`` writes no ``eval.yaml``.
 
     ``out`` must not exist or be an empty folder. Returns the folder.
 
@@ -74,7 +76,8 @@ def export_dataset(
                 say(f"{domain} corpus: {len(corpus_files)} file(s)")
 
     (out / "README.md").write_text(render_card(configs), encoding="utf-8")
-    (out / BENCHMARK_FILE).write_text(eval_yaml(configs), encoding="utf-8")
+    if eval_yaml:
+        (out / BENCHMARK_FILE).write_text(benchmark_file(configs), encoding="utf-8")
     return out
 
 

@@ -35,6 +35,8 @@ def register(subparsers) -> None:
     export.add_argument("--no-corpora", action="store_true", help="skip the passage corpora even if raw files exist")
     export.add_argument("--corpus-dir", metavar="DIR",
                         help="raw RobustQA corpora to export as passages (default: the --data-dir folder)")
+    export.add_argument("--no-eval-yaml", action="store_true",
+                        help="write no eval.yaml (the Hub Benchmark file) into the folder")
     export.set_defaults(func=_export)
 
     push = commands.add_parser(
@@ -57,6 +59,9 @@ def register(subparsers) -> None:
     data_dir_flag(push)
     push.add_argument("--corpus-dir", metavar="DIR",
                       help="raw RobustQA corpora to export as passages (default: the --data-dir folder)")
+    push.add_argument("--no-eval-yaml", action="store_true",
+                      help="leave eval.yaml out of the push (by default it goes up; if the Hub refuses it, the "
+                           "data goes up without it and one line says why)")
     push.set_defaults(func=_push)
 
     stats = commands.add_parser(
@@ -84,27 +89,37 @@ def _export(args: argparse.Namespace) -> int:
     console = Console(stderr=True)
     with console.status("Exporting LFRQA…"):
         folder = export_dataset(args.out, data_dir=args.data_dir, corpora=not args.no_corpora, progress=console.log,
-                                corpus_dir=args.corpus_dir)
+                                corpus_dir=args.corpus_dir, eval_yaml=not args.no_eval_yaml)
     print(folder)
     return 0
 
 
 def _push(args: argparse.Namespace) -> int:
-    from builders import check_hub_access, check_repo_id, export_dataset, push_dataset, write_dry_run
+    from builders import (
+        BENCHMARK_FILE,
+        check_hub_access,
+        check_repo_id,
+        export_dataset,
+        push_dataset,
+        write_dry_run,
+    )
 
     check_repo_id(args.repo_id)
+    export = {"data_dir": args.data_dir, "corpus_dir": args.corpus_dir, "eval_yaml": not args.no_eval_yaml}
     if args.dry_run:
-        source = args.folder or export_dataset(args.dry_run, data_dir=args.data_dir, corpus_dir=args.corpus_dir)
-        files = write_dry_run(source, args.dry_run, what=f"to {args.repo_id}")
+        source = args.folder or export_dataset(args.dry_run, **export)
+        files = write_dry_run(source, args.dry_run, what=f"to {args.repo_id}",
+                              leave_out=[BENCHMARK_FILE] if args.no_eval_yaml else [])
         print(f"Wrote {len(files)} files to {args.dry_run} (nothing uploaded): {', '.join(files)}", file=sys.stderr)
         return 0
     token = check_hub_access(args.repo_id, token_from_env=args.token_from_env)
-    options = {"private": args.private, "token": token, "commit_message": args.message}
+    options = {"private": args.private, "token": token, "commit_message": args.message,
+               "eval_yaml": not args.no_eval_yaml, "on_note": lambda line: print(line, file=sys.stderr)}
     if args.folder:
         print(push_dataset(args.folder, args.repo_id, **options))
         return 0
     with tempfile.TemporaryDirectory() as tmp:
-        folder = export_dataset(f"{tmp}/lfrqa", data_dir=args.data_dir, corpus_dir=args.corpus_dir)
+        folder = export_dataset(f"{tmp}/lfrqa", **export)
         print(push_dataset(folder, args.repo_id, **options))
     return 0
 
