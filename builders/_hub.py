@@ -28,6 +28,7 @@ __all__ = [
     "folder_files",
     "hub_download_errors",
     "hub_errors",
+    "hub_secrets",
     "push_dataset",
     "resolve_token",
     "upload_files",

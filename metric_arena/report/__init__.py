@@ -7,10 +7,14 @@ from metric_arena.report._battles import battle_rows, write_battles
 from metric_arena.report._compare import compare_runs
 from metric_arena.report._eval_results import (
     EVAL_RESULTS_DIR,
+    ResultPin,
     build_eval_result_files,
     eval_result_entries,
+    hub_user,
+    judge_tag,
     push_eval_results,
     read_benchmark,
+    task_coverage,
 )
 from metric_arena.report._leaderboard import Leaderboard, build_leaderboard
 from metric_arena.report._no_answer import no_answer_analysis
@@ -28,6 +32,7 @@ __all__ = [
     "EVAL_RESULTS_DIR",
     "REFERENCE",
     "Leaderboard",
+    "ResultPin",
     "Run",
     "backfill_styles",
     "battle_rows",
@@ -37,6 +42,8 @@ __all__ = [
     "compare_runs",
     "dataset_card",
     "eval_result_entries",
+    "hub_user",
+    "judge_tag",
     "load_run",
     "load_runs",
     "no_answer_analysis",
@@ -44,6 +51,7 @@ __all__ = [
     "push_run",
     "read_benchmark",
     "retrieval_analysis",
+    "task_coverage",
     "verdicts_parquet",
     "write_battles",
     "write_report",
