@@ -37,6 +37,13 @@ from builders._hub import (
     write_dry_run,
 )
 from builders._passages import doc_id_of, iter_passages, split_passages
+from builders._retrieved import (
+    RETRIEVED_PREFIX,
+    export_retrieved,
+    resolve_retrieved,
+    retrieved_configs,
+    retrieved_section,
+)
 from builders._secrets import redact_secrets, shown_url
 
 __all__ = [
@@ -45,6 +52,7 @@ __all__ = [
     "CORPUS_DOMAINS",
     "EVALUATION_FRAMEWORK",
     "FRAMEWORK_ENTRY",
+    "RETRIEVED_PREFIX",
     "SecretFoundError",
     "benchmark_tasks",
     "check_domain_split",
@@ -56,6 +64,7 @@ __all__ = [
     "doc_id_of",
     "eval_yaml",
     "export_dataset",
+    "export_retrieved",
     "find_secrets",
     "folder_files",
     "hub_download_errors",
@@ -68,7 +77,10 @@ __all__ = [
     "push_dataset",
     "redact_secrets",
     "render_card",
+    "resolve_retrieved",
     "resolve_token",
+    "retrieved_configs",
+    "retrieved_section",
     "shown_url",
     "split_passages",
     "upload_files",

@@ -4,7 +4,8 @@ Benchmark file ``eval.yaml`` (the Hub's minimal form: this package's own framewo
 per LFRQA config), with :func:`check_eval_yaml`, the check of that file against the Hub's specification.
 
 >>> configs = {"fiqa": {"test": ["data/fiqa/test.parquet"]}, "all": {"test": ["data/fiqa/test.parquet"]},
-...            "fiqa_corpus": {"test": ["corpus/fiqa/passages-00000.parquet"]}}
+...            "fiqa_corpus": {"test": ["corpus/fiqa/passages-00000.parquet"]},
+...            "retrieved-bm25": {"test": ["retrieved/bm25/test.parquet"]}}
 >>> [task["id"] for task in benchmark_tasks(configs)]
 ['fiqa', 'all']
 """
@@ -81,9 +82,10 @@ def render_card(configs: dict[str, dict[str, list[str]]]) -> str:
 
 
 def benchmark_tasks(configs: dict[str, dict[str, list[str]]]) -> list[dict[str, str]]:
-    """One Benchmark task per config with a test split, each LFRQA domain and ``all`` (not the corpora)."""
+    """One Benchmark task per config with a test split, each LFRQA domain and ``all`` (not the corpora,
+    nor the retrieved passages)."""
     return [{"id": name, "config": name, "split": BENCHMARK_SPLIT} for name, splits in configs.items()
-            if BENCHMARK_SPLIT in splits and not name.endswith("_corpus")]
+            if BENCHMARK_SPLIT in splits and not name.endswith("_corpus") and not name.startswith("retrieved-")]
 
 
 def eval_yaml(configs: dict[str, dict[str, list[str]]]) -> str:

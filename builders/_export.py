@@ -8,11 +8,12 @@ code installed: the card's YAML ``configs:`` lists the data files of every confi
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 import lfrqa
 from builders._card import BENCHMARK_FILE, render_card
+from builders._retrieved import RETRIEVED_PREFIX, check_retrieved_name, export_retrieved, retrieved_section
 from builders._card import eval_yaml as benchmark_file
 from lfrqa.errors import RagQaArenaError
 
@@ -28,11 +29,16 @@ def export_dataset(
     progress: Callable[[str], None] | None = None,
     corpus_dir: str | os.PathLike | None = None,
     eval_yaml: bool = True,
+    retrieved: Mapping[str, str | os.PathLike] | None = None,
+    retrieved_index: Mapping[str, str | os.PathLike] | None = None,
 ) -> Path:
     """Write LFRQA (and, where the raw files are available, its passage corpora) to ``out``.
 
     LFRQA's files come from ``data_dir``; the raw corpora from ``corpus_dir`` (default: ``data_dir``,
     as before there was a flag of their own). ``eval_yaml=False`` writes no ``eval.yaml``.
+    ``retrieved``: ``{NAME: file written by retrieve --out}``, each added as config ``retrieved-NAME``
+    (:func:`builders.export_retrieved`), with the index folder ``retrieved_index[NAME]`` (its
+    manifest) named in the card when given.
 
     ``out`` must not exist or be an empty folder. Returns the folder.
 
@@ -42,6 +48,15 @@ def export_dataset(
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise FileExistsError(f"{out} exists and is not an empty folder: choose a new or empty folder to export into")
+    retrieved, retrieved_index = dict(retrieved or {}), dict(retrieved_index or {})
+    unknown = sorted(set(retrieved_index) - set(retrieved))
+    if unknown:
+        raise RagQaArenaError(f"--retrieved-index {unknown[0]}=... names no --retrieved {unknown[0]}=FILE")
+    for name, path in retrieved.items():
+        check_retrieved_name(name)
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"Retrieved file {path} (for --retrieved {name}=...) does not exist: write it "
+                                    "with `rag-qa-arena retrieve --out FILE`")
     chosen = tuple(domains) if domains is not None else lfrqa.DOMAINS
     for domain in chosen:
         if domain not in lfrqa.DOMAINS:
@@ -75,7 +90,14 @@ def export_dataset(
                 configs[f"{domain}_corpus"] = {"test": corpus_files}
                 say(f"{domain} corpus: {len(corpus_files)} file(s)")
 
-    (out / "README.md").write_text(render_card(configs), encoding="utf-8")
+    about = []
+    for name, path in retrieved.items():
+        configs[f"{RETRIEVED_PREFIX}{name}"], described = export_retrieved(name, path, out,
+                                                                           index=retrieved_index.get(name))
+        about.append(described)
+        say(f"retrieved {name}: {described['rows']} questions")
+
+    (out / "README.md").write_text(render_card(configs) + retrieved_section(about), encoding="utf-8")
     if eval_yaml:
         (out / BENCHMARK_FILE).write_text(benchmark_file(configs), encoding="utf-8")
     return out
