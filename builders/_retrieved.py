@@ -144,24 +144,46 @@ def retrieved_configs(folder: str | os.PathLike) -> dict[str, list[str]]:
     return found
 
 
-def resolve_retrieved(value: str | os.PathLike, *, dataset: str | os.PathLike | None = None) -> Path:
+def resolve_retrieved(value: str | os.PathLike, *, dataset: str | os.PathLike | None = None,
+                      revision: str | None = None) -> Path:
     """The file of retrieved passages ``value`` names: the file itself when it exists, else the
-    Parquet file of config ``retrieved-<value>`` of the exported dataset folder ``dataset``
-    (default: the current folder). Else a one-line error naming both ways."""
+    Parquet file of config ``retrieved-<value>`` of ``dataset``: an exported dataset folder (default:
+    the current folder), or a Hub dataset repo ``ORG/NAME`` that is not a local folder (downloaded at
+    ``revision``, default main, into the Hub cache). Else a one-line error naming both ways."""
     path = Path(value)
     if path.exists():
         return path
+    name = str(value).removeprefix(RETRIEVED_PREFIX)
+    if dataset is not None and not Path(dataset).exists() and str(dataset).count("/") == 1:
+        return _from_hub(str(value), name, str(dataset), revision)
     folder = Path(dataset) if dataset is not None else Path.cwd()
     configs = retrieved_configs(folder)
-    name = str(value).removeprefix(RETRIEVED_PREFIX)
-    if name in configs:
-        relpath = configs[name][0]
-        found = folder / relpath
+    if name in configs and configs[name]:
+        found = folder / configs[name][0]
         if not found.is_file():
-            raise FileNotFoundError(f"{folder}'s config {RETRIEVED_PREFIX}{name} lists {relpath}, which is missing")
+            raise FileNotFoundError(f"{folder}'s config {RETRIEVED_PREFIX}{name} lists {configs[name][0]}, which is "
+                                    "missing")
         return found
     has = ", ".join(configs) or "none"
     raise FileNotFoundError(f"Retrieved file {value} does not exist, and the dataset folder {folder} has no config "
                             f"{RETRIEVED_PREFIX}{name} (its retrieved configs: {has}): give a file written by "
                             "`rag-qa-arena retrieve --out`, or a NAME exported with `rag-qa-arena data export OUT "
                             "--retrieved NAME=FILE`")
+
+
+def _from_hub(value: str, name: str, repo_id: str, revision: str | None) -> Path:
+    """Config ``retrieved-<name>`` of the Hub dataset repo ``repo_id``: its card, then its file."""
+    from huggingface_hub import hf_hub_download
+
+    from builders._hub import check_repo_id, hub_download_errors
+
+    check_repo_id(repo_id)
+    with hub_download_errors(repo_id, revision):
+        readme = Path(hf_hub_download(repo_id, "README.md", repo_type="dataset", revision=revision))
+    configs = retrieved_configs(readme.parent)
+    if not configs.get(name):
+        at = f"{repo_id}@{revision}" if revision else repo_id
+        raise FileNotFoundError(f"Retrieved file {value} does not exist, and the Hub dataset {at} has no config "
+                                f"{RETRIEVED_PREFIX}{name} (its retrieved configs: {', '.join(configs) or 'none'})")
+    with hub_download_errors(repo_id, revision):
+        return Path(hf_hub_download(repo_id, configs[name][0], repo_type="dataset", revision=revision))

@@ -65,9 +65,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="the `retrieve` output: JSONL with qid, question and ranked passages per line "
                              "(or the same rows as a Parquet file or a saved datasets.Dataset folder), or the NAME "
                              "of a config retrieved-NAME of the exported dataset folder --dataset")
-    parser.add_argument("--dataset", metavar="FOLDER",
-                        help="an exported LFRQA folder (`data export --retrieved NAME=FILE`) whose retrieved-NAME "
-                             "config --retrieved NAME names (default: the current folder)")
+    parser.add_argument("--dataset", metavar="FOLDER|ORG/NAME",
+                        help="an exported LFRQA folder (`data export --retrieved NAME=FILE`), or the Hub dataset it "
+                             "was pushed to, whose retrieved-NAME config --retrieved NAME names (default: the "
+                             "current folder)")
     parser.add_argument("--model", required=True, metavar="BACKEND:MODEL",
                         help="the answering model as '<backend>:<model>': openai:MODEL (any OpenAI-compatible "
                              "server), hf:PATH_OR_HUB_ID (local transformers chat model), vllm:MODEL")

@@ -103,6 +103,31 @@ def test_generate_reads_the_config_by_name(exported, tmp_path, capsys):
     assert "dry run: 8 questions" in capsys.readouterr().out
 
 
+def test_a_name_is_found_in_a_hub_dataset_repo(exported, tmp_path, capsys):
+    from tests.test_index_share import COMMIT, FakeHub, _hub
+
+    hub = FakeHub("org/lfrqa", exported)
+    try:
+        with _hub(tmp_path / "hf-cache", offline=False, endpoint=hub.url):
+            found = resolve_retrieved("colbert", dataset="org/lfrqa")
+            assert found.read_bytes() == (exported / "retrieved" / "colbert" / "test.parquet").read_bytes()
+            assert resolve_retrieved("colbert", dataset="org/lfrqa", revision=COMMIT).read_bytes() == found.read_bytes()
+            with pytest.raises(FileNotFoundError, match=r"the Hub dataset org/lfrqa has no config retrieved-bm25 "
+                                                        r"\(its retrieved configs: colbert\)"):
+                resolve_retrieved("bm25", dataset="org/lfrqa")
+            assert main(["generate", "--retrieved", "colbert", "--dataset", "org/lfrqa", "--model", "openai:m",
+                         "--dry-run"]) == 0
+            assert "dry run: 8 questions" in capsys.readouterr().out
+            assert main(["generate", "--retrieved", "colbert", "--dataset", "org/nothing", "--model", "openai:m",
+                         "--dry-run"]) == 2
+            assert "no Hub dataset repo org/nothing" in capsys.readouterr().err
+    finally:
+        hub.close()
+    with _hub(tmp_path / "empty-cache", offline=True):
+        with pytest.raises(ValueError, match="cannot download org/lfrqa: HF_HUB_OFFLINE is set"):
+            resolve_retrieved("colbert", dataset="org/lfrqa")
+
+
 def test_data_push_dry_run_carries_the_config(retrieved, tmp_path, lfrqa_data_dir, capsys):
     out = tmp_path / "preview"
     assert main(["data", "push", "org/lfrqa", "--dry-run", str(out), "--data-dir", str(lfrqa_data_dir),
