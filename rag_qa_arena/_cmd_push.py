@@ -26,7 +26,11 @@ examples:
   HF_TOKEN=... rag-qa-arena push runs/gpt-4o --repo my-org/rag-qa-arena-gpt-4o --token-from-env
   rag-qa-arena push runs/gpt-4o --repo my-org/x --dry-run preview/   # write the files locally instead
   # also report the win rate on the model's page: a PR adding .eval_results/NAME.yaml to the model repo
-  rag-qa-arena push runs/gpt-4o --repo my-org/x --eval-results my-org/my-model --dataset my-org/lfrqa
+  rag-qa-arena push runs/gpt-4o --repo my-org/x --eval-results my-org/my-model --dataset my-org/lfrqa \\
+      --dataset-revision COMMIT          # the commit of my-org/lfrqa the run used (or --no-revision)
+  # offline preview: tasks from the local eval.yaml that `data export` wrote
+  rag-qa-arena push runs/gpt-4o --repo my-org/x --eval-results my-org/my-model --dataset my-org/lfrqa \\
+      --eval-yaml lfrqa_hub/eval.yaml --no-revision --source-org my-org --dry-run preview/
 """
 
 
@@ -53,8 +57,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     results = parser.add_argument_group(
         "Hub eval results",
         "With --eval-results, a pull request on the model repo adds .eval_results/NAME.yaml (huggingface_hub's "
-        "EvalResultEntry): the run's win rate (%) per task of the benchmark's eval.yaml, its date, a source "
-        "pointing at the verdicts pushed to --repo, and notes naming the judge and the parse.",
+        "EvalResultEntry): the run's win rate (%) per task of the benchmark's eval.yaml that the run covers "
+        "completely, the dataset revision, its date, a source pointing at the verdicts pushed to --repo and "
+        "naming who measured, and notes naming the judge and the parse (judge=... parse=...).",
     )
     results.add_argument("--eval-results", metavar="ORG/MODEL", help="model repo to open the pull request on")
     results.add_argument("--dataset", metavar="ORG/NAME",

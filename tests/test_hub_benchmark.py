@@ -120,7 +120,10 @@ class _Hub:
         paths = sorted(op.path_in_repo for op in operations)
         self.calls.append(("create_commit", repo_id, paths))
         if self.refuse_eval_yaml and "eval.yaml" in paths:
-            import httpx2 as httpx
+            try:
+                import httpx2 as httpx  # huggingface_hub 2.x speaks httpx2
+            except ImportError:  # huggingface_hub 1.x: httpx
+                import httpx
             from huggingface_hub.errors import HfHubHTTPError
 
             response = httpx.Response(400, request=httpx.Request("POST", f"https://hub/api/datasets/{repo_id}/commit"))
