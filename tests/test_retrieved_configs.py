@@ -197,3 +197,22 @@ def test_the_readme_offline_command_runs_in_a_fresh_home_from_the_exported_folde
     assert log["status"] == "success", log.get("error")
     assert log["results"]["scores"][0]["metrics"]["n_judged"]["value"] == 2
     assert list((tmp_path / "tmp" / "data-gym-cache").iterdir())  # tiktoken's cache, filled from bpe-openai
+
+
+def test_the_reports_retrieval_view_reads_the_config_by_name(exported, retrieved, tmp_path, monkeypatch):
+    from metric_arena.report import load_run, retrieval_analysis
+    from tests.test_report import make_run
+
+    run_dir = make_run(tmp_path, "sys", p_win=0.5, n=8, domains=("science",))
+    rows = [json.loads(line) for line in (run_dir / "verdicts.jsonl").read_text().splitlines()]
+    for row, source in zip(rows, retrieved.read_text().splitlines()):
+        row["qid"] = json.loads(source)["qid"]
+    (run_dir / "verdicts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    runs = {"sys": load_run(run_dir)}
+    from_file = retrieval_analysis(runs, [str(retrieved)], n_boot=0)
+    monkeypatch.chdir(exported)
+    by_name = retrieval_analysis(runs, ["colbert"], n_boot=0)
+    assert by_name["systems"][0]["n"] == from_file["systems"][0]["n"] == 8
+    same = [json.dumps({k: v for k, v in result["systems"][0].items() if k != "files"}, sort_keys=True)
+            for result in (by_name, from_file)]  # as text: NaN rates compare equal
+    assert same[0] == same[1]
