@@ -21,6 +21,7 @@ from builders._documents import (
 )
 from builders._export import export_dataset
 from builders._hub import (
+    HubRefusedError,
     SecretFoundError,
     check_hub_access,
     check_repo_id,
@@ -52,6 +53,7 @@ __all__ = [
     "CORPUS_DOMAINS",
     "EVALUATION_FRAMEWORK",
     "FRAMEWORK_ENTRY",
+    "HubRefusedError",
     "RETRIEVED_PREFIX",
     "SecretFoundError",
     "benchmark_tasks",

@@ -225,9 +225,10 @@ def push_dataset(
 
     The token comes from ``token=``; with ``token_from_env`` only ``$HF_TOKEN``; else huggingface_hub's
     usual places (``HF_TOKEN``, the saved login); it is never printed or written. ``eval_yaml=False``
-    leaves the folder's ``eval.yaml`` out. When the Hub refuses the commit (HTTP 400/422, or any refusal
-    but 401/403 that names eval.yaml) and a commit without ``eval.yaml`` goes through, the data is pushed without it and ``on_note`` gets one line
-    saying why and how to register the framework id. ``api`` stands in for ``HfApi`` in tests.
+    leaves the folder's ``eval.yaml`` out. When the Hub refuses the commit (HTTP 400/422, or any
+    refusal but 401/403 that names eval.yaml) and a commit without ``eval.yaml`` goes through, the data
+    is pushed without it and ``on_note`` gets one line saying why and how to register the framework
+    id. ``api`` stands in for ``HfApi`` in tests.
     """
     from builders._card import BENCHMARK_FILE, eval_yaml_refused
 
@@ -240,9 +241,9 @@ def push_dataset(
     try:
         return upload_files(repo_id, files, **options)
     except HubRefusedError as refusal:
-        named = "eval.yaml" in refusal.reason or "evaluation_framework" in refusal.reason
-        if BENCHMARK_FILE not in files or not (refusal.status in (400, 422) or named and refusal.status not in
-                                               (401, 403)):
+        names_it = "eval.yaml" in refusal.reason or "evaluation_framework" in refusal.reason
+        refused_file = refusal.status in (400, 422) or (names_it and refusal.status not in (401, 403))
+        if BENCHMARK_FILE not in files or not refused_file:
             raise
         url = upload_files(repo_id, {k: v for k, v in files.items() if k != BENCHMARK_FILE}, **options)
         (on_note or (lambda line: None))(eval_yaml_refused(refusal.reason))
