@@ -93,9 +93,12 @@ def export_retrieved(name: str, source: str | os.PathLike, out: str | os.PathLik
                                     "--index-dir folder `rag-qa-arena retrieve` wrote")
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
         retriever = manifest.get("retriever") or {}
-        settings = manifest.get("settings") or {}
+        checkpoint = manifest.get("checkpoint")  # {"name", "revision"} for a neural retriever, absent for BM25
+        if isinstance(checkpoint, Mapping):
+            revision = checkpoint.get("revision")
+            checkpoint = f"{checkpoint.get('name')}" + (f" (revision {str(revision)[:12]})" if revision else "")
         about["retriever"] = retriever.get("kind") or about["retriever"]
-        about["checkpoint"] = retriever.get("checkpoint") or settings.get("checkpoint")
+        about["checkpoint"] = checkpoint
         about["manifest"] = f"retrieved/{name}/manifest.json"
         about["fingerprint"] = (manifest.get("corpus") or {}).get("fingerprint")
         (target.parent / "manifest.json").write_bytes(manifest_path.read_bytes())

@@ -18,7 +18,8 @@ from builders import export_dataset, resolve_retrieved, retrieved_configs
 from rag_qa_arena.cli import main
 
 MANIFEST = {"format": "rag-qa-arena/index-manifest", "format_version": 1,
-            "retriever": {"kind": "colbert", "library": "colbert-ai", "checkpoint": "colbert-ir/colbertv2.0"},
+            "retriever": {"kind": "colbert", "library": "colbert-ai", "library_version": "0.2.22"},
+            "checkpoint": {"name": "colbert-ir/colbertv2.0", "revision": "c1ab9d4b5e3f0a2b7d6e8f9a0b1c2d3e4f5a6b7c"},
             "corpus": {"domain": "science", "split": "test", "n_passages": 10, "fingerprint": "sha256:abc123"}}
 
 
@@ -65,7 +66,8 @@ def test_the_config_loads_with_plain_datasets_and_the_card_names_what_retrieved_
     assert configs["retrieved-colbert"]["data_files"] == [{"split": "test", "path": ["retrieved/colbert/test.parquet"]}]
     assert "## Retrieved passages" in card.text
     row = next(line for line in card.text.splitlines() if line.startswith("| `retrieved-colbert`"))
-    assert "| 8 | science | 3 | colbert | colbert-ir/colbertv2.0 |" in row and "sha256:abc123" in row
+    assert "| 8 | science | 3 | colbert | colbert-ir/colbertv2.0 (revision c1ab9d4b5e3f) |" in row
+    assert "sha256:abc123" in row
     assert json.loads((exported / "retrieved" / "colbert" / "manifest.json").read_text()) == MANIFEST
     tasks = yaml.safe_load((exported / "eval.yaml").read_text())["tasks"]
     assert "retrieved-colbert" not in {t["id"] for t in tasks}  # passages are no benchmark task
