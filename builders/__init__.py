@@ -2,7 +2,15 @@
 as ``datasets``, Hub-ready export, and the package's one Hub upload."""
 
 from lfrqa.exports import export_names
-from builders._card import BENCHMARK_FILE, benchmark_tasks, eval_yaml, render_card
+from builders._card import (
+    BENCHMARK_FILE,
+    EVALUATION_FRAMEWORK,
+    FRAMEWORK_ENTRY,
+    benchmark_tasks,
+    check_eval_yaml,
+    eval_yaml,
+    render_card,
+)
 from builders._documents import (
     CORPUS_DOCUMENTS,
     CORPUS_DOMAINS,
@@ -13,6 +21,7 @@ from builders._documents import (
 )
 from builders._export import export_dataset
 from builders._hub import (
+    HubRefusedError,
     SecretFoundError,
     check_hub_access,
     check_repo_id,
@@ -21,6 +30,7 @@ from builders._hub import (
     folder_files,
     hub_download_errors,
     hub_errors,
+    hub_secrets,
     push_dataset,
     resolve_token,
     scan_files,
@@ -29,15 +39,27 @@ from builders._hub import (
     write_dry_run,
 )
 from builders._passages import doc_id_of, iter_passages, split_passages
+from builders._retrieved import (
+    RETRIEVED_PREFIX,
+    export_retrieved,
+    resolve_retrieved,
+    retrieved_configs,
+    retrieved_section,
+)
 from builders._secrets import is_placeholder_key, redact_reply, redact_secrets, shown_url
 
 __all__ = [
     "BENCHMARK_FILE",
     "CORPUS_DOCUMENTS",
     "CORPUS_DOMAINS",
+    "EVALUATION_FRAMEWORK",
+    "FRAMEWORK_ENTRY",
+    "HubRefusedError",
+    "RETRIEVED_PREFIX",
     "SecretFoundError",
     "benchmark_tasks",
     "check_domain_split",
+    "check_eval_yaml",
     "check_hub_access",
     "corpus_sizes",
     "check_repo_id",
@@ -45,11 +67,13 @@ __all__ = [
     "doc_id_of",
     "eval_yaml",
     "export_dataset",
+    "export_retrieved",
     "find_secrets",
     "folder_files",
     "hub_download_errors",
     "hub_errors",
     "is_placeholder_key",
+    "hub_secrets",
     "iter_documents",
     "iter_passages",
     "load_corpus",
@@ -58,8 +82,11 @@ __all__ = [
     "redact_reply",
     "redact_secrets",
     "render_card",
+    "resolve_retrieved",
     "resolve_token",
     "scan_files",
+    "retrieved_configs",
+    "retrieved_section",
     "shown_url",
     "split_passages",
     "upload_files",

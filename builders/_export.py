@@ -1,5 +1,5 @@
 """A Hub-ready folder of LFRQA: Parquet files per config and split, a README dataset card and
-``eval.yaml`` (the Hub Benchmark file: one Inspect AI task per config).
+``eval.yaml`` (the Hub Benchmark file: one task per config).
 
 ``datasets.load_dataset(folder, "fiqa", split="test")`` works on the result with no project
 code installed: the card's YAML ``configs:`` lists the data files of every config.
@@ -8,11 +8,13 @@ code installed: the card's YAML ``configs:`` lists the data files of every confi
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 import lfrqa
-from builders._card import BENCHMARK_FILE, eval_yaml, render_card
+from builders._card import BENCHMARK_FILE, render_card
+from builders._retrieved import RETRIEVED_PREFIX, check_retrieved_name, export_retrieved, retrieved_section
+from builders._card import eval_yaml as benchmark_file
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import make_folder
 
@@ -27,11 +29,17 @@ def export_dataset(
     corpora: bool = True,
     progress: Callable[[str], None] | None = None,
     corpus_dir: str | os.PathLike | None = None,
+    eval_yaml: bool = True,
+    retrieved: Mapping[str, str | os.PathLike] | None = None,
+    retrieved_index: Mapping[str, str | os.PathLike] | None = None,
 ) -> Path:
     """Write LFRQA (and, where the raw files are available, its passage corpora) to ``out``.
 
     LFRQA's files come from ``data_dir``; the raw corpora from ``corpus_dir`` (default: ``data_dir``,
-    as before there was a flag of their own).
+    as before there was a flag of their own). ``eval_yaml=False`` writes no ``eval.yaml``.
+    ``retrieved``: ``{NAME: file written by retrieve --out}``, each added as config ``retrieved-NAME``
+    (:func:`builders.export_retrieved`), with the index folder ``retrieved_index[NAME]`` (its
+    manifest) named in the card when given.
 
     ``out`` must not exist or be an empty folder. Returns the folder.
 
@@ -41,6 +49,15 @@ def export_dataset(
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise FileExistsError(f"{out} exists and is not an empty folder: choose a new or empty folder to export into")
+    retrieved, retrieved_index = dict(retrieved or {}), dict(retrieved_index or {})
+    unknown = sorted(set(retrieved_index) - set(retrieved))
+    if unknown:
+        raise RagQaArenaError(f"--retrieved-index {unknown[0]}=... names no --retrieved {unknown[0]}=FILE")
+    for name, path in retrieved.items():
+        check_retrieved_name(name)
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"Retrieved file {path} (for --retrieved {name}=...) does not exist: write it "
+                                    "with `rag-qa-arena retrieve --out FILE`")
     chosen = tuple(domains) if domains is not None else lfrqa.DOMAINS
     for domain in chosen:
         if domain not in lfrqa.DOMAINS:
@@ -74,8 +91,16 @@ def export_dataset(
                 configs[f"{domain}_corpus"] = {"test": corpus_files}
                 say(f"{domain} corpus: {len(corpus_files)} file(s)")
 
-    (out / "README.md").write_text(render_card(configs), encoding="utf-8")
-    (out / BENCHMARK_FILE).write_text(eval_yaml(configs), encoding="utf-8")
+    about = []
+    for name, path in retrieved.items():
+        configs[f"{RETRIEVED_PREFIX}{name}"], described = export_retrieved(name, path, out,
+                                                                           index=retrieved_index.get(name))
+        about.append(described)
+        say(f"retrieved {name}: {described['rows']} questions")
+
+    (out / "README.md").write_text(render_card(configs) + retrieved_section(about), encoding="utf-8")
+    if eval_yaml:
+        (out / BENCHMARK_FILE).write_text(benchmark_file(configs), encoding="utf-8")
     return out
 
 

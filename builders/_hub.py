@@ -12,7 +12,7 @@ import io
 import os
 import re
 import zipfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
@@ -21,6 +21,7 @@ from builders._secrets import contains_secret, is_placeholder_key, redact_secret
 
 __all__ = [
     "SECRET_ENV_VARS",
+    "HubRefusedError",
     "SecretFoundError",
     "check_hub_access",
     "check_repo_id",
@@ -30,6 +31,7 @@ __all__ = [
     "folder_files",
     "hub_download_errors",
     "hub_errors",
+    "hub_secrets",
     "push_dataset",
     "resolve_token",
     "scan_files",
@@ -84,6 +86,14 @@ _REPO_TYPES = ("dataset", "model", "space")
 
 class SecretFoundError(RagQaArenaError):
     """A file about to be uploaded contains something that looks like a credential."""
+
+
+class HubRefusedError(RagQaArenaError):
+    """The Hub answered an upload with an HTTP error: ``status`` and the Hub's ``reason`` (no credential)."""
+
+    def __init__(self, message: str, *, status: int | None = None, reason: str = ""):
+        super().__init__(message)
+        self.status, self.reason = status, reason
 
 
 def find_secrets(text: str, *, values: Iterable[str] = (), code: bool = False) -> list[tuple[str, int]]:
@@ -281,23 +291,47 @@ def push_dataset(
     token: str | None = None,
     token_from_env: bool = False,
     commit_message: str | None = None,
+    eval_yaml: bool = True,
+    on_note: Callable[[str], None] | None = None,
     api=None,
 ) -> str:
     """Create (if needed) the dataset repo ``repo_id`` and commit the exported folder to it; returns the commit URL.
 
     The token comes from ``token=``; with ``token_from_env`` only ``$HF_TOKEN``; else huggingface_hub's
-    usual places (``HF_TOKEN``, the saved login); it is never printed or written. ``api`` stands in
-    for ``HfApi`` in tests.
+    usual places (``HF_TOKEN``, the saved login); it is never printed or written. ``eval_yaml=False``
+    leaves the folder's ``eval.yaml`` out. When the Hub refuses the commit (HTTP 400/422, or any
+    refusal but 401/403 that names eval.yaml) and a commit without ``eval.yaml`` goes through, the data
+    is pushed without it and ``on_note`` gets one line saying why and how to register the framework
+    id. ``api`` stands in for ``HfApi`` in tests.
     """
+    from builders._card import BENCHMARK_FILE, eval_yaml_refused
+
     check_repo_id(repo_id)
-    return upload_files(repo_id, folder_files(folder), private=private, token=token, token_from_env=token_from_env,
-                        commit_message=commit_message or "Upload LFRQA exported by rag-qa-arena", api=api)
-
-
-def write_dry_run(folder: str | os.PathLike, out: str | os.PathLike, *, what: str = "the upload") -> list[str]:
-    """What a push of ``folder`` would commit, secret-scanned as the push scans it, written to ``out``
-    (new or empty; nothing is copied when it is ``folder`` itself). Returns the paths in the repo."""
     files = folder_files(folder)
+    if not eval_yaml:
+        files.pop(BENCHMARK_FILE, None)
+    options = {"private": private, "token": token, "token_from_env": token_from_env, "api": api,
+               "commit_message": commit_message or "Upload LFRQA exported by rag-qa-arena"}
+    try:
+        return upload_files(repo_id, files, **options)
+    except HubRefusedError as refusal:
+        names_it = "eval.yaml" in refusal.reason or "evaluation_framework" in refusal.reason
+        refused_file = refusal.status in (400, 422) or (names_it and refusal.status not in (401, 403))
+        if BENCHMARK_FILE not in files or not refused_file:
+            raise
+        url = upload_files(repo_id, {k: v for k, v in files.items() if k != BENCHMARK_FILE}, **options)
+        (on_note or (lambda line: None))(eval_yaml_refused(refusal.reason))
+        return url
+
+
+def write_dry_run(folder: str | os.PathLike, out: str | os.PathLike, *, what: str = "the upload",
+                  leave_out: Iterable[str] = ()) -> list[str]:
+    """What a push of ``folder`` would commit, secret-scanned as the push scans it, written to ``out``
+    (new or empty; nothing is copied when it is ``folder`` itself). ``leave_out``: paths in the repo
+    not pushed (left alone in ``folder``). Returns the paths in the repo."""
+    files = folder_files(folder)
+    for name in leave_out:
+        files.pop(name, None)
     upload_operations(files, what=what)
     out = Path(out)
     if out.resolve() != Path(folder).resolve():
@@ -377,7 +411,8 @@ def hub_errors(repo_id: str, token: str | None = None) -> Iterator[None]:
         else:
             fix = "check the repo id, then run the same command again"
         reason = _reason(error, token)
-        raise RagQaArenaError(f"the Hugging Face Hub refused the upload to {repo_id} (HTTP {status}): {reason}; {fix}") from None
+        raise HubRefusedError(f"the Hugging Face Hub refused the upload to {repo_id} (HTTP {status}): {reason}; {fix}",
+                              status=status, reason=reason) from None
     except _connection_errors():
         raise RagQaArenaError(f"cannot reach the Hugging Face Hub to upload to {repo_id}: check the network "
                               "(and HF_ENDPOINT), then run the same command again") from None

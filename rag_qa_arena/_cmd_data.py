@@ -16,6 +16,14 @@ def register(subparsers) -> None:
     )
     commands = data.add_subparsers(dest="data_command", metavar="ACTION")
 
+    def retrieved_flags(parser):
+        parser.add_argument("--retrieved", nargs="+", action="extend", default=[], metavar="NAME=FILE",
+                            help="add the passages of a `retrieve --out` FILE as config retrieved-NAME (qid, domain, "
+                                 "question, passages: pid, doc_id, text, rank); repeatable")
+        parser.add_argument("--retrieved-index", nargs="+", action="extend", default=[], metavar="NAME=DIR",
+                            help="the index folder (--index-dir of retrieve) that retrieved NAME: its manifest goes "
+                                 "beside the config and the card names its retriever and checkpoint")
+
     def data_dir_flag(parser):
         parser.add_argument(
             "--data-dir",
@@ -35,6 +43,9 @@ def register(subparsers) -> None:
     export.add_argument("--no-corpora", action="store_true", help="skip the passage corpora even if raw files exist")
     export.add_argument("--corpus-dir", metavar="DIR",
                         help="raw RobustQA corpora to export as passages (default: the --data-dir folder)")
+    export.add_argument("--no-eval-yaml", action="store_true",
+                        help="write no eval.yaml (the Hub Benchmark file) into the folder")
+    retrieved_flags(export)
     export.set_defaults(func=_export)
 
     push = commands.add_parser(
@@ -57,6 +68,10 @@ def register(subparsers) -> None:
     data_dir_flag(push)
     push.add_argument("--corpus-dir", metavar="DIR",
                       help="raw RobustQA corpora to export as passages (default: the --data-dir folder)")
+    push.add_argument("--no-eval-yaml", action="store_true",
+                      help="leave eval.yaml out of the push (by default it goes up; if the Hub refuses it, the "
+                           "data goes up without it and one line says why)")
+    retrieved_flags(push)
     push.set_defaults(func=_push)
 
     stats = commands.add_parser(
@@ -84,29 +99,63 @@ def _export(args: argparse.Namespace) -> int:
     console = Console(stderr=True)
     with console.status("Exporting LFRQA…"):
         folder = export_dataset(args.out, data_dir=args.data_dir, corpora=not args.no_corpora, progress=console.log,
-                                corpus_dir=args.corpus_dir)
+                                corpus_dir=args.corpus_dir, eval_yaml=not args.no_eval_yaml,
+                                retrieved=_named(args.retrieved, "--retrieved", "FILE"),
+                                retrieved_index=_named(args.retrieved_index, "--retrieved-index", "DIR"))
     print(folder)
     return 0
 
 
 def _push(args: argparse.Namespace) -> int:
-    from builders import check_hub_access, check_repo_id, export_dataset, push_dataset, write_dry_run
+    from builders import (
+        BENCHMARK_FILE,
+        check_hub_access,
+        check_repo_id,
+        export_dataset,
+        push_dataset,
+        write_dry_run,
+    )
 
     check_repo_id(args.repo_id)
+    export = {"data_dir": args.data_dir, "corpus_dir": args.corpus_dir, "eval_yaml": not args.no_eval_yaml,
+              "retrieved": _named(args.retrieved, "--retrieved", "FILE"),
+              "retrieved_index": _named(args.retrieved_index, "--retrieved-index", "DIR")}
+    if args.folder and (export["retrieved"] or export["retrieved_index"]):
+        from lfrqa.errors import RagQaArenaError
+
+        raise RagQaArenaError("--retrieved goes with a push that exports (drop --from), or export the folder with "
+                              "`rag-qa-arena data export OUT --retrieved NAME=FILE` and push it with --from OUT")
     if args.dry_run:
-        source = args.folder or export_dataset(args.dry_run, data_dir=args.data_dir, corpus_dir=args.corpus_dir)
-        files = write_dry_run(source, args.dry_run, what=f"to {args.repo_id}")
+        source = args.folder or export_dataset(args.dry_run, **export)
+        files = write_dry_run(source, args.dry_run, what=f"to {args.repo_id}",
+                              leave_out=[BENCHMARK_FILE] if args.no_eval_yaml else [])
         print(f"Wrote {len(files)} files to {args.dry_run} (nothing uploaded): {', '.join(files)}", file=sys.stderr)
         return 0
     token = check_hub_access(args.repo_id, token_from_env=args.token_from_env)
-    options = {"private": args.private, "token": token, "commit_message": args.message}
+    options = {"private": args.private, "token": token, "commit_message": args.message,
+               "eval_yaml": not args.no_eval_yaml, "on_note": lambda line: print(line, file=sys.stderr)}
     if args.folder:
         print(push_dataset(args.folder, args.repo_id, **options))
         return 0
     with tempfile.TemporaryDirectory() as tmp:
-        folder = export_dataset(f"{tmp}/lfrqa", data_dir=args.data_dir, corpus_dir=args.corpus_dir)
+        folder = export_dataset(f"{tmp}/lfrqa", **export)
         print(push_dataset(folder, args.repo_id, **options))
     return 0
+
+
+def _named(values: list[str], flag: str, what: str) -> dict[str, str]:
+    """``{NAME: value}`` from ``NAME=VALUE`` arguments; a bad one is a one-line error naming it."""
+    from lfrqa.errors import RagQaArenaError
+
+    named: dict[str, str] = {}
+    for value in values:
+        name, sep, target = value.partition("=")
+        if not sep or not name or not target:
+            raise RagQaArenaError(f"Bad {flag} {value!r}: give NAME={what}, e.g. {flag} bm25=fiqa.bm25.jsonl")
+        if name in named:
+            raise RagQaArenaError(f"{flag} {name}=... is given twice: one {what} per name")
+        named[name] = target
+    return named
 
 
 def _stats(args: argparse.Namespace) -> int:

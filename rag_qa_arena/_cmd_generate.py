@@ -61,9 +61,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--retrieved", required=True, metavar="FILE",
+    parser.add_argument("--retrieved", required=True, metavar="FILE|NAME",
                         help="the `retrieve` output: JSONL with qid, question and ranked passages per line "
-                             "(or the same rows as a Parquet file or a saved datasets.Dataset folder)")
+                             "(or the same rows as a Parquet file or a saved datasets.Dataset folder), or the NAME "
+                             "of a config retrieved-NAME of the exported dataset folder --dataset")
+    parser.add_argument("--dataset", metavar="FOLDER|ORG/NAME",
+                        help="an exported LFRQA folder (`data export --retrieved NAME=FILE`), or the Hub dataset it "
+                             "was pushed to, whose retrieved-NAME config --retrieved NAME names (default: the "
+                             "current folder)")
     parser.add_argument("--model", required=True, metavar="BACKEND:MODEL",
                         help="the answering model as '<backend>:<model>': openai:MODEL (any OpenAI-compatible "
                              "server), hf:PATH_OR_HUB_ID (local transformers chat model), vllm:MODEL")
@@ -154,6 +159,9 @@ def run_generate(args: argparse.Namespace) -> int:
     generation = GenerationConfig(prompt=args.prompt, n_passages=args.passages, max_tokens=args.max_tokens,
                                   max_input_tokens=args.max_input_tokens, options=_backend_options(args) or None)
     run = run_settings(args)
+    from builders import resolve_retrieved
+
+    args.retrieved = str(resolve_retrieved(args.retrieved, dataset=args.dataset))
 
     if args.dry_run:
         estimate = generation_dry_run(args.retrieved, args.model, generation=generation, run=run,

@@ -28,7 +28,11 @@ examples:
   HF_TOKEN=... rag-qa-arena push runs/gpt-4o --repo my-org/rag-qa-arena-gpt-4o --token-from-env
   rag-qa-arena push runs/gpt-4o --repo my-org/x --dry-run preview/   # write the files locally instead
   # also report the win rate on the model's page: a PR adding .eval_results/NAME.yaml to the model repo
-  rag-qa-arena push runs/gpt-4o --repo my-org/x --eval-results my-org/my-model --dataset my-org/lfrqa
+  rag-qa-arena push runs/gpt-4o --repo my-org/x --eval-results my-org/my-model --dataset my-org/lfrqa \\
+      --dataset-revision COMMIT          # the commit of my-org/lfrqa the run used (or --no-revision)
+  # offline preview: tasks from the local eval.yaml that `data export` wrote
+  rag-qa-arena push runs/gpt-4o --repo my-org/x --eval-results my-org/my-model --dataset my-org/lfrqa \\
+      --eval-yaml lfrqa_hub/eval.yaml --no-revision --source-org my-org --dry-run preview/
 """
 
 
@@ -55,8 +59,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     results = parser.add_argument_group(
         "Hub eval results",
         "With --eval-results, a pull request on the model repo adds .eval_results/NAME.yaml (huggingface_hub's "
-        "EvalResultEntry): the run's win rate (%) per task of the benchmark's eval.yaml, its date, a source "
-        "pointing at the verdicts pushed to --repo, and notes naming the judge and the parse.",
+        "EvalResultEntry): the run's win rate (%) per task of the benchmark's eval.yaml that the run covers "
+        "completely, the dataset revision, its date, a source pointing at the verdicts pushed to --repo and "
+        "naming who measured, and notes naming the judge and the parse (judge=... parse=...).",
     )
     results.add_argument("--eval-results", metavar="ORG/MODEL", help="model repo to open the pull request on")
     results.add_argument("--dataset", metavar="ORG/NAME",
@@ -66,26 +71,45 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                          help="read the tasks from this local eval.yaml (e.g. from `data export`) instead of "
                               "downloading the dataset's")
     results.add_argument("--eval-name", metavar="NAME",
-                         help="file name in .eval_results/ (default: rag-qa-arena-<system>)")
+                         help="file name in .eval_results/ (default: rag-qa-arena-<system>-<judge>-<parse>, so "
+                              "another judge or parse adds a file)")
+    results.add_argument("--dataset-revision", metavar="COMMIT",
+                         help="the commit of --dataset the run used (dataset.revision; default: the run's own "
+                              "record); eval.yaml is read at that commit")
+    results.add_argument("--no-revision", action="store_true",
+                         help="write results that pin no dataset version (refused otherwise when the revision "
+                              "is unknown)")
+    results.add_argument("--source-org", metavar="ORG",
+                         help="credit the result to this organisation (source.org; default: the token's user)")
+    results.add_argument("--allow-partial", action="store_true",
+                         help="also write tasks the run covers in part (notes give the coverage, e.g. "
+                              "60/3570 questions); by default a task needs every one of its questions judged")
+    results.add_argument("--data-dir", metavar="DIR",
+                         help="LFRQA's files, to count each task's questions (default: $LFRQA_DATA_DIR, else "
+                              "the pinned download)")
     parser.set_defaults(func=_run)
     _register_metric(subparsers)
 
 
-def _eval_result_files(args: argparse.Namespace, token: str | None) -> dict[str, bytes] | None:
+def _eval_result_files(args: argparse.Namespace, token: str | None, user: str | None = None) -> dict[str, bytes] | None:
     """The .eval_results file for --eval-results (None without it); errors before anything is uploaded."""
-    from metric_arena.report import build_eval_result_files, read_benchmark
+    from metric_arena.report import ResultPin, build_eval_result_files, read_benchmark
 
     if not _wants_eval_results(args):
         return None
-    benchmark = read_benchmark(args.dataset, eval_yaml=args.eval_yaml, token=token)
+    benchmark = read_benchmark(args.dataset, eval_yaml=args.eval_yaml, revision=args.dataset_revision, token=token)
+    pin = ResultPin(dataset_revision=args.dataset_revision, require_revision=not args.no_revision,
+                    source_user=user, source_org=args.source_org, allow_partial=args.allow_partial)
     return build_eval_result_files(args.run, dataset_id=args.dataset, benchmark=benchmark, source_repo=args.repo,
-                                   name=args.eval_name, extra_secrets=[token] if token else [])
+                                   name=args.eval_name, extra_secrets=[token] if token else [], pin=pin,
+                                   data_dir=args.data_dir)
 
 
 def _wants_eval_results(args: argparse.Namespace) -> bool:
     from lfrqa.errors import RagQaArenaError
 
-    if not (args.eval_results or args.dataset or args.eval_yaml or args.eval_name):
+    if not (args.eval_results or args.dataset or args.eval_yaml or args.eval_name or args.dataset_revision
+            or args.no_revision or args.source_org or args.allow_partial):
         return False
     if not (args.eval_results and args.dataset):
         raise RagQaArenaError("Hub eval results need both --eval-results ORG/MODEL and --dataset ORG/LFRQA "
@@ -127,8 +151,11 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     results, token = None, None
     if wants_results:
+        from metric_arena.report import hub_user
+
         token = check_hub_access(args.eval_results, token_from_env=args.token_from_env)
-        results = _eval_result_files(args, token)
+        user = None if args.source_org else hub_user(args.eval_results, token=token)
+        results = _eval_result_files(args, token, user)
     with err.status(f"Uploading {args.run} to {args.repo}"):
         url = push_run(
             args.run,

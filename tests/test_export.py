@@ -65,7 +65,7 @@ def test_export_writes_a_hub_benchmark_eval_yaml(exported):
 
     benchmark = yaml.safe_load((exported / "eval.yaml").read_text(encoding="utf-8"))
     assert benchmark["name"] and "RAG-QA Arena" in benchmark["description"]
-    assert benchmark["evaluation_framework"] == "inspect-ai"
+    assert benchmark["evaluation_framework"] == "rag-qa-arena"
     configs = {c["config_name"] for c in card_configs(exported)}
     assert benchmark["tasks"] == [{"id": name, "config": name, "split": "test"} for name in
                                   ("fiqa", "lifestyle", "recreation", "science", "technology", "writing", "all")]

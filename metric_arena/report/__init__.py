@@ -7,10 +7,14 @@ from metric_arena.report._battles import battle_rows, write_battles
 from metric_arena.report._compare import REFUSALS, ComparisonRefused, MinShared, compare_runs
 from metric_arena.report._eval_results import (
     EVAL_RESULTS_DIR,
+    ResultPin,
     build_eval_result_files,
     eval_result_entries,
+    hub_user,
+    judge_tag,
     push_eval_results,
     read_benchmark,
+    task_coverage,
 )
 from metric_arena.report._leaderboard import Leaderboard, build_leaderboard
 from metric_arena.report._no_answer import no_answer_analysis
@@ -31,6 +35,7 @@ __all__ = [
     "ComparisonRefused",
     "Leaderboard",
     "MinShared",
+    "ResultPin",
     "Run",
     "backfill_styles",
     "battle_rows",
@@ -40,6 +45,8 @@ __all__ = [
     "compare_runs",
     "dataset_card",
     "eval_result_entries",
+    "hub_user",
+    "judge_tag",
     "load_run",
     "load_runs",
     "no_answer_analysis",
@@ -48,6 +55,7 @@ __all__ = [
     "read_benchmark",
     "retrieval_analysis",
     "run_settings",
+    "task_coverage",
     "verdicts_parquet",
     "write_battles",
     "write_report",

@@ -91,13 +91,12 @@ def _split_item(item: str | os.PathLike) -> tuple[str, str | os.PathLike]:
 
 def _read_rows(files: tuple[str, ...]) -> dict[str, dict]:
     """``{qid: {"docs": [doc ids, ranked], "gold": [...] | None, "domain"}}`` from retrieve files."""
-    from builders import doc_id_of
+    from builders import doc_id_of, resolve_retrieved
 
     table: dict[str, dict] = {}
     seen: dict[str, str] = {}
     for path in files:
-        if not Path(path).exists():
-            raise FileNotFoundError(f"Retrieved file {path} does not exist: pass the files `rag-qa-arena retrieve --out` wrote")
+        path = resolve_retrieved(path)  # a file, or NAME: config retrieved-NAME of the exported folder we are in
         for where, row in iter_records(path, hint='Each line must be one {"qid", "passages": [...]} object'):
             qid, passages = row.get("qid"), row.get("passages")
             if qid is None or isinstance(qid, bool) or not isinstance(passages, list):

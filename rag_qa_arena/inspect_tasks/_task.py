@@ -1,10 +1,12 @@
 """The ``lfrqa`` task: LFRQA questions, the paper's generation prompt over retrieved passages, the
 arena judge against LFRQA's answers.
 
-Task arguments (``-T name=value``): ``domain`` (a domain or ``all``), ``retrieved`` (a file written
-by ``rag-qa-arena retrieve --out``; needed: the prompt answers from its passages), ``prompt``
+Task arguments (``-T name=value``): ``domain`` (a domain or ``all``), ``retrieved`` (needed: the
+prompt answers from its passages; a file written by ``rag-qa-arena retrieve --out``, or the NAME of a
+config ``retrieved-NAME`` of the exported dataset folder ``dataset``, default the current folder), ``prompt``
 (``v1`` or ``v2``), ``n_passages`` (top passages in the prompt, 5), ``parse`` (``strict`` or
-``reference``), ``judge`` (used when no ``grader`` model role is bound), ``split`` and ``data_dir``; any other name is
+``reference``), ``judge`` (used when no ``grader`` model role is bound), ``split``, ``data_dir`` and
+``dataset``; any other name is
 refused (one line naming it and these).
 """
 
@@ -18,6 +20,7 @@ from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import ChatMessageUser
 from inspect_ai.solver import Generate, TaskState, solver
 
+from builders import resolve_retrieved
 from lfrqa import DOMAINS
 from lfrqa import load as load_lfrqa
 from lfrqa.errors import RagQaArenaError
@@ -25,6 +28,7 @@ from metric_arena.generate import generation_request, read_retrieved
 from metric_arena.prompts import GENERATION_TEMPLATES
 from rag_qa_arena.inspect_tasks._guard import RatingGuard, TaskArgumentError
 from rag_qa_arena.inspect_tasks._scorer import arena_judge
+from rag_qa_arena.inspect_tasks._tiktoken import provide_tiktoken_files
 
 __all__ = ["TASK_ARGUMENTS", "lfrqa", "lfrqa_dataset", "paper_answer"]
 
@@ -36,13 +40,17 @@ def lfrqa_dataset(
     n_passages: int = 5,
     split: str = "test",
     data_dir: str | None = None,
+    dataset: str | None = None,
 ) -> MemoryDataset:
     """One sample per LFRQA question that ``retrieved`` holds: input the question, target LFRQA's
-    answer, id the qid; metadata: domain, question, and the top ``n_passages`` passages."""
+    answer, id the qid; metadata: domain, question, and the top ``n_passages`` passages. ``retrieved``
+    is a file, or the NAME of a config ``retrieved-NAME`` of the exported dataset folder ``dataset``
+    (default: the current folder)."""
     if domain != "all" and domain not in DOMAINS:
         raise RagQaArenaError(f"Unknown domain {domain!r}. Available: all, {', '.join(DOMAINS)} (-T domain=fiqa)")
     if n_passages < 1:
         raise RagQaArenaError(f"n_passages must be >= 1, got {n_passages} (-T n_passages=5)")
+    retrieved = str(resolve_retrieved(retrieved, dataset=dataset))
     rows = {row["qid"]: row for row in read_retrieved(retrieved)}
     samples = []
     for record in load_lfrqa(domain, split=split, data_dir=data_dir):
@@ -91,6 +99,7 @@ def lfrqa(
     judge: str | None = None,
     split: str = "test",
     data_dir: str | None = None,
+    dataset: str | None = None,
     **unknown: Any,
 ) -> Task:
     """RAG-QA Arena on LFRQA: answer from retrieved passages with the paper's prompt, judged pairwise
@@ -104,11 +113,13 @@ def lfrqa(
         if not retrieved:
             raise RagQaArenaError(
                 "The lfrqa task answers from retrieved passages: give -T retrieved=FILE, a file written by "
-                "`rag-qa-arena retrieve --domain DOMAIN --out FILE`"
+                "`rag-qa-arena retrieve --domain DOMAIN --out FILE`, or -T retrieved=NAME, a config retrieved-NAME "
+                "of the exported dataset folder (-T dataset=FOLDER, default the current folder)"
             )
+        provide_tiktoken_files()  # Inspect counts tokens with tiktoken: its files from bpe-openai, not a download
         return Task(
             dataset=lfrqa_dataset(domain=domain, retrieved=retrieved, n_passages=int(n_passages), split=split,
-                                  data_dir=data_dir),
+                                  data_dir=data_dir, dataset=dataset),
             solver=paper_answer(prompt=prompt, data_dir=data_dir),
             scorer=arena_judge(judge=judge, parse=parse, data_dir=data_dir),
             metadata={"benchmark": "RAG-QA Arena", "domain": domain, "prompt": prompt, "parse": parse},
@@ -121,7 +132,7 @@ def lfrqa(
 
 
 #: The task's own arguments (``-T name=value``), in its signature's order.
-TASK_ARGUMENTS = ("domain", "retrieved", "prompt", "n_passages", "parse", "judge", "split", "data_dir")
+TASK_ARGUMENTS = ("domain", "retrieved", "prompt", "n_passages", "parse", "judge", "split", "data_dir", "dataset")
 
 
 def _refuse_unknown(unknown: dict[str, Any]) -> None:
