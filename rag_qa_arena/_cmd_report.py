@@ -82,6 +82,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "lists, bold, on the battles file's rows)")
     parser.add_argument("--title", default="RAG-QA Arena leaderboard", help="title of the HTML page")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots (the HTML then has none)")
+    parser.add_argument("--format", choices=("text", "markdown"), default="text",
+                        help="what to print: text tables (default) or markdown (the leaderboard with intervals and "
+                             "per-domain rates, for $GITHUB_STEP_SUMMARY or a pull-request comment)")
     parser.add_argument("--battles", metavar="FILE",
                         help="also write every battle to FILE (.jsonl or .parquet): model_a, model_b, winner, qid, "
                              "domain, judge, first_shown, as Chatbot-Arena-style notebooks read them, then words_a, words_b, "
@@ -110,13 +113,7 @@ def _refuse_outputs_over_inputs(args: argparse.Namespace) -> None:
 def _run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.markup import escape
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-    )
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from metric_arena.report import backfill_styles, load_runs, write_report
     from metric_arena.style import check_style_features
@@ -156,7 +153,14 @@ def _run(args: argparse.Namespace) -> int:
             data_dir=args.data_dir,
             style_features=args.style_features,
         )
+    from rag_qa_arena._options import injection_lines
+
     out = Console()
+    if args.format == "markdown":
+        from metric_arena.report.markdown import leaderboard_markdown
+
+        print(leaderboard_markdown(board, notes=injection_lines(board.injection, indent="")), end="")
+        out = Console(stderr=True)  # the other tables go to stderr: stdout holds the Markdown alone
     print_table(out, leaderboard_table(board))
     if board.elo_study:
         print_table(out, elo_study_table(board))
@@ -173,14 +177,12 @@ def _run(args: argparse.Namespace) -> int:
             f"Agreement with human labels ({a['judge']}): n={a['n']}, Cohen's kappa={decimal(a['kappa'], 3)}, "
             f"Pearson r={decimal(a['pearson'], 3)}"
         )
-    from rag_qa_arena._options import injection_lines
-
     for line in injection_lines(board.injection, indent=""):
         out.print(line, highlight=False, markup=False, soft_wrap=True)
     for warning in skipped + board.warnings:
         err.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False, markup=True, soft_wrap=True)
     folder = Path(args.out)
-    written = [p for p in ("leaderboard.json", "report.json", "ratings.png", "win_rates.png", "leaderboard.html") if (folder / p).exists()]
+    written = [p for p in _REPORT_FILES if (folder / p).exists()]
     print(f"Wrote {', '.join(str(folder / p) for p in written)}", file=sys.stderr)
     return 0
 
