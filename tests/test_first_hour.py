@@ -1,0 +1,34 @@
+"""The smaller things a new user met in the first hour (issue 33), each through the real CLI on real files:
+`judge --sample N` beyond the predictions warns and records what it judged; ..."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.openai_server import OpenAIServer
+from tests.robustness.helpers import FAKE_KEY, ROOT, prediction_rows, subprocess_env, write_jsonl
+
+
+def cli(*argv, **env) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "rag_qa_arena", *map(str, argv)], cwd=ROOT,
+                          env=subprocess_env(**env), capture_output=True, text=True, timeout=300)
+
+
+def test_judge_sample_larger_than_the_predictions_warns_and_records_the_size_judged(tmp_path):
+    preds = write_jsonl(tmp_path / "sys.jsonl", prediction_rows(18, answer="An answer"))
+    other = write_jsonl(tmp_path / "other.jsonl", prediction_rows(18, answer="Another answer"))
+    with OpenAIServer(lambda body, attempt: "<thinking>ok</thinking><rating>1</rating>") as server:
+        done = cli("judge", "--predictions", preds, "--versus", other, "--judge", "openai:judge", "--base-url",
+                   server.base_url, "--api-key", FAKE_KEY, "--out", tmp_path / "run", "--cache-dir", tmp_path / "c",
+                   "--no-progress", "--sample", 30)
+    assert done.returncode == 0, done.stderr
+    warnings = [line for line in done.stderr.splitlines() if "--sample" in line]
+    assert warnings == ["rag-qa-arena: warning: --sample 30 exceeds the 18 predictions: all 18 are judged "
+                        "(summary.json: sample_judged)"]
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["sample"] == 30 and summary["sample_judged"] == 18 and summary["n"] == 18
