@@ -32,3 +32,18 @@ def test_judge_sample_larger_than_the_predictions_warns_and_records_the_size_jud
                         "(summary.json: sample_judged)"]
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["sample"] == 30 and summary["sample_judged"] == 18 and summary["n"] == 18
+
+
+def test_retrieve_help_and_the_readme_agree_on_the_corpus_flag():
+    import re
+
+    help_text = cli("retrieve", "--help").stdout
+    examples = [line for line in help_text.splitlines() if "rag-qa-arena retrieve" in line]
+    assert examples and all("--data-dir" not in line for line in examples), examples
+    assert "read from --corpus-dir" in help_text and "deprecated" in help_text
+    readme = (ROOT / "README.md").read_text()
+    commands = re.findall(r"^rag-qa-arena retrieve .*$", readme, re.M)
+    assert commands and all("--data-dir" not in line for line in commands)
+    for flag in {f for line in commands for f in re.findall(r"(--[a-z][a-z-]+)", line)}:
+        assert flag in help_text, flag  # every flag the README passes, the help lists
+    assert "`retrieve --data-dir` without `--corpus-dir` still means the corpora" in readme
