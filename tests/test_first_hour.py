@@ -47,3 +47,29 @@ def test_retrieve_help_and_the_readme_agree_on_the_corpus_flag():
     for flag in {f for line in commands for f in re.findall(r"(--[a-z][a-z-]+)", line)}:
         assert flag in help_text, flag  # every flag the README passes, the help lists
     assert "`retrieve --data-dir` without `--corpus-dir` still means the corpora" in readme
+
+
+def test_generate_limit_answers_the_first_n_questions_in_the_files_order_and_a_larger_n_resumes(tmp_path):
+    from tests.robustness.helpers import read_jsonl, retrieved_rows
+
+    rows = retrieved_rows(8)
+    rows.reverse()  # the file's order rules, not the qids' order
+    retrieved = write_jsonl(tmp_path / "fiqa.bm25.jsonl", rows)
+    out = tmp_path / "answers.jsonl"
+    with OpenAIServer(lambda body, attempt: "An answer.") as server:
+        def generate(*extra):
+            return cli("generate", "--retrieved", retrieved, "--model", "openai:gen", "--base-url", server.base_url,
+                       "--api-key", FAKE_KEY, "--out", out, "--no-progress", "--prompt", "v2", *extra)
+
+        first = generate("--limit", 3)
+        assert first.returncode == 0, first.stderr
+        assert [r["qid"] for r in read_jsonl(out)] == [r["qid"] for r in rows[:3]]
+        assert len(server.requests) == 3
+        more = generate("--limit", 5)
+        assert more.returncode == 0, more.stderr
+        assert [r["qid"] for r in read_jsonl(out)] == [r["qid"] for r in rows[:5]]
+        assert len(server.requests) == 5 and "resumed 3" in more.stdout
+        dry = cli("generate", "--retrieved", retrieved, "--model", "openai:gen", "--dry-run", "--limit", 2)
+        assert dry.returncode == 0 and dry.stdout.startswith("dry run: 2 questions"), dry.stdout + dry.stderr
+    bad = cli("generate", "--retrieved", retrieved, "--model", "openai:gen", "--dry-run", "--limit", 0)
+    assert bad.returncode == 2 and bad.stderr.strip() == "rag-qa-arena: error: --limit must be >= 1, got 0"
