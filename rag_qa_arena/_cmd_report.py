@@ -406,7 +406,8 @@ def no_answer_table(board):
 
 
 def retrieval_table(board):
-    """Gold-document retrieval and the rates split by it, per system and domain."""
+    """Gold-document retrieval and the rates split by it, per system and domain (one domain: its row is "all")."""
+    from rich.markup import escape
     from rich.table import Table
     from rich.text import Text
 
@@ -416,12 +417,13 @@ def retrieval_table(board):
     table = Table(title=f"Retrieval and answer quality (top-{analysis['k']} passages)",
                   caption="Gold hit: share of questions whose passages hold a gold document; recall: share of "
                           "gold documents retrieved. Rates against the reference where a gold document was / was "
-                          "not retrieved; second line: interval and queries")
+                          "not retrieved; second line: interval and queries" + "".join(
+                              f". Caveat: {escape(line)}" for line in analysis.get("caveats") or []))
     for name in ("System", "Domain", "Queries", "Gold hit %", "Recall %", "Win % gold", "Win % no gold",
                  "Win+tie % gold", "Win+tie % no gold"):
         table.add_column(name, justify="left" if name in ("System", "Domain") else "right")
     for s in analysis["systems"]:
-        for domain, block in [("all", s), *s["per_domain"].items()]:
+        for domain, block in [("all", s), *(s["per_domain"].items() if len(s["per_domain"]) > 1 else ())]:
             table.add_row(
                 Text(s["system"] if domain == "all" else ""), Text(domain), f"{block['n']:,}",
                 percent(block["gold_hit_rate"]), percent(block["gold_recall"]),

@@ -73,3 +73,46 @@ def test_generate_limit_answers_the_first_n_questions_in_the_files_order_and_a_l
         assert dry.returncode == 0 and dry.stdout.startswith("dry run: 2 questions"), dry.stdout + dry.stderr
     bad = cli("generate", "--retrieved", retrieved, "--model", "openai:gen", "--dry-run", "--limit", 0)
     assert bad.returncode == 2 and bad.stderr.strip() == "rag-qa-arena: error: --limit must be >= 1, got 0"
+
+
+from tests.test_cmd_retrieve import writing_dir  # noqa: E402,F401 (a 200-document LoTTE writing corpus)
+
+
+def test_an_incomplete_corpus_travels_into_report_retrieved_and_the_index_card(writing_dir, tmp_path):
+    import re
+
+    from tests.test_report import make_run
+
+    corpus_dir, _ = writing_dir
+    out = tmp_path / "runs" / "writing.bm25.jsonl"
+    done = cli("retrieve", "--domain", "writing", "--retriever", "bm25", "--corpus-dir", corpus_dir, "--limit", 30,
+               "--index-dir", tmp_path / "index", "--out", out, "--no-progress")
+    assert done.returncode == 0, done.stderr
+    # the index card says what the index was built on
+    card = cli("index", "push", tmp_path / "index", "--repo", "my-org/lfrqa-writing-bm25", "--dry-run", tmp_path / "card")
+    assert card.returncode == 0, card.stderr
+    text = (tmp_path / "card" / "README.md").read_text()
+    assert "**incomplete corpus**: built on 200 of 199,994 documents" in text
+    # a run judged on those questions, then the report with the retrieved file
+    qids = [json.loads(line)["qid"] for line in out.read_text().splitlines()]
+    run = make_run(tmp_path / "judged", "bm25-sys", p_win=0.5, n=len(qids), domains=("writing",))
+    verdicts = [json.loads(line) for line in (run / "verdicts.jsonl").read_text().splitlines()]
+    (run / "verdicts.jsonl").write_text("".join(json.dumps({**v, "qid": qids[i]}) + "\n" for i, v in enumerate(verdicts)))
+    report = cli("report", run, "--retrieved", out, "--out", tmp_path / "lb", "--no-plots", "--n-boot", 50,
+                 COLUMNS="250")
+    assert report.returncode == 0, report.stderr
+    caveat = "built on 200 of 199,994 documents"
+    assert caveat in report.stdout and caveat in report.stderr  # the table's caption, and a warning
+    saved = json.loads((tmp_path / "lb" / "report.json").read_text())
+    [line] = saved["retrieval"]["caveats"]
+    assert caveat in line and line in saved["warnings"] and saved["retrieval"]["systems"][0]["incomplete_corpus"]
+    assert saved["retrieval"]["corpora"][str(out)]["documents"] == 200
+    html = (tmp_path / "lb" / "leaderboard.html").read_text()
+    assert "Caveat:</strong>" in html and caveat in html
+    # one domain: the retrieval table holds the "all" row only, not the same row again as "writing"
+    retrieval_html = html[html.index('<table id="retrieval"'):]
+    retrieval_html = retrieval_html[:retrieval_html.index("</table>")]
+    assert retrieval_html.count("<tr><td") == 1 and 'data-value="all"' in retrieval_html
+    rows = [line for line in report.stdout.splitlines() if "bm25-sys" in line and "│" in line]
+    assert any(re.search(r"│ all\s+│", line) for line in rows), report.stdout
+    assert not re.search(r"│ writing\s+│", report.stdout), report.stdout
