@@ -377,6 +377,7 @@ def no_answer_table(board):
     if not view or not view.get("systems"):
         return None
     domains = sorted({d for s in view["systems"] for d in s["per_domain"]})
+    domains = domains if len(domains) > 1 else []  # one domain: its column would repeat the overall share
     table = Table(title=f"No-answer replies (\"I couldn't find an answer\"): {view['n_pairs_excluded']:,} pair(s)",
                   caption="No-answer: " + view.get("rule", "") + "; share of " + view.get("denominator", "all pairs")
                           + ". By the reference scripts' substring rule: "

@@ -116,3 +116,19 @@ def test_an_incomplete_corpus_travels_into_report_retrieved_and_the_index_card(w
     rows = [line for line in report.stdout.splitlines() if "bm25-sys" in line and "│" in line]
     assert any(re.search(r"│ all\s+│", line) for line in rows), report.stdout
     assert not re.search(r"│ writing\s+│", report.stdout), report.stdout
+
+
+def test_a_single_domain_report_does_not_repeat_the_overall_figures_as_a_domain(tmp_path):
+    from tests.test_report import make_run
+
+    runs = [make_run(tmp_path, name, p_win=p, n=60, seed=k, domains=("fiqa",))
+            for k, (name, p) in enumerate((("sysa", 0.7), ("sysb", 0.4)))]
+    done = cli("report", *runs, "--out", tmp_path / "lb", "--n-boot", 50, COLUMNS="250")
+    assert done.returncode == 0, done.stderr
+    assert "No-answer replies" in done.stdout and "fiqa" not in done.stdout  # no column repeating "No answer %"
+    html = (tmp_path / "lb" / "leaderboard.html").read_text()
+    assert "per domain; hover a cell" not in html and 'data-key="d-fiqa"' not in html and 'data-key="na-fiqa"' not in html
+    assert '<span class="chip"><b>1</b> domain</span>' in html  # the page still says which domain it covers
+    two = [make_run(tmp_path / "two", "sysa", p_win=0.7, n=60, domains=("fiqa", "writing"))]
+    html = cli("report", *two, "--out", tmp_path / "lb2", "--n-boot", 50, "--no-plots")
+    assert 'data-key="d-fiqa"' in (tmp_path / "lb2" / "leaderboard.html").read_text()  # several: per domain
