@@ -132,3 +132,19 @@ def test_a_single_domain_report_does_not_repeat_the_overall_figures_as_a_domain(
     two = [make_run(tmp_path / "two", "sysa", p_win=0.7, n=60, domains=("fiqa", "writing"))]
     html = cli("report", *two, "--out", tmp_path / "lb2", "--n-boot", 50, "--no-plots")
     assert 'data-key="d-fiqa"' in (tmp_path / "lb2" / "leaderboard.html").read_text()  # several: per domain
+
+
+def test_an_all_cached_dry_run_says_everything_is_cached_not_that_the_prefix_is_too_short(tmp_path):
+    preds = write_jsonl(tmp_path / "sys.jsonl", prediction_rows(6, answer="An answer"))
+    other = write_jsonl(tmp_path / "other.jsonl", prediction_rows(6, answer="Another answer"))
+    with OpenAIServer(lambda body, attempt: "<thinking>ok</thinking><rating>1</rating>") as server:
+        common = ["--predictions", preds, "--versus", other, "--judge", "openai:gpt-4o-mini", "--base-url",
+                  server.base_url, "--api-key", FAKE_KEY, "--cache-dir", tmp_path / "cache", "--no-progress"]
+        before = cli("judge", *common, "--dry-run")
+        judged = cli("judge", *common, "--out", tmp_path / "run")
+        after = cli("judge", *common, "--dry-run")
+    assert before.returncode == judged.returncode == after.returncode == 0, after.stderr
+    assert "with prompt caching:   $" in before.stdout  # something to send: the cached prefix is priced
+    assert "(6 already cached, 0 to send)" in after.stdout
+    assert "under the 1,024 tokens" not in after.stdout and "fixed prefix (0 tokens)" not in after.stdout
+    assert "nothing to send: every request is answered from the judge cache" in after.stdout
