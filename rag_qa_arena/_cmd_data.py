@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 import tempfile
+from pathlib import Path
 
 
 def register(subparsers) -> None:
@@ -81,10 +82,15 @@ def _export(args: argparse.Namespace) -> int:
 
     from builders import export_dataset
 
+    import datasets
+
     console = Console(stderr=True)
+    done: list[str] = []  # what was written, said once at the end (no log line per config)
+    datasets.disable_progress_bars()  # no "Creating parquet" bar per config either
     with console.status("Exporting LFRQA…"):
-        folder = export_dataset(args.out, data_dir=args.data_dir, corpora=not args.no_corpora, progress=console.log,
+        folder = export_dataset(args.out, data_dir=args.data_dir, corpora=not args.no_corpora, progress=done.append,
                                 corpus_dir=args.corpus_dir)
+    print(f"Exported LFRQA to {Path(folder).resolve()}: {', '.join(done)}", file=sys.stderr)
     print(folder)
     return 0
 

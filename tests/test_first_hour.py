@@ -148,3 +148,24 @@ def test_an_all_cached_dry_run_says_everything_is_cached_not_that_the_prefix_is_
     assert "(6 already cached, 0 to send)" in after.stdout
     assert "under the 1,024 tokens" not in after.stdout and "fixed prefix (0 tokens)" not in after.stdout
     assert "nothing to send: every request is answered from the judge cache" in after.stdout
+
+
+def test_metric_export_prints_the_full_path_and_how_to_use_it(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "rag_qa_arena", "metric", "export", "mymetric"], cwd=tmp_path,
+                          env=subprocess_env(), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    folder = (tmp_path / "mymetric").resolve()
+    assert done.stdout == f"{folder}\n"  # the full path, not the folder's name
+    assert f"pip install -r {folder / 'requirements.txt'}" in done.stderr
+    assert f"evaluate.load({str(folder)!r})" in done.stderr and "mymetric.py" in done.stderr
+
+
+def test_data_export_prints_one_summary_line_and_no_logger_lines(tmp_path, lfrqa_data_dir):
+    import re
+
+    done = cli("data", "export", tmp_path / "out", "--data-dir", lfrqa_data_dir, "--no-corpora")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(tmp_path / "out")
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"Exported LFRQA to {(tmp_path / 'out').resolve()}: fiqa test: ")
+    assert not re.search(r"\w+\.py:\d+", done.stderr) and "Creating parquet" not in done.stderr
