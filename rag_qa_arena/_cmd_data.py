@@ -86,10 +86,15 @@ def _export(args: argparse.Namespace) -> int:
 
     console = Console(stderr=True)
     done: list[str] = []  # what was written, said once at the end (no log line per config)
+    bars = datasets.is_progress_bar_enabled()
     datasets.disable_progress_bars()  # no "Creating parquet" bar per config either
-    with console.status("Exporting LFRQA…"):
-        folder = export_dataset(args.out, data_dir=args.data_dir, corpora=not args.no_corpora, progress=done.append,
-                                corpus_dir=args.corpus_dir)
+    try:
+        with console.status("Exporting LFRQA…"):
+            folder = export_dataset(args.out, data_dir=args.data_dir, corpora=not args.no_corpora,
+                                    progress=done.append, corpus_dir=args.corpus_dir)
+    finally:
+        if bars:
+            datasets.enable_progress_bars()
     print(f"Exported LFRQA to {Path(folder).resolve()}: {', '.join(done)}", file=sys.stderr)
     print(folder)
     return 0
