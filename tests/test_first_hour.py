@@ -1,5 +1,8 @@
-"""The smaller things a new user met in the first hour (issue 33), each through the real CLI on real files:
-`judge --sample N` beyond the predictions warns and records what it judged; ..."""
+"""The smaller things a new user met in the first hour (issue 33), each through the real CLI on real files and
+the tests' local OpenAI-compatible server: `judge --sample N` beyond the predictions warns and records what it
+judged; `retrieve --help` and the README agree on --corpus-dir; `generate --limit`; an incomplete corpus's flag
+reaches `report --retrieved` and the index card; a one-domain report repeats no row; an all-cached dry run; the
+paths `metric export` and `data export` print; the README's install section."""
 
 from __future__ import annotations
 
@@ -169,3 +172,14 @@ def test_data_export_prints_one_summary_line_and_no_logger_lines(tmp_path, lfrqa
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith(f"Exported LFRQA to {(tmp_path / 'out').resolve()}: fiqa test: ")
     assert not re.search(r"\w+\.py:\d+", done.stderr) and "Creating parquet" not in done.stderr
+
+
+def test_the_readme_says_how_to_install_and_that_the_package_is_not_on_an_index():
+    import tomllib
+
+    readme = (ROOT / "README.md").read_text()
+    install = readme[readme.index("## Install"):readme.index("## Use it")]
+    name = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["name"]
+    assert "Not on PyPI (or any other index) today: install from source." in install
+    assert "pip install ." in install and "git+https://github.com/" in install and ".whl" in install
+    assert f"Published, it would be\\n`pip install {name}`".replace("\\n", "\n") in install
