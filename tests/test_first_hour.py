@@ -133,8 +133,14 @@ def test_a_single_domain_report_does_not_repeat_the_overall_figures_as_a_domain(
     assert "per domain; hover a cell" not in html and 'data-key="d-fiqa"' not in html and 'data-key="na-fiqa"' not in html
     assert '<span class="chip"><b>1</b> domain</span>' in html  # the page still says which domain it covers
     two = [make_run(tmp_path / "two", "sysa", p_win=0.7, n=60, domains=("fiqa", "writing"))]
-    html = cli("report", *two, "--out", tmp_path / "lb2", "--n-boot", 50, "--no-plots")
+    assert cli("report", *two, "--out", tmp_path / "lb2", "--n-boot", 50).returncode == 0
     assert 'data-key="d-fiqa"' in (tmp_path / "lb2" / "leaderboard.html").read_text()  # several: per domain
+    from PIL import Image
+
+    # the win-rate plot: one panel ("all queries") for one domain; all + 2 domains: three panels side by side
+    one_width = Image.open(tmp_path / "lb" / "win_rates.png").size[0]
+    three_width = Image.open(tmp_path / "lb2" / "win_rates.png").size[0]
+    assert 2 * one_width < three_width, (one_width, three_width)
 
 
 def test_an_all_cached_dry_run_says_everything_is_cached_not_that_the_prefix_is_too_short(tmp_path):
