@@ -69,6 +69,8 @@ def test_compare_markdown_of_a_pass_and_of_a_refusal(runs):
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "same_run" in refused.stderr
     assert refused.stdout.startswith("### RAG-QA Arena compare: ⚠️ refused (`same\\_run`)")
     assert "No comparison was made (exit 2)." in refused.stdout
+    as_json = cli("compare", runs["base"], runs["base"], "--format", "json")  # --format json is --json
+    assert as_json.returncode == 2 and json.loads(as_json.stdout)["reason"] == "same_run"
     clash = cli("compare", runs["base"], runs["worse"], "--format", "markdown", "--json")
     assert clash.returncode == 2 and "--json and --format markdown" in clash.stderr and clash.stdout == ""
 
