@@ -184,7 +184,7 @@ come from your own copy of the corpus, which is checked against the fingerprint 
 ## Use it
 
 ```bash
-pip install rag-qa-arena{'"[colbert]"' if kind == 'colbert' else ''}
+pip install "{'.[colbert]' if kind == 'colbert' else '.'}"   # in a checkout of rag-qa-arena (not on PyPI yet)
 rag-qa-arena retrieve --domain {domain} --split {split} --corpus-dir data/ \\
     --index-from {repo_id} --index-revision COMMIT{checkpoint_flag} --k 5 --out runs/{domain}.{kind}.jsonl
 ```

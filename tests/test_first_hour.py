@@ -96,6 +96,7 @@ def test_an_incomplete_corpus_travels_into_report_retrieved_and_the_index_card(w
     assert card.returncode == 0, card.stderr
     text = (tmp_path / "card" / "README.md").read_text()
     assert "**incomplete corpus**: built on 200 of 199,994 documents" in text
+    assert 'pip install "."   # in a checkout of rag-qa-arena (not on PyPI yet)' in text  # as the README says
     # a run judged on those questions, then the report with the retrieved file
     qids = [json.loads(line)["qid"] for line in out.read_text().splitlines()]
     run = make_run(tmp_path / "judged", "bm25-sys", p_win=0.5, n=len(qids), domains=("writing",))
