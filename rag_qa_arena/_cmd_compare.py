@@ -122,7 +122,11 @@ def _register_compare(subparsers: argparse._SubParsersAction) -> None:
                         help="compare runs made by different judges (otherwise refused, exit 2)")
     parser.add_argument("--allow-setting-change", action="store_true",
                         help="compare runs judged with another --parse or --order (otherwise refused, exit 2)")
-    parser.add_argument("--json", action="store_true", help="print the comparison (or the refusal) as strict JSON")
+    parser.add_argument("--json", action="store_true", help="print the comparison (or the refusal) as strict JSON "
+                        "(the same as --format json)")
+    parser.add_argument("--format", choices=("text", "json", "markdown"), default=None,
+                        help="what to print: text (default), json, or markdown (a table for $GITHUB_STEP_SUMMARY or "
+                             "a pull-request comment; a refusal is printed too, and the exit code stays 2)")
     parser.add_argument("--n-boot", type=positive_int, default=1000, help="bootstrap rounds (default: 1000)")
     parser.add_argument("--seed", type=seed_type, default=0, help="seed of the bootstrap (default: 0)")
     parser.add_argument("--confidence", type=confidence_level, default=0.95, help="interval coverage (default: 0.95)")
@@ -161,7 +165,12 @@ def _min_shared(values: list[tuple[str, float]] | None):
 def _compare(args: argparse.Namespace) -> int:
     from lfrqa.files import dumps_json
     from metric_arena.report import ComparisonRefused, compare_runs
+    from metric_arena.report.markdown import comparison_markdown, refusal_markdown
+    from rag_qa_arena._options import injection_lines
 
+    if args.json and args.format not in (None, "json"):
+        raise RagQaArenaError(f"--json and --format {args.format} ask for two outputs: give one of them")
+    shown = "json" if args.json else args.format or "text"
     if not (math.isfinite(args.min_delta) and args.min_delta >= 0):
         raise RagQaArenaError(f"--min-delta must be a rate difference >= 0 (e.g. 0.02), got {args.min_delta:g}")
     try:
@@ -170,14 +179,20 @@ def _compare(args: argparse.Namespace) -> int:
                               allow_setting_change=args.allow_setting_change, n_boot=args.n_boot, seed=args.seed,
                               confidence=args.confidence)
     except ComparisonRefused as refused:
-        if args.json:
+        if shown == "markdown":
+            print(refusal_markdown(refused.reason, refused.detail, base=args.base, new=args.new), end="")
+        if shown == "json":
             print(dumps_json({"status": "refused", "reason": refused.reason, "message": refused.detail,
                               "base": {"run": args.base}, "new": {"run": args.new}, "exit_code": 2}))
         raise
     for line in result["warnings"]:
         print(f"rag-qa-arena: warning: {line}", file=sys.stderr)
-    if args.json:
+    injection = injection_lines({f"{side} {result[side]['system']}": counts
+                                 for side, counts in result["injection"].items()})
+    if shown == "json":
         print(dumps_json(result))
+    elif shown == "markdown":
+        print(comparison_markdown(result, notes=[line.strip() for line in injection]), end="")
     else:
         base, new = result["base"], result["new"]
         print(f"base {base['run']} ({base['system']}) vs new {new['run']} ({new['system']}): "
@@ -189,10 +204,7 @@ def _compare(args: argparse.Namespace) -> int:
             print(f"  {label:<13} base {percent(r['rate_b'])}%  new {percent(r['rate_a'])}%  difference "
                   f"{_points(r['difference'])} points [{level} {_points(low)}, {_points(high)}]  "
                   f"p = {r['p_value']:.4g}  (n={r['n']:,}, {r['n_failed']:,} failed)")
-        from rag_qa_arena._options import injection_lines
-
-        for line in injection_lines({f"{side} {result[side]['system']}": counts
-                                     for side, counts in result["injection"].items()}):
+        for line in injection:
             print(line)
         if result["worse"]:
             print(f"new is significantly worse on {' and '.join(result['worse_on'])} "

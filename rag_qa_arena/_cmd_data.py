@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 import tempfile
+from pathlib import Path
 
 
 def register(subparsers) -> None:
@@ -96,12 +97,22 @@ def _export(args: argparse.Namespace) -> int:
 
     from builders import export_dataset
 
+    import datasets
+
     console = Console(stderr=True)
-    with console.status("Exporting LFRQA…"):
-        folder = export_dataset(args.out, data_dir=args.data_dir, corpora=not args.no_corpora, progress=console.log,
-                                corpus_dir=args.corpus_dir, eval_yaml=not args.no_eval_yaml,
-                                retrieved=_named(args.retrieved, "--retrieved", "FILE"),
-                                retrieved_index=_named(args.retrieved_index, "--retrieved-index", "DIR"))
+    done: list[str] = []  # what was written, said once at the end (no log line per config)
+    bars = datasets.is_progress_bar_enabled()
+    datasets.disable_progress_bars()  # no "Creating parquet" bar per config either
+    try:
+        with console.status("Exporting LFRQA…"):
+            folder = export_dataset(args.out, data_dir=args.data_dir, corpora=not args.no_corpora,
+                                    progress=done.append, corpus_dir=args.corpus_dir, eval_yaml=not args.no_eval_yaml,
+                                    retrieved=_named(args.retrieved, "--retrieved", "FILE"),
+                                    retrieved_index=_named(args.retrieved_index, "--retrieved-index", "DIR"))
+    finally:
+        if bars:
+            datasets.enable_progress_bars()
+    print(f"Exported LFRQA to {Path(folder).resolve()}: {', '.join(done)}", file=sys.stderr)
     print(folder)
     return 0
 

@@ -77,6 +77,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "(the paper's choice for GPT-4o). Default: v1")
     parser.add_argument("--passages", type=int, default=5, metavar="N",
                         help="top-ranked passages shown per question (default: 5, as in the paper)")
+    parser.add_argument("--limit", type=int, metavar="N",
+                        help="only the first N questions of --retrieved, in the file's order (LFRQA's, as "
+                             "`retrieve` writes it): the same N gives the same questions, a larger N resumes --out")
     parser.add_argument("--out", metavar="FILE",
                         help="output JSONL of answers (required unless --dry-run); resumed if it exists")
     parser.add_argument("--overwrite", action="store_true",
@@ -153,7 +156,8 @@ def run_generate(args: argparse.Namespace) -> int:
         raise RagQaArenaError("--out FILE is required (the answers' JSONL file), or use --dry-run")
     check_backend_args(args)
     for flag, value in (("--passages", args.passages), ("--max-tokens", args.max_tokens),
-                        ("--max-input-tokens", args.max_input_tokens), ("--batch-size", args.batch_size)):
+                        ("--max-input-tokens", args.max_input_tokens), ("--batch-size", args.batch_size),
+                        ("--limit", args.limit)):
         if value is not None and value < 1:
             raise RagQaArenaError(f"{flag} must be >= 1, got {value}")
     generation = GenerationConfig(prompt=args.prompt, n_passages=args.passages, max_tokens=args.max_tokens,
@@ -165,7 +169,7 @@ def run_generate(args: argparse.Namespace) -> int:
 
     if args.dry_run:
         estimate = generation_dry_run(args.retrieved, args.model, generation=generation, run=run,
-                                      data_dir=args.data_dir)
+                                      data_dir=args.data_dir, limit=args.limit)
         print(f"dry run: {estimate.n_requests:,} questions, prompt {args.prompt}, {args.passages} passages, "
               "nothing sent")
         print(format_generation_estimate(estimate))
@@ -174,7 +178,7 @@ def run_generate(args: argparse.Namespace) -> int:
     result = run_reporting_failures(
         lambda: generate_answers(
             args.retrieved, args.model, generation=generation, run=run, out=args.out, overwrite=args.overwrite,
-            progress=not args.no_progress and sys.stderr.isatty(), data_dir=args.data_dir,
+            progress=not args.no_progress and sys.stderr.isatty(), data_dir=args.data_dir, limit=args.limit,
         ),
         stopped=f"Answers finished before the error are in {args.out}; re-run the same command to resume.",
         where=os.path.dirname(os.path.abspath(args.out)),

@@ -244,6 +244,9 @@ def run_judge(args: argparse.Namespace) -> int:
     qids, answers, references, questions, domains = (inputs.qids, inputs.answers, inputs.references,
                                                      inputs.questions, inputs.domains)
     failed, opponent = inputs.failed, inputs.opponent
+    if args.sample is not None and args.sample > len(qids):
+        print(f"rag-qa-arena: warning: --sample {args.sample:,} exceeds the {len(qids):,} predictions: all "
+              f"{len(qids):,} are judged (summary.json: sample_judged)", file=sys.stderr)
 
     if args.dry_run:
 

@@ -234,7 +234,10 @@ def _package_flags(parser: argparse.ArgumentParser) -> None:
 def _export(args: argparse.Namespace) -> int:
     from metric_arena.space import export_metric
 
-    folder = export_metric(args.out, wheel=args.wheel, requirements=args.requirement)
+    folder = Path(export_metric(args.out, wheel=args.wheel, requirements=args.requirement)).resolve()
+    print(f"Wrote the evaluate module to {folder} ({', '.join(sorted(p.name for p in folder.iterdir()))}). "
+          f"Use it: pip install -r {folder / 'requirements.txt'} (in a fresh environment), then "
+          f"evaluate.load({str(folder)!r})", file=sys.stderr)
     print(folder)
     return 0
 

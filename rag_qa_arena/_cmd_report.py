@@ -82,6 +82,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "lists, bold, on the battles file's rows)")
     parser.add_argument("--title", default="RAG-QA Arena leaderboard", help="title of the HTML page")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots (the HTML then has none)")
+    parser.add_argument("--format", choices=("text", "markdown"), default="text",
+                        help="what to print: text tables (default) or markdown (the leaderboard with intervals and "
+                             "per-domain rates, for $GITHUB_STEP_SUMMARY or a pull-request comment)")
     parser.add_argument("--battles", metavar="FILE",
                         help="also write every battle to FILE (.jsonl or .parquet): model_a, model_b, winner, qid, "
                              "domain, judge, first_shown, as Chatbot-Arena-style notebooks read them, then words_a, words_b, "
@@ -110,13 +113,7 @@ def _refuse_outputs_over_inputs(args: argparse.Namespace) -> None:
 def _run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.markup import escape
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-    )
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from metric_arena.report import backfill_styles, load_runs, write_report
     from metric_arena.style import check_style_features
@@ -156,7 +153,14 @@ def _run(args: argparse.Namespace) -> int:
             data_dir=args.data_dir,
             style_features=args.style_features,
         )
+    from rag_qa_arena._options import injection_lines
+
     out = Console()
+    if args.format == "markdown":
+        from metric_arena.report.markdown import leaderboard_markdown
+
+        print(leaderboard_markdown(board, notes=injection_lines(board.injection, indent="")), end="")
+        out = Console(stderr=True)  # the other tables go to stderr: stdout holds the Markdown alone
     print_table(out, leaderboard_table(board))
     if board.elo_study:
         print_table(out, elo_study_table(board))
@@ -173,14 +177,12 @@ def _run(args: argparse.Namespace) -> int:
             f"Agreement with human labels ({a['judge']}): n={a['n']}, Cohen's kappa={decimal(a['kappa'], 3)}, "
             f"Pearson r={decimal(a['pearson'], 3)}"
         )
-    from rag_qa_arena._options import injection_lines
-
     for line in injection_lines(board.injection, indent=""):
         out.print(line, highlight=False, markup=False, soft_wrap=True)
     for warning in skipped + board.warnings:
         err.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False, markup=True, soft_wrap=True)
     folder = Path(args.out)
-    written = [p for p in ("leaderboard.json", "report.json", "ratings.png", "win_rates.png", "leaderboard.html") if (folder / p).exists()]
+    written = [p for p in _REPORT_FILES if (folder / p).exists()]
     print(f"Wrote {', '.join(str(folder / p) for p in written)}", file=sys.stderr)
     return 0
 
@@ -386,6 +388,7 @@ def no_answer_table(board):
     if not view or not view.get("systems"):
         return None
     domains = sorted({d for s in view["systems"] for d in s["per_domain"]})
+    domains = domains if len(domains) > 1 else []  # one domain: its column would repeat the overall share
     table = Table(title=f"No-answer replies (\"I couldn't find an answer\"): {view['n_pairs_excluded']:,} pair(s)",
                   caption="No-answer: " + view.get("rule", "") + "; share of " + view.get("denominator", "all pairs")
                           + ". By the reference scripts' substring rule: "
@@ -415,7 +418,8 @@ def no_answer_table(board):
 
 
 def retrieval_table(board):
-    """Gold-document retrieval and the rates split by it, per system and domain."""
+    """Gold-document retrieval and the rates split by it, per system and domain (one domain: its row is "all")."""
+    from rich.markup import escape
     from rich.table import Table
     from rich.text import Text
 
@@ -425,12 +429,13 @@ def retrieval_table(board):
     table = Table(title=f"Retrieval and answer quality (top-{analysis['k']} passages)",
                   caption="Gold hit: share of questions whose passages hold a gold document; recall: share of "
                           "gold documents retrieved. Rates against the reference where a gold document was / was "
-                          "not retrieved; second line: interval and queries")
+                          "not retrieved; second line: interval and queries" + "".join(
+                              f". Caveat: {escape(line)}" for line in analysis.get("caveats") or []))
     for name in ("System", "Domain", "Queries", "Gold hit %", "Recall %", "Win % gold", "Win % no gold",
                  "Win+tie % gold", "Win+tie % no gold"):
         table.add_column(name, justify="left" if name in ("System", "Domain") else "right")
     for s in analysis["systems"]:
-        for domain, block in [("all", s), *s["per_domain"].items()]:
+        for domain, block in [("all", s), *(s["per_domain"].items() if len(s["per_domain"]) > 1 else ())]:
             table.add_row(
                 Text(s["system"] if domain == "all" else ""), Text(domain), f"{block['n']:,}",
                 percent(block["gold_hit_rate"]), percent(block["gold_recall"]),

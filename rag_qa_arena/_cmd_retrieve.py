@@ -11,13 +11,13 @@ from lfrqa.errors import RagQaArenaError
 from retrieval import RETRIEVERS, retrieve
 
 _EPILOG = """examples:
-  rag-qa-arena retrieve --domain fiqa --retriever bm25 --data-dir data/ --out runs/fiqa.bm25.jsonl
+  rag-qa-arena retrieve --domain fiqa --retriever bm25 --corpus-dir data/ --out runs/fiqa.bm25.jsonl
   rag-qa-arena retrieve --domain writing --retriever colbert --index-dir indexes/writing \\
       --nranks 4 --k 5 --out runs/writing.colbert.jsonl
-  rag-qa-arena retrieve --domain writing --data-dir data/ --index-from my-org/lfrqa-writing-colbert \\
+  rag-qa-arena retrieve --domain writing --corpus-dir data/ --index-from my-org/lfrqa-writing-colbert \\
       --index-revision COMMIT --out runs/writing.colbert.jsonl   # shared index (`index push`), not rebuilt
 
-Raw corpora are read from --data-dir (or $LFRQA_DATA_DIR) in their distributed layout:
+Raw corpora are read from --corpus-dir (or $LFRQA_DATA_DIR) in their distributed layout:
 lotte/<domain>/test/collection.tsv (or lotte.tar.gz), fiqa/FiQA_train_doc_final.tsv (or BEIR's
 fiqa/corpus.jsonl / fiqa.zip), bioasq/documents.jsonl; with no data folder, LoTTE and FiQA are
 downloaded. The questions (and gold documents) are LFRQA's, read with lfrqa.load like every
@@ -42,7 +42,7 @@ printed or written. The passage texts stay home (ColBERT's collection.tsv and lo
 
 _PUSH_EPILOG = """\
 examples:
-  rag-qa-arena retrieve --domain fiqa --retriever bm25 --data-dir data/ --index-dir indexes/fiqa --out runs/fiqa.jsonl
+  rag-qa-arena retrieve --domain fiqa --retriever bm25 --corpus-dir data/ --index-dir indexes/fiqa --out runs/fiqa.jsonl
   rag-qa-arena index push indexes/fiqa --repo my-org/lfrqa-fiqa-bm25 --dry-run preview/   # the files, no upload
   rag-qa-arena index push indexes/fiqa --repo my-org/lfrqa-fiqa-bm25 --private
 """

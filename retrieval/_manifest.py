@@ -37,6 +37,8 @@ _REQUIRED = {
     "package_version": str, "built_at": str, "build_seconds": (int, float), "hardware": dict, "files": dict,
 }
 _CORPUS_KEYS = ("domain", "split", "n_passages", "fingerprint")
+#: How complete the corpus was (``retrieve``'s coverage check), kept when known: not compared on load.
+CORPUS_SIZE_KEYS = ("documents", "documents_expected", "incomplete")
 
 
 class IndexMismatch(RagQaArenaError):
@@ -136,7 +138,7 @@ def write_manifest(index_dir: str | os.PathLike, retriever: Retriever, *, corpus
                       "library_version": _version(retriever.library)},
         **({"checkpoint": described["checkpoint"]} if "checkpoint" in described else {}),
         "settings": described["settings"],
-        "corpus": {key: corpus[key] for key in _CORPUS_KEYS},
+        "corpus": {key: corpus[key] for key in _CORPUS_KEYS + CORPUS_SIZE_KEYS if key in corpus},
         "package_version": package_version(),
         "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "build_seconds": round(float(build_seconds), 3),

@@ -21,7 +21,7 @@ from lfrqa.checks import check_int
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import atomic_write, dumps_json, json_line, loads_json, make_folder
 from retrieval._base import META_FILE, Retriever
-from retrieval._manifest import MANIFEST_FILE, check_new_index_dir, describe_corpus, write_manifest
+from retrieval._manifest import CORPUS_SIZE_KEYS, MANIFEST_FILE, check_new_index_dir, describe_corpus, write_manifest
 from retrieval._metrics import DEFAULT_KS, evaluate
 from retrieval._share import load_index
 
@@ -108,14 +108,15 @@ def retrieve(
         from builders import load_corpus
 
         corpus = load_corpus(domain, split=split, corpus_dir=corpus_dir)
+    coverage = corpus_coverage(domain, split, corpus, rows)
     if index_from is not None:
         engine = load_index(index_from, revision=index_revision, passages=corpus, domain=domain, split=split,
                             retriever=retriever, checkpoint=checkpoint, trust=trust_index, show_progress=show_progress)
     else:
         engine = _retriever(retriever or "bm25", corpus, index_dir, checkpoint, retriever_options or {}, show_progress,
-                            describe=lambda: describe_corpus(corpus, domain=domain, split=split))
+                            describe=lambda: {**describe_corpus(corpus, domain=domain, split=split),
+                                              **{key: coverage[key] for key in CORPUS_SIZE_KEYS}})
     _check_same_corpus(engine, corpus, index_dir)
-    coverage = corpus_coverage(domain, split, corpus, rows)
 
     done = _prepare_output(out, overwrite=overwrite)
     todo = [row for row in rows if row["qid"] not in done]

@@ -125,6 +125,20 @@ def push_index(
                         commit_message=message)
 
 
+def _documents_note(corpus: Mapping[str, Any]) -> str:
+    """How many documents the index was built on, and whether that is the whole published corpus."""
+    documents, expected = corpus.get("documents"), corpus.get("documents_expected")
+    if not isinstance(documents, int):
+        return ""  # an index built before the count was recorded
+    if not corpus.get("incomplete"):
+        return f" of {documents:,} documents"
+    if isinstance(expected, int) and documents < expected:
+        why = f"built on {documents:,} of {expected:,} documents"
+    else:
+        why = f"built on {documents:,} documents, without some questions' gold documents"
+    return f" — **incomplete corpus**: {why}; hit and recall from it are not comparable with the whole corpus's"
+
+
 def index_card(manifest: Mapping[str, Any], *, repo_id: str) -> str:
     """The dataset card of a shared index (``huggingface_hub.DatasetCard`` text, YAML metadata first)."""
     from huggingface_hub import DatasetCard, DatasetCardData
@@ -148,7 +162,7 @@ def index_card(manifest: Mapping[str, Any], *, repo_id: str) -> str:
         ("retriever", f"{kind} ({library.get('library')} {library.get('library_version')})"),
         *([("checkpoint", f"`{checkpoint.get('name')}` (revision `{checkpoint.get('revision')}`)")] if checkpoint else []),
         ("settings", "`" + ", ".join(f"{k}={v}" for k, v in manifest["settings"].items()) + "`"),
-        ("corpus", f"{domain} / {split}: {corpus['n_passages']:,} passages"),
+        ("corpus", f"{domain} / {split}: {corpus['n_passages']:,} passages{_documents_note(corpus)}"),
         ("corpus fingerprint", f"`{corpus['fingerprint']}`"),
         ("index size", f"{_human(size)} in {len(manifest['files'])} files (sha256 of each in `{MANIFEST_FILE}`)"),
         ("build time", f"{manifest['build_seconds']:.2f} s"),
@@ -171,7 +185,7 @@ come from your own copy of the corpus, which is checked against the fingerprint 
 ## Use it
 
 ```bash
-pip install rag-qa-arena{'"[colbert]"' if kind == 'colbert' else ''}
+pip install "{'.[colbert]' if kind == 'colbert' else '.'}"   # in a checkout of rag-qa-arena (not on PyPI yet)
 rag-qa-arena retrieve --domain {domain} --split {split} --corpus-dir data/ \\
     --index-from {repo_id} --index-revision COMMIT{checkpoint_flag} --k 5 --out runs/{domain}.{kind}.jsonl
 ```

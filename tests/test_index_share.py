@@ -72,7 +72,9 @@ def test_the_manifest_names_retriever_settings_corpus_and_file_hashes(built):
     for pid, text in zip(corpus["pid"], corpus["text"]):
         digest.update(b"%d:%b%d:%b" % (len(pid.encode()), pid.encode(), len(text.encode()), text.encode()))
     assert manifest["corpus"] == {"domain": "writing", "split": "test", "n_passages": len(corpus),
-                                  "fingerprint": "sha256:" + digest.hexdigest()}
+                                  "fingerprint": "sha256:" + digest.hexdigest(),
+                                  # how complete the corpus was (a 200-document writing corpus is not)
+                                  "documents": 200, "documents_expected": 199_994, "incomplete": True}
     assert set(manifest["files"]) == INDEX_FILES
     for name, entry in manifest["files"].items():
         assert entry == {"sha256": sha256_file(index_dir / name), "size": (index_dir / name).stat().st_size}

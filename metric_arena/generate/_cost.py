@@ -43,17 +43,18 @@ def generation_dry_run(
     generation: GenerationConfig | None = None,
     run: RunConfig | None = None,
     data_dir: str | os.PathLike | None = None,
+    limit: int | None = None,
 ) -> CostEstimate:
     """Requests, input tokens, expected output tokens and the cost of :func:`generate_answers`; sends nothing.
 
     Expected output comes from the length the prompt asks for (``_GENERATION_REPLY_WORDS``);
     the ``max_tokens`` bound and the cost at that bound are reported apart. Requests already
-    answered in ``run``'s cache cost nothing. Returns a :class:`metric_arena.llm.CostEstimate`.
+    answered in ``run``'s cache cost nothing; ``limit``: the first N questions only. Returns a :class:`metric_arena.llm.CostEstimate`.
     """
     check_model(model)
     generation = generation if generation is not None else GenerationConfig()
     run = run if run is not None else RunConfig()
-    rows = retrieved_rows(retrieved)
+    rows = retrieved_rows(retrieved, limit=limit)
     requests = [generation.request(r, data_dir=data_dir) for r in rows]
     cached = None
     identity = backend_identity(model, base_url=run.base_url, options=generation.options,

@@ -61,15 +61,19 @@ def _check_rows(rows: Sequence[Any], where: Sequence[str]) -> list[Retrieved]:
     return checked
 
 
-def retrieved_rows(retrieved) -> list[Retrieved]:
+def retrieved_rows(retrieved, *, limit: int | None = None) -> list[Retrieved]:
+    """The rows of ``retrieved`` (a file or a list of rows), checked; ``limit``: only the first N, in the
+    file's order (``retrieve`` writes LFRQA's order), so the same N always gives the same questions."""
+    if limit is not None:
+        check_int("limit", limit, minimum=1)
     if isinstance(retrieved, (str, os.PathLike)):
-        return read_retrieved(retrieved)
+        return read_retrieved(retrieved)[:limit]
     if isinstance(retrieved, Mapping):
         raise InvalidInputType("retrieved must be a file path or a list of rows, not one dict: wrap it in a list")
     rows = list(retrieved)
     if not rows:
         raise RagQaArenaError("No retrieved rows given: nothing to generate")
-    return _check_rows(rows, [f"retrieved[{i}]" for i in range(len(rows))])
+    return _check_rows(rows, [f"retrieved[{i}]" for i in range(len(rows))])[:limit]
 
 
 @dataclass(frozen=True, kw_only=True)

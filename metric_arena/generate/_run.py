@@ -170,6 +170,7 @@ async def agenerate_answers(
     overwrite: bool = False,
     progress: bool | None = None,
     data_dir: str | os.PathLike | None = None,
+    limit: int | None = None,
 ) -> dict:
     """Async form of :func:`generate_answers` (same arguments, same result)."""
     check_model(model)
@@ -179,7 +180,7 @@ async def agenerate_answers(
     if out is not None and isinstance(retrieved, (str, os.PathLike)):
         for written in (out, summary_path(out)):
             refuse_output_over_input(("--out", written), [("--retrieved", retrieved)])
-    rows = retrieved_rows(retrieved)
+    rows = retrieved_rows(retrieved, limit=limit)
     session = Session(model, run, options=generation.options, max_input_tokens=generation.max_input_tokens)
     settings = _Settings(session.specs[0], generation, data_dir)
     out_path = Path(out) if out is not None else None
@@ -240,7 +241,8 @@ GENERATE_ANSWERS_DOC = """Answer each retrieved question with ``model`` using th
     version, passages shown, decoding, ``max_input_tokens``, backend options); ``run``: a
     :class:`~metric_arena.RunConfig` (server, key, concurrency, retries, limiter, cache). ``out``:
     JSONL written as answers arrive (resumed when it exists, unless ``overwrite=True``);
-    ``data_dir``: the pinned templates.
+    ``data_dir``: the pinned templates. ``limit``: only the first N questions of ``retrieved``, in its
+    order (a larger N later resumes the same file).
 
     Returns ``n``, ``n_answered``, ``n_failed``, ``n_truncated``, ``n_no_answer``,
     ``n_neutralized``, ``n_resumed``, ``errors`` (by kind), ``n_sent``, ``n_cached`` and

@@ -83,6 +83,8 @@ def format_estimate(estimates: Sequence[CostEstimate], *, batch: bool = False) -
 
 def _caching_line(est: CostEstimate, batch: bool) -> tuple[float | None, str | None]:
     """(cost with prompt caching or None where it has no price, the line saying so) for one priced judge."""
+    if est.n_requests <= est.n_cached:  # nothing to send: no prefix to cache, nothing to say of its size
+        return None, "  with prompt caching:   nothing to send: every request is answered from the judge cache"
     if est.cached_input_price_per_m is None:
         return None, f"  with prompt caching:   no cached-input price for {est.model!r} (OpenAI has no prompt caching for it)"
     share = (f"{est.cached_prefix_tokens:,} of the {est.prefix_tokens:,}-token fixed prefix of each request "

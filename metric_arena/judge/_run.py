@@ -206,7 +206,8 @@ def _schedule_fields(n_planned: int, sample: int | None, stopper: IntervalStoppe
     if sample is not None or stopper is not None:
         fields["n_planned"] = n_planned
         if sample is not None:
-            fields["sample"] = sample
+            fields["sample"] = sample  # as asked; sample_judged: the pairs it chose (fewer when there are fewer)
+            fields["sample_judged"] = n_planned
     if stopper is not None:
         fields.update(stopped_early=stopper.should_stop, interval_width=stopper.width, target_width=target_width,
                       win_tie_rate_wilson=list(stopper.interval))

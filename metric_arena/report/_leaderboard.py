@@ -324,6 +324,7 @@ def _add_analyses(board: Leaderboard, loaded: list[Run], reference_runs: dict[st
         board.no_answer = _no_answer_view(board, loaded, reference_runs, stats)
     if retrieved is not None:
         board.retrieval = retrieval_analysis(reference_runs, retrieved, data_dir=data_dir, **stats)
+        board.warnings.extend(board.retrieval["caveats"])
         by_system = {block["system"]: block for block in board.retrieval["systems"]}
         for entry in board.entries:
             if entry["system"] in by_system:

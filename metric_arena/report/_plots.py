@@ -73,7 +73,7 @@ def plot_win_rates(entries: Sequence[dict], *, confidence: float = 0.95) -> byte
         raise RagQaArenaError("No system was judged against the reference: nothing to plot")
     systems = list(reversed(systems))  # best (first entry) at the top
     domains = sorted({d for e in systems for d in (e.get("per_domain") or {})})
-    panels = ["all queries", *domains]
+    panels = ["all queries", *(domains if len(domains) > 1 else [])]  # one domain: its panel is "all"
     ncols = min(4, len(panels))
     nrows = math.ceil(len(panels) / ncols)
     height = nrows * (0.8 + 0.32 * len(systems)) + 1.0

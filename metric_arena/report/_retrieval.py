@@ -30,7 +30,7 @@ from lfrqa.files import iter_records
 from metric_arena.report._runs import Run
 from metric_arena.stats import summarize
 
-__all__ = ["RATE_KEYS", "rate_block", "retrieval_analysis"]
+__all__ = ["RATE_KEYS", "corpus_caveat", "rate_block", "retrieval_analysis", "retrieved_corpus"]
 
 RetrievedFiles = Sequence[str | os.PathLike] | Mapping[str, str | os.PathLike | Sequence[str | os.PathLike]]
 #: The fields of a rates block kept in the analyses.
@@ -49,7 +49,9 @@ def retrieval_analysis(
     confidence: float = 0.95,
 ) -> dict:
     """``{"files", "k", "systems": [{"system", "files", "n", "n_no_retrieval", "n_no_gold",
-    "gold_hit_rate", "gold_recall", "gold_retrieved", "gold_not_retrieved", "per_domain"}]}``."""
+    "gold_hit_rate", "gold_recall", "gold_retrieved", "gold_not_retrieved", "per_domain", "incomplete_corpus"}],
+    "corpora": {file: its corpus entry (:func:`retrieved_corpus`)}, "caveats": [a line per file retrieved from an
+    incomplete corpus (:func:`corpus_caveat`)]}``."""
     by_system = _files_by_system(retrieved, sorted(reference_runs))
     rows = {files: _read_rows(files) for files in set(by_system.values())}
     gold = _gold_documents([q for table in rows.values() for q, row in table.items() if row["gold"] is None], data_dir)
@@ -57,7 +59,41 @@ def retrieval_analysis(
     systems = [_system_block(name, reference_runs[name], files, rows[files], gold, stats)
                for name, files in sorted(by_system.items())]
     k = max((len(row["docs"]) for table in rows.values() for row in table.values()), default=0)
-    return {"files": sorted({f for files in by_system.values() for f in files}), "k": k, "systems": systems}
+    files = sorted({f for files in by_system.values() for f in files})
+    corpora = {f: corpus for f in files if (corpus := retrieved_corpus(f)) is not None}
+    for block in systems:
+        block["incomplete_corpus"] = any(corpora.get(f, {}).get("incomplete") for f in block["files"])
+    return {"files": files, "k": k, "systems": systems, "corpora": corpora,
+            "caveats": [corpus_caveat(f, c) for f, c in corpora.items() if c.get("incomplete")]}
+
+
+def retrieved_corpus(path: str | os.PathLike) -> dict | None:
+    """The ``corpus`` entry ``retrieve`` wrote beside its output ``path`` (``<stem>.metrics.json``: documents,
+    documents expected, ``incomplete``, questions with gold documents in it), or None when there is none."""
+    from lfrqa.files import read_json_file
+
+    metrics = Path(path).with_name(Path(path).stem + ".metrics.json")
+    if not metrics.is_file():
+        return None
+    try:
+        found = read_json_file(metrics)
+    except (OSError, RagQaArenaError):
+        return None  # unreadable: nothing to say about the corpus
+    corpus = found.get("corpus") if isinstance(found, dict) else None
+    return {"domain": found.get("domain"), **corpus} if isinstance(corpus, dict) else None
+
+
+def corpus_caveat(path: str | os.PathLike, corpus: Mapping) -> str:
+    """One line: ``path`` was retrieved from an incomplete corpus (e.g. "built on 4,995 of 199,994 documents")."""
+    documents, expected = corpus.get("documents"), corpus.get("documents_expected")
+    size = (f"built on {documents:,} of {expected:,} documents" if isinstance(documents, int) and isinstance(expected, int)
+            and documents < expected else f"built on {documents:,} documents" if isinstance(documents, int) else "")
+    with_gold, covered = corpus.get("questions_with_gold"), corpus.get("questions_with_gold_in_corpus")
+    missing = (f"{with_gold - covered:,} of {with_gold:,} questions have no gold document in it"
+               if isinstance(with_gold, int) and isinstance(covered, int) else "")
+    why = "; ".join(part for part in (size, missing) if part)
+    return (f"{path} was retrieved from an incomplete {corpus.get('domain') or 'retrieval'} corpus ({why}): its gold hit and "
+            "recall count those questions as misses and are not comparable with a whole corpus's")
 
 
 def _files_by_system(retrieved: RetrievedFiles, systems: list[str]) -> dict[str, tuple[str, ...]]:
