@@ -22,18 +22,14 @@ from builders._documents import (
 from builders._export import export_dataset
 from builders._hub import (
     HubRefusedError,
-    SecretFoundError,
     check_hub_access,
     check_repo_id,
-    check_secrets,
-    find_secrets,
     folder_files,
     hub_download_errors,
     hub_errors,
     hub_secrets,
     push_dataset,
     resolve_token,
-    scan_files,
     upload_files,
     upload_operations,
     write_dry_run,
@@ -46,7 +42,16 @@ from builders._retrieved import (
     retrieved_configs,
     retrieved_section,
 )
-from builders._secrets import is_placeholder_key, redact_reply, redact_secrets, shown_url
+from builders._secrets import (
+    SecretFoundError,
+    check_secrets,
+    find_secrets,
+    is_placeholder_key,
+    redact_reply,
+    redact_secrets,
+    scan_files,
+    shown_url,
+)
 
 __all__ = [
     "BENCHMARK_FILE",

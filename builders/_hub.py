@@ -1,91 +1,35 @@
 """The one way this package uploads to the Hugging Face Hub: checked repo id, a token, a secret
-scan of every file, one commit; every Hub failure becomes a one-line error naming the fix.
-
->>> find_secrets('{"raw": "ok"}\\n{"raw": "key sk-abcdefghijklmnopqrstuvwx"}')
-[('an OpenAI-style API key (sk-…)', 2)]
-"""
+scan of every file (:func:`~builders._secrets.scan_files`), one commit; every Hub failure becomes a
+one-line error naming the fix."""
 
 from __future__ import annotations
 
 import contextlib
-import io
 import os
 import re
-import zipfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import make_folder
-from builders._secrets import contains_secret, is_placeholder_key, redact_secrets
+from builders._secrets import SecretFoundError, env_secrets, redact_secrets, scan_files
 
 __all__ = [
-    "SECRET_ENV_VARS",
     "HubRefusedError",
-    "SecretFoundError",
     "check_hub_access",
     "check_repo_id",
-    "check_secrets",
-    "env_secrets",
-    "find_secrets",
     "folder_files",
     "hub_download_errors",
     "hub_errors",
     "hub_secrets",
     "push_dataset",
     "resolve_token",
-    "scan_files",
     "upload_files",
     "upload_operations",
     "write_dry_run",
 ]
 
-SECRET_ENV_VARS = (
-    "OPENAI_API_KEY",
-    "AZURE_OPENAI_API_KEY",
-    "ANTHROPIC_API_KEY",
-    "HF_TOKEN",
-    "HUGGING_FACE_HUB_TOKEN",
-    "HUGGINGFACEHUB_API_TOKEN",
-)
-_PATTERNS = (
-    ("an OpenAI-style API key (sk-…)", re.compile(r"\bsk-[A-Za-z0-9_\-]{20,}")),
-    ("a Hugging Face token (hf_…)", re.compile(r"\bhf_[A-Za-z0-9]{30,}")),
-    ("an AWS access key (AKIA…)", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
-    ("a Google API key (AIza…)", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}")),
-    ("a GitHub token (gh…_)", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{36,}")),
-    # Credentials in their context, whatever the key's shape (a token of 8 characters or more; a
-    # Bearer token must hold a digit, so "bearer securities" in an answer is not one):
-    ("a Bearer token", re.compile(r"\b[Bb]earer\s+(?=[A-Za-z._~+/\-]*\d)[A-Za-z0-9._~+/\-]{8,}=*")),
-    ("an Authorization header", re.compile(r"\bauthorization[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token|digest)\s+"
-                                            r"[A-Za-z0-9._~+/\-]{8,}", re.IGNORECASE)),
-    ("an API key setting", re.compile(r"\b(?:api[_-]?key|x-api-key|access[_-]?token|auth[_-]?token)[\"']?\s*[:=]\s*"
-                                      r"[\"']?[A-Za-z0-9._~+/\-]{8,}", re.IGNORECASE)),
-    ("credentials in a URL (user:password@)", re.compile(r"\b[a-z][a-z0-9+.\-]*://[^\s/@:\"'<>]+:[^\s/@\"'<>]+@",
-                                                           re.IGNORECASE)),
-)
-_PRIVATE_KEY = ("a private key (-----BEGIN … PRIVATE KEY-----)",
-                re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"))
-# Inside an archive of code (a wheel), whose sources talk about credentials and show example keys,
-# only what is a credential by its shape alone: keys at their real length, private keys, and the
-# secrets of this environment (the context patterns above would flag `api_key=self.api_key`).
-_CODE_PATTERNS = (
-    ("an OpenAI-style API key (sk-…)", re.compile(r"\bsk-(?=[A-Za-z0-9_\-]*\d)[A-Za-z0-9_\-]{32,}")),
-    *_PATTERNS[1:5],
-    _PRIVATE_KEY,
-)
-_PATTERNS = (*_PATTERNS, _PRIVATE_KEY)
-# Files that hold credentials by their name alone (ssh keys, netrc, .env, the Hub's token file...).
-_CREDENTIAL_NAMES = re.compile(r"(?:\.env(?:\..*)?|\.netrc|_netrc|\.pypirc|\.git-credentials|\.npmrc|token|stored_tokens"
-                               r"|id_(?:rsa|dsa|ecdsa|ed25519)(?:\.pub)?|.*\.(?:pem|key|p12|pfx|jks|keystore))",
-                               re.IGNORECASE)
-#: What :func:`scan_files` opens of one archive: members, bytes per member, bytes in all.
-ARCHIVE_LIMITS = (20_000, 64 * 1024 * 1024, 1024 * 1024 * 1024)
 _REPO_TYPES = ("dataset", "model", "space")
-
-
-class SecretFoundError(RagQaArenaError):
-    """A file about to be uploaded contains something that looks like a credential."""
 
 
 class HubRefusedError(RagQaArenaError):
@@ -94,102 +38,6 @@ class HubRefusedError(RagQaArenaError):
     def __init__(self, message: str, *, status: int | None = None, reason: str = ""):
         super().__init__(message)
         self.status, self.reason = status, reason
-
-
-def find_secrets(text: str, *, values: Iterable[str] = (), code: bool = False) -> list[tuple[str, int]]:
-    """``[(what, line_number)]`` for every credential-looking string in ``text``: keys of known
-    shapes, and credentials in context whatever their shape (``Bearer …``, an ``Authorization``
-    header, ``api_key=…``, ``https://user:password@…``). ``values`` are exact secrets to look for
-    too (e.g. the API keys set in the environment; placeholder keys such as ``test`` are no secret
-    and not looked for: :func:`~builders._secrets.is_placeholder_key`), in every encoding derivable
-    from them (case, reversed, URL-encoded, hex, base64: see :func:`redact_secrets`).
-    The secrets themselves are never returned. With ``code`` (a source file of a package) only keys
-    of their real length, private keys and ``values`` count, not credentials in context."""
-    hits = []
-    secrets = [v for v in values if not is_placeholder_key(v)]
-    for line_no, line in enumerate(text.splitlines(), 1):
-        for what, pattern in _CODE_PATTERNS if code else _PATTERNS:
-            if pattern.search(line):
-                hits.append((what, line_no))
-        if secrets and contains_secret(line, *secrets):
-            hits.append(("the value of an API-key environment variable or the Hub token", line_no))
-    return hits
-
-
-def env_secrets() -> list[str]:
-    """The values of the API-key variables set in this environment (to look for in uploads)."""
-    return [os.environ[name] for name in SECRET_ENV_VARS if os.environ.get(name)]
-
-
-def check_secrets(sources: Mapping[str, str], *, what: str, extra: Iterable[str] = (),
-                  code: Mapping[str, str] | None = None, named: Iterable[str] = ()) -> None:
-    """Raise :class:`SecretFoundError` naming file and line of anything credential-like in ``sources``
-    (and in ``code``, source files scanned as code: see :func:`find_secrets`); ``named``: files
-    refused for their name alone (an ssh key, a ``.env``)."""
-    secrets = [*env_secrets(), *extra]
-    scanned = [(name, text, False) for name, text in sources.items()]
-    scanned += [(name, text, True) for name, text in (code or {}).items()]
-    problems = [f"{name}: a file named like a credential" for name in named]
-    problems += [f"{name} line {line}: {kind}" for name, text, is_code in scanned
-                 for kind, line in find_secrets(text, values=secrets, code=is_code)]
-    if problems:
-        more = f" (and {len(problems) - 10} more)" if len(problems) > 10 else ""
-        raise SecretFoundError(
-            f"Refusing to upload {what}: it looks like it contains credentials: {'; '.join(problems[:10])}{more}. "
-            "Remove them and push again."
-        )
-
-
-def scan_files(files: Mapping[str, bytes | Path], *, what: str, token: str | None = None) -> None:
-    """The secret scan of everything an upload or an export writes (``{name: bytes or file}``): every
-    text file (:func:`find_secrets`), and every member of an archive (a wheel, a zip: its name, then
-    its text as code; at most :data:`ARCHIVE_LIMITS`). Raises :class:`SecretFoundError` naming the
-    file (``archive.whl!member``) and the line; ``token`` is looked for too."""
-    texts: dict[str, str] = {}
-    code: dict[str, str] = {}
-    named: list[str] = []
-    for name, data in files.items():
-        raw = data.read_bytes() if isinstance(data, Path) else data
-        if raw[:4] == b"PK\x03\x04" or name.endswith((".whl", ".zip")):
-            named.extend(_archive_texts(name, raw, code))
-            continue
-        with contextlib.suppress(UnicodeDecodeError):
-            texts[name] = raw.decode("utf-8")
-    check_secrets(texts, what=what, extra=[token] if token else [], code=code, named=named)
-
-
-def _archive_texts(name: str, raw: bytes, texts: dict[str, str]) -> list[str]:
-    """Add the text members of the archive ``name`` to ``texts`` (``{"archive!member": text}``); return
-    the members named like credentials."""
-    count_limit, member_limit, total_limit = ARCHIVE_LIMITS
-    try:
-        archive = zipfile.ZipFile(io.BytesIO(raw))
-        members = archive.infolist()
-    except (zipfile.BadZipFile, OSError, ValueError) as error:
-        raise SecretFoundError(f"Refusing to upload {name}: it cannot be opened to scan it for credentials "
-                               f"({error}); give an intact wheel") from None
-    if len(members) > count_limit or sum(m.file_size for m in members) > total_limit:
-        raise SecretFoundError(f"Refusing to upload {name}: {len(members):,} members, over the limits of the secret "
-                               f"scan ({count_limit:,} members, {total_limit:,} bytes)")
-    flagged = []
-    with archive:
-        for member in members:
-            if member.is_dir():
-                continue
-            where = f"{name}!{member.filename}"
-            if _CREDENTIAL_NAMES.fullmatch(member.filename.rsplit("/", 1)[-1]):
-                flagged.append(where)
-            try:
-                with archive.open(member) as handle:
-                    data = handle.read(member_limit + 1)
-            except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError) as error:
-                raise SecretFoundError(f"Refusing to upload {where}: it cannot be read to scan it ({error})") from None
-            if len(data) > member_limit:
-                raise SecretFoundError(f"Refusing to upload {where}: over {member_limit:,} bytes, the limit of the "
-                                       "secret scan per member")
-            with contextlib.suppress(UnicodeDecodeError):
-                texts[where] = data.decode("utf-8")
-    return flagged
 
 
 def check_repo_id(repo_id: str) -> str:
