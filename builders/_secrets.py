@@ -242,7 +242,7 @@ def find_secrets(text: str, *, values: Iterable[str] = (), code: bool = False) -
     The secrets themselves are never returned. With ``code`` (a source file of a package) only keys
     of their real length, private keys and ``values`` count, not credentials in context.
 
-    >>> find_secrets('{"raw": "ok"}\n{"raw": "key sk-abcdefghijklmnopqrstuvwx"}')
+    >>> find_secrets('{"raw": "ok"}\\n{"raw": "key sk-abcdefghijklmnopqrstuvwx"}')
     [('an OpenAI-style API key (sk-…)', 2)]
     """
     hits = []
