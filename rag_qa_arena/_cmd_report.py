@@ -27,8 +27,8 @@ Length: words per answer (and LFRQA's), how often the longer answer wins, rates 
 LFRQA's answer, length-controlled rates (at equal length) and style-controlled ratings; runs judged
 before lengths were recorded are back-filled with --predictions SYSTEM=FILE.
 
-Writes to OUT: leaderboard.json (one entry per system), report.json (everything), win_rates.png,
-ratings.png and leaderboard.html (one self-contained file: open it in any browser, offline).
+Writes to OUT: leaderboard.json (one entry per system), report.json (everything), win_rates.png, ratings.png,
+length_ratio.png, win_matrix.png and leaderboard.html (one self-contained file, offline, with a verdict viewer).
 """
 
 _EPILOG = """\
@@ -73,9 +73,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "else the checksummed download)")
     parser.add_argument(
         "--predictions", nargs="+", metavar="SYSTEM=FILE",
-        help="prediction files of systems whose run folders predate recorded answer lengths: their verdicts are "
-             "back-filled (LFRQA's answers come from --data-dir) for the length views",
+        help="the systems' prediction files: their answers (and questions) are shown in the page's verdict viewer, "
+             "and verdicts of runs that predate recorded answer lengths are back-filled (LFRQA's from --data-dir)",
     )
+    parser.add_argument("--no-texts", action="store_true", help="the verdict viewer without LFRQA's questions and answers (not loaded)")
     parser.add_argument("--style-features", default="words", metavar="SET",
                         help="features of the style-controlled ratings: 'words' (default: whitespace words and one "
                              "markdown total) or 'fastchat' (FastChat's compute_style_control: tokens, headers, "
@@ -89,7 +90,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=_run)
 
 #: What `report` writes into --out.
-_REPORT_FILES = ("leaderboard.json", "report.json", "ratings.png", "win_rates.png", "leaderboard.html")
+_REPORT_FILES = ("leaderboard.json", "report.json", "ratings.png", "win_rates.png", "length_ratio.png", "win_matrix.png",
+                 "leaderboard.html")
 #: What a run folder holds that `report` reads.
 _RUN_FILES = ("verdicts.jsonl", "summary.json", ".verdicts.replacing.jsonl")
 
@@ -118,7 +120,7 @@ def _run(args: argparse.Namespace) -> int:
         TimeElapsedColumn,
     )
 
-    from metric_arena.report import backfill_styles, load_runs, write_report
+    from metric_arena.report import ViewerOptions, backfill_styles, load_runs, write_report
     from metric_arena.style import check_style_features
 
     check_style_features(args.style_features)
@@ -155,6 +157,7 @@ def _run(args: argparse.Namespace) -> int:
             retrieved=args.retrieved,
             data_dir=args.data_dir,
             style_features=args.style_features,
+            viewer=ViewerOptions(predictions=_named_files(args.predictions), reference_texts=not args.no_texts),
         )
     out = Console()
     print_table(out, leaderboard_table(board))
@@ -180,7 +183,7 @@ def _run(args: argparse.Namespace) -> int:
     for warning in skipped + board.warnings:
         err.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False, markup=True, soft_wrap=True)
     folder = Path(args.out)
-    written = [p for p in ("leaderboard.json", "report.json", "ratings.png", "win_rates.png", "leaderboard.html") if (folder / p).exists()]
+    written = [p for p in _REPORT_FILES if (folder / p).exists()]
     print(f"Wrote {', '.join(str(folder / p) for p in written)}", file=sys.stderr)
     return 0
 
@@ -275,8 +278,9 @@ def leaderboard_table(board):
 # ------------------------------------------------------------------------------------------
 def analysis_tables(board) -> list:
     """Every table that applies to ``board``, in the order ``report`` prints them."""
+    from rag_qa_arena._cmd_tournament import adaptive_table
     tables = [paired_table(board), length_table(board), question_sets_table(board), no_answer_table(board),
-              retrieval_table(board), judge_agreement_table(board)]
+              retrieval_table(board), judge_agreement_table(board), adaptive_table(board)]
     return [t for t in tables if t is not None]
 
 
