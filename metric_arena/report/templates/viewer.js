@@ -109,7 +109,7 @@
     if (window.history && window.history.replaceState) window.history.replaceState(null, "", "#" + other.join("&"));
   }
   function update() {
-    var shown = rows.filter(keep), pages = Math.max(1, Math.ceil(shown.length / state.per));
+    var began = performance.now(), shown = rows.filter(keep), pages = Math.max(1, Math.ceil(shown.length / state.per));
     state.page = Math.min(state.page, pages - 1);
     var start = state.page * state.per, slice = shown.slice(start, start + state.per), frag = document.createDocumentFragment();
     slice.forEach(function (row) { frag.appendChild(render(row)); });
@@ -119,6 +119,7 @@
       (shown.length ? ", showing " + (start + 1).toLocaleString() + "–" + (start + slice.length).toLocaleString() : "");
     pageLabel.textContent = "page " + (state.page + 1) + " of " + pages;
     section.setAttribute("data-matches", String(shown.length));
+    section.setAttribute("data-update-ms", String(Math.round(performance.now() - began)));
   }
   readHash();
   Array.prototype.forEach.call(controls.querySelectorAll("[data-filter]"), function (input) {
@@ -140,4 +141,5 @@
   controls.hidden = false;
   update();
   section.setAttribute("data-viewer", "ready");
+  section.setAttribute("data-ready-ms", String(Math.round(performance.now())));  // since navigation began
 })();
