@@ -85,6 +85,7 @@ def main() -> None:
     parser.add_argument("--answer-chars", type=int, default=1200)
     parser.add_argument("--reply-chars", type=int, default=600)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--max-total-chars", type=int, default=40_000_000, help="ViewerOptions.max_total_chars")
     args = parser.parse_args()
     from metric_arena.report import ViewerOptions, write_report
 
@@ -94,7 +95,8 @@ def main() -> None:
                                           reply_chars=args.reply_chars)
         began = time.perf_counter()
         write_report(folders, root / "lb", n_boot=20, plots=False,
-                     viewer=ViewerOptions(predictions=predictions, reference_texts=True))
+                     viewer=ViewerOptions(predictions=predictions, reference_texts=True,
+                                          max_total_chars=args.max_total_chars))
         written = time.perf_counter() - began
         page = root / "lb" / "leaderboard.html"
         blank = root / "blank.html"
@@ -113,6 +115,8 @@ def main() -> None:
         print(f"verdicts: {n:,} ({args.systems} system(s) x 14,020), answers ~{args.answer_chars} chars, replies "
               f"~{args.reply_chars} chars")
         print(f"page: {page.stat().st_size / 1e6:.1f} MB; write_report (n_boot 20, no plots): {written:.1f} s")
+        cut = re.search(r"<li>([\d,]+ text\(s\) longer than [\d,]+ characters)", page.read_text())
+        print(f"texts: {cut.group(1) + ' cut' if cut else 'none cut'} (budget {args.max_total_chars:,} characters)")
         print(f"viewer ready (navigation -> rows drawn, filter outcome=loss), median of {args.repeat}: "
               f"{statistics.median(ready) / 1000:.2f} s (runs: {', '.join(f'{r / 1000:.2f}' for r in ready)})")
         print(f"one filter pass over all rows: median {statistics.median(update)} ms")
