@@ -77,6 +77,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
              "and verdicts of runs that predate recorded answer lengths are back-filled (LFRQA's from --data-dir)",
     )
     parser.add_argument("--no-texts", action="store_true", help="the verdict viewer without LFRQA's questions and answers (not loaded)")
+    parser.add_argument("--viewer-chars", type=positive_int, default=40_000_000, metavar="N", help="the most characters of text the page's verdict viewer holds, texts cut to fit (default: 40,000,000)")
     parser.add_argument("--style-features", default="words", metavar="SET",
                         help="features of the style-controlled ratings: 'words' (default: whitespace words and one "
                              "markdown total) or 'fastchat' (FastChat's compute_style_control: tokens, headers, "
@@ -157,7 +158,7 @@ def _run(args: argparse.Namespace) -> int:
             retrieved=args.retrieved,
             data_dir=args.data_dir,
             style_features=args.style_features,
-            viewer=ViewerOptions(predictions=_named_files(args.predictions), reference_texts=not args.no_texts),
+            viewer=ViewerOptions(predictions=_named_files(args.predictions), reference_texts=not args.no_texts, max_total_chars=args.viewer_chars),
         )
     out = Console()
     print_table(out, leaderboard_table(board))

@@ -237,3 +237,24 @@ def test_win_matrix_in_the_page_and_as_png(tmp_path):
     cell = board.elo_study["win_matrix"]["cells"]["a"]["b"]
     assert f'{cell["wins"]}/{cell["ties"]}/{cell["losses"]}' in table
     assert json.loads((tmp_path / "out" / "report.json").read_text())["elo_study"]["win_matrix"]["cells"]["a"]["b"] == cell
+
+
+def test_report_cli_says_what_the_viewer_lacks(tmp_path, capsys):
+    from tests.robustness.helpers import cli
+
+    run = make_run(tmp_path, "alpha", p_win=0.5, n=20, seed=1)  # qids q0..q19: not LFRQA's
+    code, _, err = cli(["report", str(run), "--out", str(tmp_path / "a"), "--n-boot", "20", "--no-plots"], capsys)
+    assert code == 0, err
+    html = (tmp_path / "a" / "leaderboard.html").read_text()
+    assert "alpha vs LFRQA: 20 verdict(s) whose qid is not one of LFRQA&#39;s test questions" in html
+    assert "alpha&#39;s answers not shown: pass --predictions alpha=FILE" in html
+    (tmp_path / "alpha.jsonl").write_text("".join(json.dumps({"qid": f"q{i}", "answer": "long " * 40}) + "\n"
+                                                  for i in range(20)))
+    code, _, err = cli(["report", str(run), "--out", str(tmp_path / "b"), "--n-boot", "20", "--no-plots", "--no-texts",
+                        "--viewer-chars", "100", "--predictions", f"alpha={tmp_path / 'alpha.jsonl'}"], capsys)
+    assert code == 0, err
+    html = (tmp_path / "b" / "leaderboard.html").read_text()
+    assert "LFRQA&#39;s answers and the questions not loaded (--no-texts" in html
+    assert "the page holds at most 100 characters of text" in html
+    view = json.loads(re.search(r'id="verdict-data">(.*?)</script>', html, re.S).group(1))
+    assert sum(map(len, view["texts"])) <= 100 and len(view["rows"]) == 20

@@ -158,7 +158,7 @@ def verdict_view(runs: Sequence[Run], *, reference: str, options: ViewerOptions,
             if name not in answers and not any(n.startswith(f"{name}'s answers not shown") for n in notes):
                 notes.append(f"{name}'s answers not shown: pass --predictions {name}=FILE (the answers it was "
                              "judged on)")
-        missing = 0
+        missing = not_in_lfrqa = 0
         for verdict in _full(run):
             qid = verdict["qid"]
             a_row, b_row = answers.get(run.system, {}).get(qid), answers.get(run.opponent, {}).get(qid)
@@ -169,6 +169,7 @@ def verdict_view(runs: Sequence[Run], *, reference: str, options: ViewerOptions,
             answer_b = (b_row.get("answer") if b_row else None) if run.opponent != reference or not ref else ref[1]
             if (run.system in answers and a_row is None) or (run.opponent in answers and b_row is None):
                 missing += 1
+            not_in_lfrqa += bool(lfrqa_rows) and run.opponent == reference and ref is None
             style_a, style_b = verdict.get("style_a") or {}, verdict.get("style_b") or {}
             judgments = [[index(judges, j.get("judge")), j.get("a_position"),
                           _OUTCOME.get(j.get("outcome"), -1), texts.add(j.get("raw"))]
@@ -177,6 +178,9 @@ def verdict_view(runs: Sequence[Run], *, reference: str, options: ViewerOptions,
                          index(systems, run.opponent), _OUTCOME.get(verdict.get("outcome"), -1),
                          _words(style_a), _words(style_b), texts.add(question), texts.add(answer_a),
                          texts.add(answer_b), judgments])
+        if not_in_lfrqa:
+            notes.append(f"{run.system} vs {run.opponent}: {not_in_lfrqa:,} verdict(s) whose qid is not one of LFRQA's "
+                         "test questions: LFRQA's answer is not shown")
         if missing:
             notes.append(f"{run.system} vs {run.opponent}: {missing:,} verdict(s) whose qid is not in a prediction "
                          "file given: their answer is not shown")
