@@ -129,7 +129,7 @@ def plot_length_ratio(curves: dict, *, confidence: float = 0.95) -> bytes:
         axes = figure.add_subplot(nrows, ncols, k + 1)
         bins = [b for b in curves[name]["bins"] if b["n"]]
         for key, color, marker, shift in (("win_rate", _WIN, "o", -0.012), ("win_tie_rate", _WIN_TIE, "D", 0.012)):
-            xs = [math.log2(b["ratio"]) + shift if b["ratio"] > 0 else -3.0 for b in bins]
+            xs = [min(max(math.log2(b["ratio"]) if b["ratio"] > 0 else -9.0, -2.4), 2.4) + shift for b in bins]
             ys = [b[key] for b in bins]
             low = [max(b[key] - b[f"{key}_ci"][0], 0) for b in bins]
             high = [max(b[f"{key}_ci"][1] - b[key], 0) for b in bins]
@@ -137,10 +137,10 @@ def plot_length_ratio(curves: dict, *, confidence: float = 0.95) -> bytes:
                           capsize=2.5, markersize=4, linewidth=1)
         axes.axvline(0, color="#9ca3af", linestyle=":", linewidth=1)
         axes.axhline(0.5, color="#9ca3af", linestyle=":", linewidth=1)
-        ticks = [0.5, 0.8, 1, 1.25, 2]
+        ticks = [0.25, 0.5, 1, 2, 4]
         axes.set_xticks([math.log2(t) for t in ticks])
         axes.set_xticklabels([f"{t:g}x" for t in ticks], fontsize=8)
-        axes.set_xlim(-2.2, 2.2)
+        axes.set_xlim(-2.5, 2.5)
         axes.set_ylim(0, 1)
         axes.set_yticks([0, 0.25, 0.5, 0.75, 1])
         axes.set_yticklabels(["0", "25%", "50%", "75%", "100%"], fontsize=8)
@@ -188,7 +188,7 @@ def plot_win_matrix(matrix: dict) -> bytes:
     axes.set_yticks(range(size))
     axes.set_yticklabels([_short(s, 24) for s in systems], fontsize=8)
     axes.set_xlabel("opponent")
-    axes.set_ylabel("system (row's score against the column)")
+    axes.set_ylabel("system")
     figure.colorbar(image, ax=axes, fraction=0.046, pad=0.04, label="(wins + ties/2) / battles")
     return _png(figure)
 
