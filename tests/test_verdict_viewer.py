@@ -258,3 +258,16 @@ def test_report_cli_says_what_the_viewer_lacks(tmp_path, capsys):
     assert "the page holds at most 100 characters of text" in html
     view = json.loads(re.search(r'id="verdict-data">(.*?)</script>', html, re.S).group(1))
     assert sum(map(len, view["texts"])) <= 100 and len(view["rows"]) == 20
+
+
+def test_each_judge_of_an_ensemble_and_a_failed_pairs_error_are_kept(tmp_path):
+    run = _styled_run(tmp_path, [(100, 100, "win"), (50, 100, None)])
+    rows = [json.loads(line) for line in (run / "verdicts.jsonl").read_text().splitlines()]
+    rows[0]["judgments"].append({**rows[0]["judgments"][0], "judge": "other:judge", "a_position": 2, "raw": "second"})
+    rows[1].update(failed=True, error="the judge timed out", judgments=[])
+    (run / "verdicts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    view = verdict_view([load_run(run)], reference="LFRQA", options=ViewerOptions())
+    first, failed = view["rows"]
+    assert [(view["judges"][j[0]], j[1], view["texts"][j[3]]) for j in first[10]] == [("j", 1, "r"),
+                                                                                       ("other:judge", 2, "second")]
+    assert failed[4] == -1 and view["texts"][failed[11]] == "the judge timed out" and first[11] == -1

@@ -72,6 +72,7 @@
     if (v.wordsMe >= 0 && v.wordsOther > 0) words += " (ratio " + (v.wordsMe / v.wordsOther).toFixed(2) + ")";
     head.appendChild(el("span", "vwords", words));
     item.appendChild(head);
+    if (row[11] >= 0) item.appendChild(textBlock("Why it failed", row[11], "verror"));
     item.appendChild(textBlock("Question", row[7], "vquestion"));
     var pair = el("div", "vpairs");
     pair.appendChild(textBlock(v.me + "'s answer", v.answerMe, "vanswer-me"));

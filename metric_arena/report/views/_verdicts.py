@@ -118,10 +118,10 @@ def verdict_view(runs: Sequence[Run], *, reference: str, options: ViewerOptions,
     options say), ``cut`` (``{text index: full length}`` of the cut texts), ``rows`` and ``notes``.
 
     A row is ``[qid, domain, system_a, system_b, outcome, words_a, words_b, question, answer_a, answer_b,
-    judgments]``: domain, systems and judges as indices into their lists; outcome 0 win, 1 tie, 2 loss
+    judgments, error]``: domain, systems and judges as indices into their lists; outcome 0 win, 1 tie, 2 loss
     (system_a's side), -1 failed; words -1 when not recorded; texts as indices into ``texts`` (-1: not
     available); judgments ``[[judge, a_position, outcome, reply], ...]`` (a_position 1: system_a's answer
-    shown first)."""
+    shown first); error: why a failed pair has no outcome (a text index, -1 when none)."""
     notes: list[str] = []
     answers: dict[str, dict[str, dict]] = {}
     for name, path in options.predictions.items():
@@ -177,7 +177,7 @@ def verdict_view(runs: Sequence[Run], *, reference: str, options: ViewerOptions,
             rows.append([qid, index(domains, verdict.get("domain")), index(systems, run.system),
                          index(systems, run.opponent), _OUTCOME.get(verdict.get("outcome"), -1),
                          _words(style_a), _words(style_b), texts.add(question), texts.add(answer_a),
-                         texts.add(answer_b), judgments])
+                         texts.add(answer_b), judgments, texts.add(verdict.get("error"))])
         if not_in_lfrqa:
             notes.append(f"{run.system} vs {run.opponent}: {not_in_lfrqa:,} verdict(s) whose qid is not one of LFRQA's "
                          "test questions: LFRQA's answer is not shown")
