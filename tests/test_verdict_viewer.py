@@ -271,3 +271,12 @@ def test_each_judge_of_an_ensemble_and_a_failed_pairs_error_are_kept(tmp_path):
     assert [(view["judges"][j[0]], j[1], view["texts"][j[3]]) for j in first[10]] == [("j", 1, "r"),
                                                                                        ("other:judge", 2, "second")]
     assert failed[4] == -1 and view["texts"][failed[11]] == "the judge timed out" and first[11] == -1
+
+
+def test_lengths_back_filled_in_memory_reach_the_viewer(tmp_path):
+    run = load_run(make_run(tmp_path, "alpha", p_win=0.5, n=5, seed=1), lean=True)  # no lengths, no replies
+    for verdict in run.verdicts:
+        verdict["style_a"], verdict["style_b"] = {"words": 30}, {"words": 20}  # as backfill_styles gives them
+    view = verdict_view([run], reference="LFRQA", options=ViewerOptions())
+    assert [(r[5], r[6]) for r in view["rows"]] == [(30, 20)] * 5
+    assert all(view["texts"][r[10][0][3]].startswith("<thinking>") for r in view["rows"])  # replies read again

@@ -105,11 +105,18 @@ def _reference_rows(data_dir) -> dict[str, tuple[str, str]]:
 
 
 def _full(run: Run) -> list[dict]:
-    """``run``'s verdicts with the judges' replies (a lean run is read again from its folder)."""
+    """``run``'s verdicts with the judges' replies (a lean run is read again from its folder, keeping the
+    lengths given to its verdicts in memory)."""
     lean = any("raw" not in j for v in run.verdicts for j in v.get("judgments") or [] if isinstance(j, dict))
-    if lean and (run.path / "verdicts.jsonl").is_file():
-        return load_run(run.path).verdicts
-    return run.verdicts
+    if not (lean and (run.path / "verdicts.jsonl").is_file()):
+        return run.verdicts
+    kept = {v["qid"]: v for v in run.verdicts}  # lengths back-filled in memory (backfill_styles) are kept
+    full = load_run(run.path).verdicts
+    for verdict in full:
+        for side in ("style_a", "style_b"):
+            if side not in verdict and side in kept.get(verdict["qid"], {}):
+                verdict[side] = kept[verdict["qid"]][side]
+    return full
 
 
 def verdict_view(runs: Sequence[Run], *, reference: str, options: ViewerOptions,
