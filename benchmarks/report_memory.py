@@ -50,10 +50,10 @@ def write_runs(root: Path, *, n_runs: int, reply_chars: int) -> list[Path]:
 
 def measure(mode: str, folders: list[str], out: str) -> dict:
     start = time.perf_counter()
-    if mode == "report":
-        from metric_arena.report import write_report
+    if mode in ("report", "no-viewer"):
+        from metric_arena.report import ViewerOptions, write_report
 
-        write_report(folders, out, n_boot=100, plots=False)
+        write_report(folders, out, n_boot=100, plots=False, viewer=ViewerOptions(enabled=mode == "report"))
     else:
         from metric_arena.report import load_run
 
@@ -67,7 +67,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--reply-chars", type=int, default=600)
-    parser.add_argument("--mode", choices=["report", "whole"], help=argparse.SUPPRESS)
+    parser.add_argument("--mode", choices=["report", "no-viewer", "whole"], help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     parser.add_argument("folders", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -78,7 +78,8 @@ def main() -> int:
         folders = write_runs(Path(tmp), n_runs=args.runs, reply_chars=args.reply_chars)
         size = sum((f / "verdicts.jsonl").stat().st_size for f in folders) / 1024**2
         print(f"{args.runs} run folders, {size:.0f} MiB of verdicts")
-        for mode, what in (("report", "write_report (leaderboard, lean)"), ("whole", "load_run of every folder, whole")):
+        for mode, what in (("report", "write_report with the verdict viewer"), ("no-viewer", "write_report without it"),
+                           ("whole", "load_run of every folder, whole")):
             done = subprocess.run([sys.executable, __file__, "--mode", mode, "--out", f"{tmp}/board",
                                    *map(str, folders)], capture_output=True, text=True, check=True)
             row = json.loads(done.stdout.strip().splitlines()[-1])

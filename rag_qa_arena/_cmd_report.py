@@ -27,8 +27,8 @@ Length: words per answer (and LFRQA's), how often the longer answer wins, rates 
 LFRQA's answer, length-controlled rates (at equal length) and style-controlled ratings; runs judged
 before lengths were recorded are back-filled with --predictions SYSTEM=FILE.
 
-Writes to OUT: leaderboard.json (one entry per system), report.json (everything), win_rates.png,
-ratings.png and leaderboard.html (one self-contained file: open it in any browser, offline).
+Writes to OUT: leaderboard.json (one entry per system), report.json (everything), win_rates.png, ratings.png,
+length_ratio.png, win_matrix.png and leaderboard.html (one self-contained file, offline, with a verdict viewer).
 """
 
 _EPILOG = """\
@@ -73,9 +73,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "else the checksummed download)")
     parser.add_argument(
         "--predictions", nargs="+", metavar="SYSTEM=FILE",
-        help="prediction files of systems whose run folders predate recorded answer lengths: their verdicts are "
-             "back-filled (LFRQA's answers come from --data-dir) for the length views",
+        help="the systems' prediction files: their answers (and questions) are shown in the page's verdict viewer, "
+             "and verdicts of runs that predate recorded answer lengths are back-filled (LFRQA's from --data-dir)",
     )
+    parser.add_argument("--no-texts", action="store_true", help="the verdict viewer without LFRQA's questions and answers (not loaded)")
+    parser.add_argument("--viewer-chars", type=positive_int, default=40_000_000, metavar="N", help="the most characters of text the page's verdict viewer holds, texts cut to fit (default: 40,000,000)")
     parser.add_argument("--style-features", default="words", metavar="SET",
                         help="features of the style-controlled ratings: 'words' (default: whitespace words and one "
                              "markdown total) or 'fastchat' (FastChat's compute_style_control: tokens, headers, "
@@ -92,7 +94,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=_run)
 
 #: What `report` writes into --out.
-_REPORT_FILES = ("leaderboard.json", "report.json", "ratings.png", "win_rates.png", "leaderboard.html")
+_REPORT_FILES = ("leaderboard.json", "report.json", "ratings.png", "win_rates.png", "length_ratio.png", "win_matrix.png",
+                 "leaderboard.html")
 #: What a run folder holds that `report` reads.
 _RUN_FILES = ("verdicts.jsonl", "summary.json", ".verdicts.replacing.jsonl")
 
@@ -115,7 +118,7 @@ def _run(args: argparse.Namespace) -> int:
     from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from metric_arena.report import backfill_styles, load_runs, write_report
+    from metric_arena.report import ViewerOptions, backfill_styles, load_runs, write_report
     from metric_arena.style import check_style_features
 
     check_style_features(args.style_features)
@@ -152,6 +155,7 @@ def _run(args: argparse.Namespace) -> int:
             retrieved=args.retrieved,
             data_dir=args.data_dir,
             style_features=args.style_features,
+            viewer=ViewerOptions(predictions=_named_files(args.predictions), reference_texts=not args.no_texts, max_total_chars=args.viewer_chars),
         )
     from rag_qa_arena._options import injection_lines
 
@@ -277,8 +281,9 @@ def leaderboard_table(board):
 # ------------------------------------------------------------------------------------------
 def analysis_tables(board) -> list:
     """Every table that applies to ``board``, in the order ``report`` prints them."""
+    from rag_qa_arena._cmd_tournament import adaptive_table
     tables = [paired_table(board), length_table(board), question_sets_table(board), no_answer_table(board),
-              retrieval_table(board), judge_agreement_table(board)]
+              retrieval_table(board), judge_agreement_table(board), adaptive_table(board)]
     return [t for t in tables if t is not None]
 
 

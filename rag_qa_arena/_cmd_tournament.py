@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -195,6 +196,8 @@ def run_tournament(args: argparse.Namespace) -> int:
         if result["max_judgments"] is not None:
             line += f", budget {result['max_judgments']:,}"
     print(line)
+    for text in unseparated_lines(result.get("neighbours")):
+        print(text)
     print(f"next: {next_step(args.out)}", file=sys.stderr)
     matches = result["against_reference"] + result["pairs"]
     if all(m["n"] and m["n_failed"] == m["n"] for m in matches):
@@ -213,3 +216,50 @@ def next_step(out: str) -> str:
     name = os.path.basename(os.path.abspath(folder))
     beside = os.path.join(os.path.dirname(folder), f"{name}-leaderboard")
     return f"rag-qa-arena report {os.path.join(folder, '*')} --out {beside}"
+
+
+# What `tournament` and `report` print about an adaptive tournament's neighbouring pairs (tournament.json's
+# `neighbours`): which are still not separated, with their intervals.
+def _interval(row: dict) -> str:
+    low, high = row["interval"]
+    return f"[{low:.2f}, {high:.2f}]"
+
+
+def unseparated_lines(neighbours: Sequence[dict] | None) -> list[str]:
+    """One line per neighbouring pair not yet separated (higher vs lower, the higher's score and its
+    confidence sequence, battles), or one line saying every pair is separated; nothing without neighbours."""
+    if not neighbours:
+        return []
+    open_pairs = [row for row in neighbours if not row.get("separated")]
+    if not open_pairs:
+        return [f"separated: all {len(neighbours)} neighbouring pairs"]
+    lines = [f"not separated: {len(open_pairs)} of {len(neighbours)} neighbouring pairs (their order is not "
+             "established; a larger --max-judgments judges more):"]
+    for row in open_pairs:
+        score = row.get("win_rate")
+        lines.append(f"  {row['upper']} vs {row['lower']}: score {'n/a' if score is None else f'{score:.2f}'} "
+                     f"{_interval(row)} on {row.get('n', 0):,} battles")
+    return lines
+
+
+def adaptive_table(board):
+    """A rich table of an adaptive tournament's neighbouring pairs (None for other reports)."""
+    from rich.table import Table
+    from rich.text import Text
+
+    view = (getattr(board, "elo_study", None) or {}).get("adaptive")
+    if not view or not view.get("neighbours"):
+        return None
+    n_open = len(view["unseparated"])
+    table = Table(title=f"Adaptive tournament (stopped: {view.get('stopped')}): {n_open} of {len(view['neighbours'])} "
+                        "neighbouring pairs not separated",
+                  caption=f"Score: the higher system's (wins + ties/2) / battles against the lower; interval: its "
+                          f"anytime-valid confidence sequence (family-wise error {view.get('alpha')}); separated when "
+                          "it lies above 0.5")
+    for name in ("Higher", "Lower", "Battles", "Score", "Interval", "Separated"):
+        table.add_column(name, justify="left" if name in ("Higher", "Lower", "Separated") else "right")
+    for row in view["neighbours"]:
+        score = row.get("win_rate")
+        table.add_row(Text(row["upper"]), Text(row["lower"]), f"{row.get('n', 0):,}",
+                      "n/a" if score is None else f"{score:.2f}", _interval(row), "yes" if row.get("separated") else "no")
+    return table

@@ -153,7 +153,7 @@ def test_write_report_outputs(known_runs, tmp_path):
     for name in ("ratings.png", "win_rates.png"):
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     html = (out / "leaderboard.html").read_text()
-    assert html.count("data:image/png;base64,") == 2
+    assert html.count("data:image/png;base64,") == 3  # ratings, win rates and the win matrix (a pair run)
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html), "the page must not fetch anything"
     assert "<script src" not in html and "<link" not in html
     stages = {c[0] for c in calls}

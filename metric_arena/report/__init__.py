@@ -27,6 +27,7 @@ from metric_arena.report._push import (
 from metric_arena.report._retrieval import retrieval_analysis
 from metric_arena.report._runs import REFERENCE, Run, backfill_styles, load_run, load_runs, run_settings
 from metric_arena.report._write import write_report
+from metric_arena.report.views import ViewerOptions
 
 __all__ = [
     "EVAL_RESULTS_DIR",
@@ -37,6 +38,7 @@ __all__ = [
     "MinShared",
     "ResultPin",
     "Run",
+    "ViewerOptions",
     "backfill_styles",
     "battle_rows",
     "build_eval_result_files",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from lfrqa.files import loads_json
 from metric_arena.report._runs import Run
+from metric_arena.report.views import adaptive_pairs, win_matrix
 from metric_arena.stats import BattleCounts, bootstrap_bradley_terry, intervals_separated
 
 __all__ = ["elo_study"]
@@ -66,13 +67,19 @@ def elo_study(runs: list[Run], reference: str, *, n_boot: int, seed: int, confid
     """The views, or None when there are no system-against-system runs (the views would be the same).
 
     ``against_reference_only``, ``with_complete_pairs`` (every battle), and for a tournament with
-    recorded samples ``samples`` and one ``with_complete_pairs_<N>`` per size."""
+    recorded samples ``samples`` and one ``with_complete_pairs_<N>`` per size; ``win_matrix`` (every pair that
+    met, :func:`~metric_arena.report.views.win_matrix`, in the ranking's order) and, for an adaptive
+    tournament, ``adaptive`` (its neighbouring pairs and those not yet separated, from ``tournament.json``)."""
     against_reference = [run for run in runs if run.opponent == reference]
     if len(against_reference) == len(runs) or not against_reference:
         return None
     stats = dict(n_boot=n_boot, seed=seed, confidence=confidence)
     study = {"against_reference_only": _view(against_reference, reference, **stats),
              "with_complete_pairs": _view(runs, reference, **stats)}
+    study["win_matrix"] = win_matrix(runs, order=study["with_complete_pairs"]["ranking"], confidence=confidence)
+    adaptive = adaptive_pairs(runs, reference=reference)
+    if adaptive is not None:
+        study["adaptive"] = adaptive
     nested = _nested_samples([run for run in runs if run.opponent != reference])
     if nested is not None:
         sizes, order = nested

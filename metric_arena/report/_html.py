@@ -73,12 +73,20 @@ def _domain_spans(board) -> dict[str, tuple[float, float]]:
     return spans
 
 
-def render_html(board, *, images: dict[str, bytes] | None = None, title: str = "RAG-QA Arena leaderboard") -> str:
-    """The leaderboard page as one HTML string (``board``: a :class:`Leaderboard`)."""
+def render_html(board, *, images: dict[str, bytes] | None = None, title: str = "RAG-QA Arena leaderboard",
+                verdicts: dict | None = None) -> str:
+    """The leaderboard page as one HTML string (``board``: a :class:`Leaderboard`; ``verdicts``: the verdict
+    viewer's data, :func:`metric_arena.report.views.verdict_view`, embedded as escaped JSON)."""
     import markupsafe
+
+    from metric_arena.report.views import viewer_json
 
     env = _environment()
     assets = {name: markupsafe.Markup(env.loader.get_source(env, f"leaderboard.{name}")[0]) for name in ("css", "js")}
+    if verdicts is not None:  # the viewer's script only where its section is
+        assets["js"] += markupsafe.Markup(env.loader.get_source(env, "viewer.js")[0])
     encoded = {name: base64.b64encode(png).decode("ascii") for name, png in (images or {}).items()}
+    data = None if verdicts is None else markupsafe.Markup(viewer_json(verdicts))  # no <, > or & left in it
     return env.get_template(TEMPLATE).render(board=board, images=encoded, title=title,
-                                             domain_spans=_domain_spans(board), **assets)
+                                             domain_spans=_domain_spans(board), verdicts=verdicts,
+                                             verdicts_json=data, **assets)

@@ -115,6 +115,84 @@ def plot_win_rates(entries: Sequence[dict], *, confidence: float = 0.95) -> byte
     return _png(figure)
 
 
+def plot_length_ratio(curves: dict, *, confidence: float = 0.95) -> bytes:
+    """Win rate (blue) and win+tie rate (amber) against the length ratio to the reference's answer, one
+    panel per system, Wilson intervals per bin (``curves``: :func:`metric_arena.report.views.length_ratio_curves`).
+    Returns PNG bytes."""
+    if not curves:
+        raise RagQaArenaError("No verdict records both answers' lengths: no length-ratio plot")
+    names = list(curves)
+    ncols = min(3, len(names))
+    nrows = math.ceil(len(names) / ncols)
+    figure = _figure(3.6 * ncols + 0.6, 2.9 * nrows + 0.8)
+    for k, name in enumerate(names):
+        axes = figure.add_subplot(nrows, ncols, k + 1)
+        bins = [b for b in curves[name]["bins"] if b["n"]]
+        for key, color, marker, shift in (("win_rate", _WIN, "o", -0.012), ("win_tie_rate", _WIN_TIE, "D", 0.012)):
+            xs = [min(max(math.log2(b["ratio"]) if b["ratio"] > 0 else -9.0, -2.4), 2.4) + shift for b in bins]
+            ys = [b[key] for b in bins]
+            low = [max(b[key] - b[f"{key}_ci"][0], 0) for b in bins]
+            high = [max(b[f"{key}_ci"][1] - b[key], 0) for b in bins]
+            axes.errorbar(xs, ys, yerr=[low, high], fmt=marker + "-", color=color, ecolor=color, elinewidth=1.4,
+                          capsize=2.5, markersize=4, linewidth=1)
+        axes.axvline(0, color="#9ca3af", linestyle=":", linewidth=1)
+        axes.axhline(0.5, color="#9ca3af", linestyle=":", linewidth=1)
+        ticks = [0.25, 0.5, 1, 2, 4]
+        axes.set_xticks([math.log2(t) for t in ticks])
+        axes.set_xticklabels([f"{t:g}x" for t in ticks], fontsize=8)
+        axes.set_xlim(-2.5, 2.5)
+        axes.set_ylim(0, 1)
+        axes.set_yticks([0, 0.25, 0.5, 0.75, 1])
+        axes.set_yticklabels(["0", "25%", "50%", "75%", "100%"], fontsize=8)
+        axes.set_title(f"{_short(name, 36)} (n={curves[name]['n']:,})", fontsize=10)
+        axes.set_xlabel("words / reference words (bin median)", fontsize=8)
+        axes.grid(alpha=0.3)
+        axes.spines[["top", "right"]].set_visible(False)
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], color=_WIN, marker="o", label="win rate"),
+               Line2D([], [], color=_WIN_TIE, marker="D", label="win+tie rate")]
+    figure.legend(handles=handles, loc="lower center", ncol=2, frameon=False, fontsize=9, title_fontsize=9,
+                  title=f"against the reference, {confidence:.0%} Wilson intervals per bin", bbox_to_anchor=(0.5, -0.02))
+    figure.tight_layout(rect=(0, 0.7 / (2.9 * nrows + 0.8), 1, 1))
+    return _png(figure)
+
+
+def plot_win_matrix(matrix: dict) -> bytes:
+    """The system x system win matrix (``matrix``: :func:`metric_arena.report.views.win_matrix`): each cell
+    the row's score against the column ((wins + ties / 2) / battles) and its battles. Returns PNG bytes."""
+    systems = matrix["systems"]
+    if len(systems) < 2:
+        raise RagQaArenaError("A win matrix needs at least two players that met")
+    import numpy as np
+
+    size = len(systems)
+    values = np.full((size, size), np.nan)
+    for i, a in enumerate(systems):
+        for j, b in enumerate(systems):
+            cell = matrix["cells"].get(a, {}).get(b)
+            if cell:
+                values[i, j] = cell["score"]
+    figure = _figure(1.2 + 0.75 * size, 0.9 + 0.6 * size)
+    axes = figure.add_subplot(1, 1, 1)
+    image = axes.imshow(np.ma.masked_invalid(values), cmap="RdBu", vmin=0, vmax=1)
+    for i, a in enumerate(systems):
+        for j, b in enumerate(systems):
+            cell = matrix["cells"].get(a, {}).get(b)
+            if cell:
+                dark = abs(cell["score"] - 0.5) > 0.3
+                axes.text(j, i, f"{cell['score'] * 100:.0f}%\nn={cell['n']:,}", ha="center", va="center", fontsize=7,
+                          color="white" if dark else "#111827")
+    axes.set_xticks(range(size))
+    axes.set_xticklabels([_short(s, 20) for s in systems], rotation=40, ha="right", fontsize=8)
+    axes.set_yticks(range(size))
+    axes.set_yticklabels([_short(s, 24) for s in systems], fontsize=8)
+    axes.set_xlabel("opponent")
+    axes.set_ylabel("system")
+    figure.colorbar(image, ax=axes, fraction=0.046, pad=0.04, label="(wins + ties/2) / battles")
+    return _png(figure)
+
+
 def _short(name: str, limit: int = 32) -> str:
     """A label safe for matplotlib: shortened, and ``$`` escaped so it is never read as math."""
     name = name if len(name) <= limit else name[: limit - 1] + "…"

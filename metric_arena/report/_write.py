@@ -14,9 +14,10 @@ from metric_arena.report._leaderboard import (
     ProgressCallback,
     build_leaderboard,
 )
-from metric_arena.report._plots import plot_ratings, plot_win_rates
+from metric_arena.report._plots import plot_length_ratio, plot_ratings, plot_win_matrix, plot_win_rates
 from metric_arena.report._retrieval import RetrievedFiles
 from metric_arena.report._runs import REFERENCE, Run, load_runs
+from metric_arena.report.views import ViewerOptions, length_ratio_curves, verdict_view
 from metric_arena.stats import agreement, load_human_labels
 
 __all__ = ["write_report"]
@@ -38,6 +39,7 @@ def write_report(
     retrieved: RetrievedFiles | None = None,
     data_dir: str | os.PathLike | None = None,
     style_features: str = "words",
+    viewer: ViewerOptions | None = None,
 ) -> Leaderboard:
     """Build the leaderboard and write it to ``out``: ``leaderboard.json`` (the entries),
     ``report.json`` (everything), ``win_rates.png``, ``ratings.png`` and a self-contained
@@ -47,6 +49,10 @@ def write_report(
     gold documents from ``lfrqa.load(data_dir=data_dir)``). Entries of ``runs`` that are not run
     folders (a stray file or folder in ``runs/*``) are skipped with a warning. ``style_features``: the
     style-controlled ratings' feature set, ``"words"`` or ``"fastchat"`` (:func:`build_leaderboard`).
+    ``viewer``: what the page's verdict viewer shows (:class:`~metric_arena.report.views.ViewerOptions`; by
+    default the run folders' contents, without answer texts). Also written: ``length_ratio.png`` (win rate
+    against the length ratio, into ``report.json``'s ``length.win_rate_by_length_ratio``) and, with
+    system-against-system runs, ``win_matrix.png``.
 
     >>> board = write_report(["runs/gpt-4o", "runs/llama-3"], "leaderboard/")  # doctest: +SKIP
     """
@@ -70,6 +76,9 @@ def write_report(
                 f"none of the {board.agreement['n_human']} human-labelled pairs matches a judged pair "
                 "(check qids and system names)"
             )
+    if board.length is not None:
+        board.length["win_rate_by_length_ratio"] = length_ratio_curves(loaded, reference=reference,
+                                                                       confidence=confidence)
     make_folder(out)
     atomic_write(out / "leaderboard.json", dumps_json(board.entries))
     atomic_write(out / "report.json", dumps_json(board.to_dict()))
@@ -79,9 +88,15 @@ def write_report(
             images["ratings"] = plot_ratings(board.entries, reference=reference, confidence=confidence)
         if any(e.get("win_rate") is not None for e in board.entries):
             images["win_rates"] = plot_win_rates(board.entries, confidence=confidence)
+        if board.length and board.length["win_rate_by_length_ratio"]:
+            images["length_ratio"] = plot_length_ratio(board.length["win_rate_by_length_ratio"], confidence=confidence)
+        if board.elo_study and len(board.elo_study["win_matrix"]["systems"]) > 1:
+            images["win_matrix"] = plot_win_matrix(board.elo_study["win_matrix"])
         for name, png in images.items():
             atomic_write(out / f"{name}.png", png)
         if progress:
             progress("Plots", 1, 1)
-    atomic_write(out / "leaderboard.html", render_html(board, images=images, title=title))
+    viewer = viewer or ViewerOptions()
+    view = verdict_view(loaded, reference=reference, options=viewer, data_dir=data_dir) if viewer.enabled else None
+    atomic_write(out / "leaderboard.html", render_html(board, images=images, title=title, verdicts=view))
     return board
