@@ -12,7 +12,7 @@ from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import make_folder
-from builders._secrets import SecretFoundError, env_secrets, redact_secrets, scan_files
+from builders._secrets import env_secrets, redact_secrets, scan_files
 
 __all__ = [
     "HubRefusedError",

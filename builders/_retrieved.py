@@ -15,7 +15,7 @@ from pathlib import Path
 
 from builders._passages import doc_id_of
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import iter_records
+from lfrqa.files import iter_records, make_folder
 
 __all__ = ["RETRIEVED_PREFIX", "check_retrieved_name", "export_retrieved", "resolve_retrieved", "retrieved_configs", "retrieved_section"]
 
@@ -76,7 +76,7 @@ def export_retrieved(name: str, source: str | os.PathLike, out: str | os.PathLik
         raise RagQaArenaError(f"Retrieved file {source} (for --retrieved {name}=...) holds no questions")
     relpath = f"retrieved/{name}/test.parquet"
     target = Path(out) / relpath
-    target.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(target.parent)
     partial = target.with_suffix(".parquet.partial")
     pq.write_table(pa.Table.from_pylist(rows, schema=_schema()), partial)
     os.replace(partial, target)

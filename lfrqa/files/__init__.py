@@ -43,6 +43,7 @@ from lfrqa.files._rows import (
 )
 
 __all__ = [
+    "DISTRIBUTION",
     "JSON_FILE_LIMIT",
     "JsonlAppender",
     "RunLocked",
@@ -66,4 +67,5 @@ __all__ = [
     "refuse_output_over_input",
     "saved_dataset",
     "sha256_file",
+    "write_error",
 ]

@@ -59,7 +59,7 @@ def load_side(paths: Sequence[str | os.PathLike | Run], role: str) -> list[Run]:
             raise RagQaArenaError(
                 f"--{role} {run.path}: " + ("given twice" if same else f"judges {run.system!r} against "
                                             f"{run.opponent!r} like {seen[key].path}")
-                + f": pass one run folder per pair of systems on each side")
+                + ": pass one run folder per pair of systems on each side")
         seen[key] = run
     return runs
 

@@ -104,17 +104,7 @@ def compare_runs(
             f"{', '.join(new_run.judges) or 'unknown'}): a change of judge moves the rates by itself. Judge both with "
             "the same --judge, or pass --allow-judge-change")
     settings = {role: run_settings(run) for role, run in runs.items()}
-    warnings = [*base_run.warnings, *new_run.warnings]
-    changed = [f"{name} {settings['BASE'][name]} in BASE, {settings['NEW'][name]} in NEW" for name in COMPARED_SETTINGS
-               if None not in (settings["BASE"][name], settings["NEW"][name])
-               and settings["BASE"][name] != settings["NEW"][name]]
-    if changed and not allow_setting_change:
-        raise ComparisonRefused("setting_changed", f"the runs were judged with other settings ({'; '.join(changed)}): "
-                                "each moves the rates by itself. Judge both with the same --parse and --order, or "
-                                "pass --allow-setting-change")
-    warnings += [f"settings differ ({line}), compared anyway (--allow-setting-change)" for line in changed]
-    warnings += [f"the {name} of {role} is unknown (no summary.json): not compared" for name in COMPARED_SETTINGS
-                 for role in runs if settings[role][name] is None and settings[_other(role)][name] is not None]
+    warnings = [*base_run.warnings, *new_run.warnings, *_setting_warnings(settings, allow_setting_change)]
 
     base_outcomes, new_outcomes = base_run.outcomes(), new_run.outcomes()
     shared = set(base_outcomes) & set(new_outcomes)
@@ -152,6 +142,20 @@ def compare_runs(
 
 def _other(role: str) -> str:
     return "NEW" if role == "BASE" else "BASE"
+
+
+def _setting_warnings(settings: dict[str, dict], allow_setting_change: bool) -> list[str]:
+    """Refuse runs judged with other settings (parse, order) unless allowed; the lines to warn with."""
+    changed = [f"{name} {settings['BASE'][name]} in BASE, {settings['NEW'][name]} in NEW" for name in COMPARED_SETTINGS
+               if None not in (settings["BASE"][name], settings["NEW"][name])
+               and settings["BASE"][name] != settings["NEW"][name]]
+    if changed and not allow_setting_change:
+        raise ComparisonRefused("setting_changed", f"the runs were judged with other settings ({'; '.join(changed)}): "
+                                "each moves the rates by itself. Judge both with the same --parse and --order, or "
+                                "pass --allow-setting-change")
+    warnings = [f"settings differ ({line}), compared anyway (--allow-setting-change)" for line in changed]
+    return warnings + [f"the {name} of {role} is unknown (no summary.json): not compared" for name in COMPARED_SETTINGS
+                       for role in settings if settings[role][name] is None and settings[_other(role)][name] is not None]
 
 
 def _side(path: str | os.PathLike, run: Run, settings: dict) -> dict:
