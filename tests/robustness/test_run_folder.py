@@ -23,7 +23,7 @@ from tests.robustness.helpers import (
     start_cli,
     write_jsonl,
 )
-from tests.robustness.test_kill import kill_after
+from tests.robustness.test_kill import HoldOnceWritten, kill_after
 
 N = 30
 RATED = "<thinking>Scripted.</thinking><rating>1</rating>"
@@ -97,7 +97,8 @@ def test_a_resumed_run_appends_and_keeps_every_earlier_verdict(tmp_path):
 # Other settings into an existing folder; a stale summary
 # --------------------------------------------------------------------------------------------
 def test_a_rerun_with_another_judge_is_refused_and_an_overwrite_swaps_only_when_complete(tmp_path):
-    with OpenAIServer(lambda body, attempt: RATED, latency=0.05) as server:
+    hold = HoldOnceWritten(lambda body, attempt: RATED, tmp_path / "run" / ".verdicts.replacing.jsonl", 5)
+    with OpenAIServer(hold, latency=0.05) as server:
         first = judge_argv(tmp_path, server)
         assert run_cli(first, OPENAI_API_KEY=FAKE_KEY).returncode == 0
         old_verdicts = (tmp_path / "run" / "verdicts.jsonl").read_bytes()
@@ -109,7 +110,7 @@ def test_a_rerun_with_another_judge_is_refused_and_an_overwrite_swaps_only_when_
         assert len(server.requests) == N  # nothing was sent for the refused run
         # --overwrite, killed midway: the folder still holds the complete first run
         proc = start_cli(other_judge + ["--overwrite"], OPENAI_API_KEY=FAKE_KEY)
-        kill_after(proc, tmp_path / "run" / ".verdicts.replacing.jsonl", 5)
+        kill_after(proc, tmp_path / "run" / ".verdicts.replacing.jsonl", 5, hold)
         assert (tmp_path / "run" / "verdicts.jsonl").read_bytes() == old_verdicts
         assert (tmp_path / "run" / "summary.json").read_bytes() == old_summary
         report = run_cli(["report", tmp_path / "run", "--out", tmp_path / "lb", "--no-plots"])
