@@ -24,9 +24,12 @@ def child_env(home, **extra: str) -> dict:
 
 
 def run_python(code: str, env: dict, cwd) -> subprocess.CompletedProcess:
-    """``python -c CODE`` with stdout and stderr in one pipe, as a log would hold them."""
-    return subprocess.run([sys.executable, "-c", code], env=env, cwd=cwd, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, timeout=HANG_GUARD)
+    """``python -c CODE`` with stdout and stderr in one pipe, as a log would hold them (bytes decoded as they are:
+    no newline translation, so a carriage return stays one)."""
+    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=cwd, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, timeout=HANG_GUARD)
+    done.stdout = done.stdout.decode("utf-8", errors="replace")
+    return done
 
 
 def test_the_first_build_in_a_fresh_home_prints_one_line_and_a_cached_load_none(lfrqa_data_dir, tmp_path):
@@ -34,11 +37,11 @@ def test_the_first_build_in_a_fresh_home_prints_one_line_and_a_cached_load_none(
     code = "import lfrqa\nds = lfrqa.load('fiqa')\nassert ds.num_rows == 3570, ds.num_rows"
     first = run_python(code, env, tmp_path)
     assert first.returncode == 0, first.stdout[-3000:]
+    assert "\r" not in first.stdout and "\x1b" not in first.stdout, repr(first.stdout[-500:])
     lines = first.stdout.splitlines()
     assert len(lines) == 1, first.stdout[-3000:]  # before: hundreds of "Generating test split" updates
     assert lines[0].startswith("lfrqa: built fiqa test (3,570 questions) from the verified sources in "), lines
     assert str(tmp_path / "home" / ".cache" / "huggingface" / "datasets") in lines[0]  # where the cache went
-    assert "\r" not in first.stdout and "\x1b" not in first.stdout
     again = run_python(code, env, tmp_path)
     assert again.returncode == 0 and again.stdout == "", again.stdout[-3000:]  # the cache: nothing to say
 
