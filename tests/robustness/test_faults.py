@@ -384,9 +384,19 @@ def test_oversized_replies_are_cut_and_flagged(tmp_path):
 
 def test_a_slow_first_reply_is_waited_for_while_the_others_fail(tmp_path):
     """An attempt in flight since before the window ended may still succeed: a server whose first
-    reply takes 3 s while it answers the others 503 is not declared unreachable at 1 s."""
+    reply comes only after it answered the others' every attempt 503 (the last one after the 1 s window)
+    is not declared unreachable at 1 s. The reply waits for those 9 answers, not for a clock."""
+    refused = []
+    all_refused = threading.Event()
+
     def reply(body, attempt):
-        return Reply(content=RATED, delay=3.0) if query_of(body).startswith("q0 ") else Reply(status=503)
+        if query_of(body).startswith("q0 "):
+            all_refused.wait(300)
+            return Reply(content=RATED)
+        refused.append(body)
+        if len(refused) >= 9:
+            all_refused.set()
+        return Reply(status=503)
 
     policy = RetryPolicy(max_retries=2, initial=0.5, multiplier=1.0, jitter=0.0, fail_fast_after=1.0)
     with OpenAIServer(reply) as server:
