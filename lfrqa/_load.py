@@ -6,6 +6,8 @@ import contextlib
 import json
 import os
 import shutil
+import sys
+import time
 from pathlib import Path
 
 import datasets
@@ -49,23 +51,47 @@ def load(
         lfrqa_split=split,
     )
     existed = Path(builder.cache_dir).is_dir()
-    _prepare(builder)
-    if not _arrow_verified(Path(builder.cache_dir), fresh=not existed):
-        # An Arrow file changed since it was built (edited, damaged, or built by a version that
-        # recorded no digests): build it again from the verified sources.
-        shutil.rmtree(builder.cache_dir, ignore_errors=True)
-        _prepare(builder)
-        _arrow_verified(Path(builder.cache_dir), fresh=True)
-    return builder.as_dataset(split=SPLIT_NAMES[split])
+    with _quiet_datasets():
+        _prepare(builder, name=name, split=split, announce=not existed)
+        if not _arrow_verified(Path(builder.cache_dir), fresh=not existed):
+            # An Arrow file changed since it was built (edited, damaged, or built by a version that
+            # recorded no digests): build it again from the verified sources.
+            shutil.rmtree(builder.cache_dir, ignore_errors=True)
+            _prepare(builder, name=name, split=split, announce=True)
+            _arrow_verified(Path(builder.cache_dir), fresh=True)
+        return builder.as_dataset(split=SPLIT_NAMES[split])
 
 
-def _prepare(builder) -> None:
+@contextlib.contextmanager
+def _quiet_datasets():
+    """No progress bars and only errors from ``datasets`` while LFRQA is built and opened (hundreds of
+    "Generating test split" updates, ANSI codes in logs); the caller's settings are restored after."""
+    bars = datasets.is_progress_bar_enabled()
+    verbosity = datasets.logging.get_verbosity()
+    datasets.disable_progress_bars()
+    datasets.logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        datasets.logging.set_verbosity(verbosity)
+        if bars:
+            datasets.enable_progress_bars()
+
+
+def _prepare(builder, *, name: str, split: str, announce: bool) -> None:
+    """Build the Arrow cache if it is missing; a build says so in one line on stderr (a cached load says nothing)."""
+    started = time.monotonic()
     try:
         builder.download_and_prepare()
     except DatasetGenerationError as error:
         if isinstance(error.__cause__, InvalidRecord):
             raise error.__cause__ from None  # name the file and line, not datasets' wrapper
         raise
+    if announce:
+        rows = builder.info.splits[SPLIT_NAMES[split]].num_examples if builder.info.splits else None
+        counted = "" if rows is None else f" ({rows:,} questions)"
+        print(f"lfrqa: built {name} {split}{counted} from the verified sources in {time.monotonic() - started:.1f} s; "
+              f"cached in {builder.cache_dir}", file=sys.stderr, flush=True)
 
 
 #: Beside the Arrow files of each cached config: their sha256, recorded when they were built.

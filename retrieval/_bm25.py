@@ -9,6 +9,8 @@ Passages that share no word with a query are never returned, so a query may get 
 from __future__ import annotations
 
 import os
+import sys
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -70,15 +72,20 @@ class BM25Retriever(Retriever):
         tokenizer = self._new_tokenizer(self.stopwords)
         pids: list[str] = []
         texts = iter_passage_texts(passages, pids)
-        if self.show_progress:
+        started = time.monotonic()
+        if _bars(self.show_progress):
             from tqdm.auto import tqdm
 
             texts = tqdm(texts, desc="BM25: tokenizing passages", unit=" passages", total=_length(passages))
+        elif self.show_progress:
+            texts = _counted(texts, _length(passages))
         token_ids = list(tokenizer.streaming_tokenize(texts, update_vocab=True))
         if not pids:
             raise RagQaArenaError("No passages to index: the corpus is empty")
         model = bm25s.BM25(k1=self.k1, b=self.b, method=self.method)
-        model.index((token_ids, tokenizer.get_vocab_dict()), show_progress=self.show_progress)
+        model.index((token_ids, tokenizer.get_vocab_dict()), show_progress=_bars(self.show_progress))
+        if self.show_progress and not _bars(True):
+            _say(f"BM25: indexed {len(pids):,} passages in {time.monotonic() - started:.1f} s")
         self._model, self._tokenizer, self.pids, self._positions = model, tokenizer, pids, None
 
     def search(self, queries: Mapping[str, str], k: int = 5) -> Results:
@@ -109,7 +116,7 @@ class BM25Retriever(Retriever):
 
     def _retrieve(self, tokens: list[list[str]], k: int):
         return self._model.retrieve(
-            tokens, k=k, show_progress=self.show_progress and len(tokens) > 1, n_threads=self.n_threads
+            tokens, k=k, show_progress=_bars(self.show_progress) and len(tokens) > 1, n_threads=self.n_threads
         )
 
     def save(self, path: str | os.PathLike) -> Path:
@@ -161,6 +168,29 @@ def _import_bm25s():
     except ImportError as error:
         raise MissingDependency('BM25 needs bm25s: pip install "rag-qa-arena" (or pip install bm25s)') from error
     return bm25s
+
+
+#: Piped (not a terminal), a plain progress line every this many passages tokenized.
+PLAIN_EVERY = 100_000
+
+
+def _bars(show: bool) -> bool:
+    """Progress bars (tqdm's, bm25s' own) only on a terminal: piped into a log they write carriage returns and
+    ANSI codes, so there the build says what it does in plain lines instead (:func:`_say`)."""
+    return show and sys.stderr.isatty()
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _counted(texts, total: int | None):
+    """``texts`` as they are, with a plain line on stderr at the start and every :data:`PLAIN_EVERY` passages."""
+    _say(f"BM25: tokenizing {'' if total is None else f'{total:,} '}passages")
+    for n, text in enumerate(texts, 1):
+        if n % PLAIN_EVERY == 0:
+            _say(f"BM25: tokenized {n:,}{'' if total is None else f' of {total:,}'} passages")
+        yield text
 
 
 def _length(passages) -> int | None:

@@ -228,25 +228,39 @@ def test_bad_scale_flags_are_named(tmp_path, monkeypatch, capsys, extra, message
 # Rate limits
 # --------------------------------------------------------------------------------------------
 def test_rpm_flag_paces_the_requests(tmp_path, monkeypatch):
+    """Without --rpm all 20 requests are in flight together (each reply is held until the 20th request
+    arrived: counts, not a clock); with --rpm 600 (10/s, a burst of 10) they cannot be: the same held
+    replies would wait for ever, so there each reply is answered at once and the arrivals span at least
+    the ~1 s the limiter imposes (a lower bound, which a slow machine only lengthens)."""
     a, b = pair_files(tmp_path, n=20)
     arrivals = []
+    all_in = threading.Event()
+    together = []
 
-    def reply(body, attempt):
+    def held(body, attempt):
+        arrivals.append(time.monotonic())
+        if len(arrivals) >= 20:
+            all_in.set()
+        together.append(all_in.wait(300))
+        return "<rating>1</rating>"
+
+    def paced(body, attempt):
         arrivals.append(time.monotonic())
         return "<rating>1</rating>"
 
-    with OpenAIServer(reply) as server:
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with OpenAIServer(held) as server:
         args = ["judge", "--predictions", str(a), "--versus", str(b), "--judge", "openai:m", "--base-url",
                 server.base_url, "--max-concurrency", "32", "--no-progress"]
         assert main(args + ["--cache-dir", str(tmp_path / "c1"), "--out", str(tmp_path / "fast")]) == 0
-        fast = max(arrivals) - min(arrivals)
-        arrivals.clear()
+    assert together == [True] * 20  # all 20 in flight at once: nothing paced them
+    arrivals.clear()
+    with OpenAIServer(paced) as server:
+        args[args.index("--base-url") + 1] = server.base_url
         # 600 per minute = 10/s with a 1 s burst: 10 at once, then one every 0.1 s
         assert main(args + ["--cache-dir", str(tmp_path / "c2"), "--out", str(tmp_path / "slow"), "--rpm", "600"]) == 0
-        slow = max(arrivals) - min(arrivals)
     assert len(arrivals) == 20
-    assert slow >= 0.85 and fast < slow / 2
+    assert max(arrivals) - min(arrivals) >= 0.85
 
 
 def test_tpm_limiter_is_consulted_before_every_request(tmp_path):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import pytest
@@ -146,14 +145,13 @@ def test_battle_counts_and_errors():
         bootstrap_bradley_terry(counts, n_boot=0)
 
 
-def test_fast_on_aggregated_counts():
+def test_bootstrap_on_aggregated_counts_of_12_players():
+    """Its speed (1,000 bootstraps of 12 players) is measured in benchmarks/bradley_terry.py, not here."""
     players = ["LFRQA", *[f"s{k}" for k in range(11)]]
     rng = np.random.default_rng(0)
     wins = rng.integers(100, 3000, size=(12, 12)).astype(float)
     np.fill_diagonal(wins, 0)
-    start = time.perf_counter()
     result = bootstrap_bradley_terry(BattleCounts(players, wins, np.zeros((12, 12))), anchor="LFRQA", n_boot=1000)
-    assert time.perf_counter() - start < 5.0
     assert len(result) == 12
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -38,32 +39,56 @@ def complete_lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in text.split("\n")[:-1] if line.strip()]
 
 
-def kill_after(proc, path: Path, n_lines: int, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"the run ended before the kill (exit {proc.returncode}): {proc.stderr.read()}")
-        if len(complete_lines(path)) >= n_lines:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
-            proc.stdout.close()
-            proc.stderr.close()
-            assert proc.returncode == -signal.SIGKILL
-            return
-        time.sleep(0.005)
-    proc.kill()
-    pytest.fail(f"{path} never reached {n_lines} lines")
+class HoldOnceWritten:
+    """A server reply that holds every request arriving once ``path`` has ``n`` whole lines, until
+    :meth:`release` (which :func:`kill_after` calls after the kill): the kill lands mid-run whatever the
+    machine's speed, never after a run that raced to its end."""
+
+    def __init__(self, reply, path: Path, n: int):
+        self.reply, self.path, self.n = reply, path, n
+        self.released = threading.Event()
+
+    def __call__(self, body, attempt):
+        if len(complete_lines(self.path)) >= self.n:
+            self.released.wait(300)
+        return self.reply(body, attempt)
+
+    def release(self) -> None:
+        self.released.set()
+
+
+def kill_after(proc, path: Path, n_lines: int, hold: HoldOnceWritten | None = None, timeout: float = 300.0) -> None:
+    """SIGKILL ``proc`` once ``path`` has ``n_lines`` whole lines (``timeout``: a hang guard, not a speed claim)."""
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                pytest.fail(f"the run ended before the kill (exit {proc.returncode}): {proc.stderr.read()}")
+            if len(complete_lines(path)) >= n_lines:
+                os.kill(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=60)
+                proc.stdout.close()
+                proc.stderr.close()
+                assert proc.returncode == -signal.SIGKILL
+                return
+            time.sleep(0.005)
+        proc.kill()
+        pytest.fail(f"{path} never reached {n_lines} lines")
+    finally:
+        if hold is not None:
+            hold.release()
 
 
 def test_judge_killed_mid_run_resumes_without_loss_or_duplicates(tmp_path):
     preds = write_jsonl(tmp_path / "sys.jsonl", prediction_rows(N, answer="Mine"))
     other = write_jsonl(tmp_path / "other.jsonl", prediction_rows(N, answer="Theirs"))
     run = tmp_path / "run"
-    with OpenAIServer(lambda body, attempt: RATED, latency=0.05) as server:
+    hold = HoldOnceWritten(lambda body, attempt: RATED, run / "verdicts.jsonl", 8)
+    with OpenAIServer(hold, latency=0.05) as server:
         argv = ["judge", "--predictions", preds, "--versus", other, "--judge", "openai:judge", "--base-url",
                 server.base_url, "--out", run, "--cache-dir", tmp_path / "cache", "--max-concurrency", "2",
                 "--no-progress"]
-        kill_after(start_cli(argv, OPENAI_API_KEY=FAKE_KEY), run / "verdicts.jsonl", 8)
+        kill_after(start_cli(argv, OPENAI_API_KEY=FAKE_KEY), run / "verdicts.jsonl", 8, hold)
         before = {v["qid"]: v for v in complete_lines(run / "verdicts.jsonl")}
         asked_before = Counter(query_of(b).split()[0] for b in server.requests)
         assert 8 <= len(before) < N and not (run / "summary.json").exists()
@@ -92,10 +117,11 @@ def test_judge_killed_mid_run_resumes_without_loss_or_duplicates(tmp_path):
 def test_generation_killed_mid_run_resumes_without_loss_or_duplicates(tmp_path):
     retrieved = write_jsonl(tmp_path / "retrieved.jsonl", retrieved_rows(N))
     out = tmp_path / "preds.jsonl"
-    with OpenAIServer(lambda body, attempt: f"Answer: about {query_of(body)}", latency=0.05) as server:
+    hold = HoldOnceWritten(lambda body, attempt: f"Answer: about {query_of(body)}", out, 8)
+    with OpenAIServer(hold, latency=0.05) as server:
         argv = ["generate", "--retrieved", retrieved, "--model", "openai:gen", "--base-url", server.base_url,
                 "--out", out, "--cache-dir", tmp_path / "cache", "--max-concurrency", "2", "--no-progress"]
-        kill_after(start_cli(argv, OPENAI_API_KEY=FAKE_KEY), out, 8)
+        kill_after(start_cli(argv, OPENAI_API_KEY=FAKE_KEY), out, 8, hold)
         before = {line["qid"]: line for line in complete_lines(out)}
         asked_before = Counter(query_of(b).split()[0] for b in server.requests)
         assert 8 <= len(before) < N

@@ -9,7 +9,7 @@ import re
 import lfrqa
 from tests.openai_server import OpenAIServer
 from tests.robustness.helpers import FAKE_KEY, read_jsonl, run_cli, start_cli, write_jsonl
-from tests.robustness.test_kill import complete_lines, kill_after
+from tests.robustness.test_kill import HoldOnceWritten, complete_lines, kill_after
 
 SYSTEMS = ("alpha", "beta", "gamma")
 
@@ -32,11 +32,12 @@ def test_tournament_killed_mid_run_resumes_match_by_match(lfrqa_data_dir, tmp_pa
              for s in SYSTEMS]
     runs = tmp_path / "runs"
     reply = lambda body, attempt: "<thinking>Scripted.</thinking><rating>1</rating>"  # noqa: E731
-    with OpenAIServer(reply, latency=0.05) as server:
+    hold = HoldOnceWritten(reply, runs / "beta" / "verdicts.jsonl", 8)
+    with OpenAIServer(hold, latency=0.05) as server:
         argv = ["tournament", *files, "--judge", "openai:judge", "--base-url", server.base_url, "--out", runs,
                 "--sample", "8", "--cache-dir", tmp_path / "cache", "--max-concurrency", "2", "--no-progress",
                 "--data-dir", lfrqa_data_dir]
-        kill_after(start_cli(argv, OPENAI_API_KEY=FAKE_KEY), runs / "beta" / "verdicts.jsonl", 8)
+        kill_after(start_cli(argv, OPENAI_API_KEY=FAKE_KEY), runs / "beta" / "verdicts.jsonl", 8, hold)
         before = {folder: {v["qid"]: v for v in complete_lines(runs / folder / "verdicts.jsonl")} for folder in FOLDERS}
         finished = {folder for folder in FOLDERS if (runs / folder / "summary.json").exists()}
         sent_before = len(server.requests)

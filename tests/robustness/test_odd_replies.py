@@ -223,12 +223,10 @@ def test_a_huge_error_body_is_not_read_whole(tmp_path):
         run = RunConfig(base_url=server.base_url, api_key=FAKE_KEY, use_cache=False,
                         retry=RetryPolicy(max_retries=0, fail_fast_after=None))
         tracemalloc.start()
-        start = time.monotonic()
         result = judge_pairs(["a"], ["x"], ["q1 asks?"], ids=["q1"], judge="openai:judge", progress=False, run=run)
-        took = time.monotonic() - start
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
         with pytest.raises(Exception, match="HTTP 401"):
             judge_pairs(["a"], ["x"], ["q2 asks?"], ids=["q2"], judge="openai:judge", progress=False, run=run)
     assert result["n_failed"] == 1 and result["errors"] == {"500": 1}
-    assert peak < 32 * 2**20 and took < 10, (peak, took)
+    assert peak < 32 * 2**20, peak  # a body read whole would be 200 MiB

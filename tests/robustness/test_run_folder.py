@@ -5,8 +5,11 @@ processes on one --out cannot both write it; every JSON file written is strict J
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
+import subprocess
+import threading
 import time
 
 from tests.openai_server import OpenAIServer
@@ -20,7 +23,7 @@ from tests.robustness.helpers import (
     start_cli,
     write_jsonl,
 )
-from tests.robustness.test_kill import kill_after
+from tests.robustness.test_kill import HoldOnceWritten, kill_after
 
 N = 30
 RATED = "<thinking>Scripted.</thinking><rating>1</rating>"
@@ -94,7 +97,8 @@ def test_a_resumed_run_appends_and_keeps_every_earlier_verdict(tmp_path):
 # Other settings into an existing folder; a stale summary
 # --------------------------------------------------------------------------------------------
 def test_a_rerun_with_another_judge_is_refused_and_an_overwrite_swaps_only_when_complete(tmp_path):
-    with OpenAIServer(lambda body, attempt: RATED, latency=0.05) as server:
+    hold = HoldOnceWritten(lambda body, attempt: RATED, tmp_path / "run" / ".verdicts.replacing.jsonl", 5)
+    with OpenAIServer(hold, latency=0.05) as server:
         first = judge_argv(tmp_path, server)
         assert run_cli(first, OPENAI_API_KEY=FAKE_KEY).returncode == 0
         old_verdicts = (tmp_path / "run" / "verdicts.jsonl").read_bytes()
@@ -106,7 +110,7 @@ def test_a_rerun_with_another_judge_is_refused_and_an_overwrite_swaps_only_when_
         assert len(server.requests) == N  # nothing was sent for the refused run
         # --overwrite, killed midway: the folder still holds the complete first run
         proc = start_cli(other_judge + ["--overwrite"], OPENAI_API_KEY=FAKE_KEY)
-        kill_after(proc, tmp_path / "run" / ".verdicts.replacing.jsonl", 5)
+        kill_after(proc, tmp_path / "run" / ".verdicts.replacing.jsonl", 5, hold)
         assert (tmp_path / "run" / "verdicts.jsonl").read_bytes() == old_verdicts
         assert (tmp_path / "run" / "summary.json").read_bytes() == old_summary
         report = run_cli(["report", tmp_path / "run", "--out", tmp_path / "lb", "--no-plots"])
@@ -145,16 +149,40 @@ def test_report_notices_a_stale_summary_and_reports_from_the_verdicts(tmp_path, 
 # --------------------------------------------------------------------------------------------
 # Two processes on one --out
 # --------------------------------------------------------------------------------------------
+def held_until(released: threading.Event, reply: str):
+    """A server reply: the first request is answered at once (the backend is reached, so no fail-fast window
+    runs), every later one is held until ``released`` is set. The first run stays mid-run however slowly the
+    second one starts: the order, not the machine's speed, decides the test."""
+    arrived = itertools.count()
+
+    def answer(body, attempt):
+        if next(arrived) > 0:
+            released.wait(300)
+        return reply
+
+    return answer
+
+
+def wait_for(condition, first: subprocess.Popen) -> None:
+    """Until ``condition()`` holds while ``first`` runs (a hang guard of minutes, not a speed claim)."""
+    deadline = time.monotonic() + 300
+    while not condition():
+        assert time.monotonic() < deadline and first.poll() is None, first.poll()
+        time.sleep(0.02)
+
+
 def test_a_second_process_on_the_same_out_is_refused_with_exit_2(tmp_path):
-    with OpenAIServer(lambda body, attempt: RATED, latency=0.1) as server:
+    released = threading.Event()
+    with OpenAIServer(held_until(released, RATED)) as server:
         argv = judge_argv(tmp_path, server)
         first = start_cli(argv, OPENAI_API_KEY=FAKE_KEY)
-        deadline = time.monotonic() + 60
-        while not (tmp_path / "run" / "verdicts.jsonl").exists() or not server.requests:
-            assert time.monotonic() < deadline and first.poll() is None
-            time.sleep(0.02)
-        second = run_cli(argv, OPENAI_API_KEY=FAKE_KEY)
-        stdout, stderr = first.communicate(timeout=120)
+        try:
+            wait_for(lambda: (tmp_path / "run" / "verdicts.jsonl").exists() and server.requests, first)
+            second = run_cli(argv, timeout=600, OPENAI_API_KEY=FAKE_KEY)
+            assert first.poll() is None  # the first run was still running (its replies held) all along
+        finally:
+            released.set()
+        stdout, stderr = first.communicate(timeout=600)
     assert second.returncode == 2 and "Traceback" not in second.stderr
     assert f"Another judge run is writing {tmp_path / 'run'} right now" in second.stderr
     assert "disk full" not in second.stderr
@@ -165,16 +193,18 @@ def test_a_second_process_on_the_same_out_is_refused_with_exit_2(tmp_path):
 
 def test_a_second_generation_on_the_same_out_is_refused_with_exit_2(tmp_path):
     retrieved = write_jsonl(tmp_path / "retrieved.jsonl", retrieved_rows(N))
-    with OpenAIServer(lambda body, attempt: "Answer: fine.", latency=0.1) as server:
+    released = threading.Event()
+    with OpenAIServer(held_until(released, "Answer: fine.")) as server:
         argv = ["generate", "--retrieved", retrieved, "--model", "openai:g", "--base-url", server.base_url, "--out",
                 tmp_path / "preds.jsonl", "--cache-dir", tmp_path / "cache", "--no-progress", "--max-concurrency", "2"]
         first = start_cli(argv, OPENAI_API_KEY=FAKE_KEY)
-        deadline = time.monotonic() + 60
-        while not server.requests:
-            assert time.monotonic() < deadline and first.poll() is None
-            time.sleep(0.02)
-        second = run_cli(argv, OPENAI_API_KEY=FAKE_KEY)
-        first.communicate(timeout=120)
+        try:
+            wait_for(lambda: server.requests, first)
+            second = run_cli(argv, timeout=600, OPENAI_API_KEY=FAKE_KEY)
+            assert first.poll() is None  # the first run was still running (its replies held) all along
+        finally:
+            released.set()
+        first.communicate(timeout=600)
     assert second.returncode == 2 and "Another run is writing" in second.stderr and "Traceback" not in second.stderr
     assert first.returncode == 0
 

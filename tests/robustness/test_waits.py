@@ -26,24 +26,26 @@ def _judge(server, tmp_path, **run):
 
 def test_a_server_that_accepts_and_never_answers_ends_the_run_within_the_promised_bound(tmp_path):
     with OpenAIServer(lambda body, attempt: Reply(content="<rating>1</rating>", delay=60.0)) as server:
-        started = time.monotonic()
         with pytest.raises(ServerUnreachable, match="nothing got through"):
             _judge(server, tmp_path)
-        elapsed = time.monotonic() - started
-    assert elapsed < WINDOW + 5.0 + 3.0  # not the attempt's own 120 s timeout
+    # not the attempt's own 120 s timeout: a run that waited for it would get the reply sent after 60 s and
+    # raise nothing
 
 
 def test_a_long_retry_after_before_any_reply_does_not_hold_the_run_and_is_named(tmp_path):
+    """The run ends at its 1 s window, not after the 120 s the server asks for. The bound checked is half
+    of that wait (a run that honoured it cannot pass; a run at the window passes on a machine 30x slowed)."""
     with OpenAIServer(lambda body, attempt: Reply(status=429, headers={"Retry-After": "120"})) as server:
         started = time.monotonic()
         with pytest.raises(ServerUnreachable, match=r"answered only 429 \(rate limited\) and asks to wait 120 s"):
             _judge(server, tmp_path)
         elapsed = time.monotonic() - started
-    assert elapsed < WINDOW + 3.0
+    assert elapsed < 60, elapsed
 
 
 def test_a_slow_first_reply_within_the_grace_still_counts(tmp_path):
-    with OpenAIServer(lambda body, attempt: Reply(content="<rating>1</rating>", delay=2.0)) as server:
+    # the reply comes past the 1 s window, well within the grace (window + 5 s)
+    with OpenAIServer(lambda body, attempt: Reply(content="<rating>1</rating>", delay=1.5)) as server:
         result = _judge(server, tmp_path)
     assert result["n_failed"] == 0
 
@@ -62,9 +64,8 @@ def test_a_key_with_a_trailing_newline_is_named_and_nothing_is_sent(tmp_path):
 
 def test_a_tpm_smaller_than_one_request_is_refused_before_anything_is_sent(tmp_path):
     with OpenAIServer() as server:
-        started = time.monotonic()
         with pytest.raises(ValueError, match=r"tpm=100 \(--tpm\) is smaller than one request \(.* tokens"):
             judge_pairs(["a"], ["r"], ["q?"], judge=JudgeConfig("openai:j"),
                         run=RunConfig(base_url=server.base_url, api_key="k", cache_dir=tmp_path / "cache",
                                       limiter=RateLimiter(rpm=None, tpm=100)))
-        assert len(server.requests) == 0 and time.monotonic() - started < 10
+        assert len(server.requests) == 0
