@@ -80,7 +80,9 @@ def test_every_match_shares_one_pool_and_writes_the_sequential_verdicts(files, t
                                                                                     f"{a}__vs__{b}"),
                         system=a, opponent=b, progress=False, n_boot=50)
     assert seen.most == 4  # the run's concurrency limit holds across all matches at once, and is filled
-    assert max(len(set(group)) for group in seen.together) >= 3  # slots shared by several matches at a time
+    # slots shared by several matches at a time (matches run one after another never have two in flight; how
+    # many share at once depends on the machine's scheduling, so a busy machine may show two, not three)
+    assert max(len(set(group)) for group in seen.together) >= 2
     for folder in sorted((tmp_path / "one").iterdir()):
         assert (tmp_path / "runs" / folder.name / "verdicts.jsonl").read_bytes() == \
                (folder / "verdicts.jsonl").read_bytes(), folder.name
