@@ -55,6 +55,7 @@ def arena(lfrqa_data_dir, tmp_path_factory):
     return {"root": root, "tournament": tour, "report": report, "runs": runs, "lfrqa": answers}
 
 
+@pytest.mark.slow  # several CLI runs or a tournament: CI's slow pass runs it
 def test_adaptive_unseparated_pairs_reach_the_terminal_report_json_and_the_page(arena):
     recorded = json.loads((arena["root"] / "runs" / "tournament.json").read_text())
     assert recorded["stopped"] == "budget"
@@ -118,6 +119,7 @@ def _unescape(text: str) -> str:
 
 @pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed (Debian: apt-get install -y chromium)")
 @pytest.mark.parametrize("system", ["medium", "weak"])
+@pytest.mark.slow  # several CLI runs or a tournament: CI's slow pass runs it
 def test_chromium_filters_one_systems_losses_with_both_answers_and_the_reply(arena, system, tmp_path):
     page = arena["root"] / "lb" / "leaderboard.html"
     shown = _chromium(tmp_path / "p", "--dump-dom", page.as_uri() + f"#vsystem={system}&voutcome=loss&vper=500")

@@ -126,6 +126,7 @@ def test_an_unusable_summary_is_named_and_the_run_is_read_from_its_verdicts(tmp_
     assert board["array"]["n"] == 6 and board["good"]["n"] == 24  # its verdicts still counted
 
 
+@pytest.mark.slow  # several CLI runs or a tournament: CI's slow pass runs it
 def test_a_tournament_replays_a_match_whose_summary_is_an_array(lfrqa_data_dir, tmp_path):
     import lfrqa
 
@@ -173,6 +174,7 @@ def test_a_lone_surrogate_in_a_name_is_one_line_in_every_command_that_reads_runs
     assert {e["system"] for e in board} == {"good", "LFRQA"}
 
 
+@pytest.mark.slow  # several CLI runs or a tournament: CI's slow pass runs it
 def test_a_lone_surrogate_in_a_tournament_match_folder_never_gives_a_traceback(lfrqa_data_dir, tmp_path):
     import lfrqa
 
@@ -197,6 +199,7 @@ def test_a_lone_surrogate_in_a_tournament_match_folder_never_gives_a_traceback(l
 # --------------------------------------------------------------------------------------------
 # An output path under a file
 # --------------------------------------------------------------------------------------------
+@pytest.mark.slow  # several CLI runs or a tournament: CI's slow pass runs it
 def test_an_output_under_a_file_says_the_file_is_in_the_way(tmp_path):
     runs = tmp_path / "runs"
     good = write_run(runs / "good", "good", ["win", "tie", "loss"] * 4)
