@@ -43,6 +43,7 @@ Each system is fitted on its own pairs, so adding systems never moves another sy
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -221,13 +222,21 @@ def _gap_warning(result: dict) -> str | None:
 def _expanded_level(confidence: float, n: int) -> float:
     """The percentile level of Hesterberg's expanded percentile interval: the bootstrap's central
     ``1 - 2 Φ(-sqrt(n / (n - 1)) t_{n-1})`` share instead of ``confidence``, so that intervals from a
-    few dozen outcomes do not come out too narrow (0.968 for n = 20 at 95%; 0.951 for n = 600)."""
-    from scipy import stats
+    few dozen outcomes do not come out too narrow (0.968 for n = 20 at 95%; 0.951 for n = 600).
+    Standard library only (no scipy in the core install): t's quantile from the normal one by the
+    Cornish-Fisher expansion (error under 1e-4 from 9 degrees of freedom, 0.03 at 2).
 
+    >>> round(_expanded_level(0.95, 20), 3), round(_expanded_level(0.95, 600), 3)
+    (0.968, 0.951)
+    """
     if n < 3:
         return confidence
-    z = math.sqrt(n / (n - 1)) * stats.t.ppf(1 - (1 - confidence) / 2, n - 1)
-    return float(1 - 2 * stats.norm.sf(z))
+    normal = statistics.NormalDist()
+    z, v = normal.inv_cdf(1 - (1 - confidence) / 2), n - 1
+    t = (z + (z ** 3 + z) / (4 * v) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * v ** 2)
+         + (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / (384 * v ** 3)
+         + (79 * z ** 9 + 776 * z ** 7 + 1482 * z ** 5 - 1920 * z ** 3 - 945 * z) / (92160 * v ** 4))
+    return float(1 - 2 * normal.cdf(-math.sqrt(n / (n - 1)) * t))
 
 
 def _holding(interval: list[float], estimate: float) -> list[float]:
