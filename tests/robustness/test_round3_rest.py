@@ -126,17 +126,28 @@ def test_an_unusable_summary_is_named_and_the_run_is_read_from_its_verdicts(tmp_
     assert board["array"]["n"] == 6 and board["good"]["n"] == 24  # its verdicts still counted
 
 
-@pytest.mark.slow  # several CLI runs or a tournament: CI's slow pass runs it
-def test_a_tournament_replays_a_match_whose_summary_is_an_array(lfrqa_data_dir, tmp_path):
+def _two_systems(lfrqa_data_dir, tmp_path) -> list:
+    """Prediction files of two systems on the first 4 fiqa questions."""
     import lfrqa
 
     qids = lfrqa.load("fiqa", data_dir=str(lfrqa_data_dir))["qid"][:4]
-    files = [write_jsonl(tmp_path / f"{s}.jsonl", [{"qid": q, "answer": f"{s} says"} for q in qids])
-             for s in ("alpha", "beta")]
+    return [write_jsonl(tmp_path / f"{s}.jsonl", [{"qid": q, "answer": f"{s} says"} for q in qids])
+            for s in ("alpha", "beta")]
+
+
+def _played_tournament(files, server, lfrqa_data_dir, tmp_path) -> list:
+    """Play the tournament of ``files`` into ``tmp_path/t`` once; its argv, to play it again."""
+    argv = ["tournament", *files, "--judge", "openai:judge", "--base-url", server.base_url, "--out",
+            tmp_path / "t", "--cache-dir", tmp_path / "cache", "--no-progress", "--data-dir", lfrqa_data_dir]
+    assert run_cli(argv, OPENAI_API_KEY=FAKE_KEY).returncode == 0
+    return argv
+
+
+@pytest.mark.slow  # several CLI runs or a tournament: CI's slow pass runs it
+def test_a_tournament_replays_a_match_whose_summary_is_an_array(lfrqa_data_dir, tmp_path):
+    files = _two_systems(lfrqa_data_dir, tmp_path)
     with OpenAIServer(lambda body, attempt: f"<thinking>ok</thinking>{RATED}") as server:
-        argv = ["tournament", *files, "--judge", "openai:judge", "--base-url", server.base_url, "--out",
-                tmp_path / "t", "--cache-dir", tmp_path / "cache", "--no-progress", "--data-dir", lfrqa_data_dir]
-        assert run_cli(argv, OPENAI_API_KEY=FAKE_KEY).returncode == 0
+        argv = _played_tournament(files, server, lfrqa_data_dir, tmp_path)
         (tmp_path / "t" / "beta" / "summary.json").write_text("[1, 2]", encoding="utf-8")
         again = run_cli(argv, OPENAI_API_KEY=FAKE_KEY)
     assert again.returncode == 0 and "Traceback" not in again.stderr, again.stderr
@@ -176,15 +187,9 @@ def test_a_lone_surrogate_in_a_name_is_one_line_in_every_command_that_reads_runs
 
 @pytest.mark.slow  # several CLI runs or a tournament: CI's slow pass runs it
 def test_a_lone_surrogate_in_a_tournament_match_folder_never_gives_a_traceback(lfrqa_data_dir, tmp_path):
-    import lfrqa
-
-    qids = lfrqa.load("fiqa", data_dir=str(lfrqa_data_dir))["qid"][:4]
-    files = [write_jsonl(tmp_path / f"{s}.jsonl", [{"qid": q, "answer": f"{s} says"} for q in qids])
-             for s in ("alpha", "beta")]
+    files = _two_systems(lfrqa_data_dir, tmp_path)
     with OpenAIServer(lambda body, attempt: f"<thinking>ok</thinking>{RATED}") as server:
-        argv = ["tournament", *files, "--judge", "openai:judge", "--base-url", server.base_url, "--out",
-                tmp_path / "t", "--cache-dir", tmp_path / "cache", "--no-progress", "--data-dir", lfrqa_data_dir]
-        assert run_cli(argv, OPENAI_API_KEY=FAKE_KEY).returncode == 0
+        argv = _played_tournament(files, server, lfrqa_data_dir, tmp_path)
         verdicts = tmp_path / "t" / "alpha__vs__beta" / "verdicts.jsonl"
         judge = ["judge", "--predictions", files[0], "--versus", files[1], "--judge", "openai:judge", "--base-url",
                  server.base_url, "--out", verdicts.parent, "--cache-dir", tmp_path / "cache", "--no-progress",
