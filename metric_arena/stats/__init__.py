@@ -49,6 +49,7 @@ from metric_arena.stats._sampling import (
     stratified_sample,
     wilson_interval,
 )
+from metric_arena.stats._settings import Intervals
 from metric_arena.stats._sequential import RoundPlan, SequentialRanking, confidence_sequence
 
 __all__ = [
@@ -58,6 +59,7 @@ __all__ = [
     "SCALE",
     "BattleCounts",
     "IntervalStopper",
+    "Intervals",
     "LengthControl",
     "RoundPlan",
     "SequentialRanking",
