@@ -100,7 +100,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--gpus", help="GPUs for ColBERT's indexing ranks: a count or a list like 0,1 (default: all visible; "
         "for CPU on a GPU machine set CUDA_VISIBLE_DEVICES= instead)")
     parser.add_argument("--batch-size", type=int, default=256, help="questions searched and written per batch (default: 256)")
-    parser.add_argument("--resume", action="store_true", help="continue an interrupted run: keep --out's lines, skip their qids")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue an interrupted run: keep --out's lines, skip their qids; with colbert, also "
+                             "continue an unfinished index build in --index-dir (its encoded chunks are kept)")
+    parser.add_argument("--chunk-passages", type=int, metavar="N",
+                        help="ColBERT: passages per saved chunk (default: ColBERT's 25,000); a crashed build loses "
+                             "at most one chunk's work with --resume")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --out")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.set_defaults(func=run)
@@ -153,8 +158,12 @@ def run(args: argparse.Namespace) -> int:
             options["nranks"] = args.nranks
         if args.gpus is not None:
             options["gpus"] = int(args.gpus) if args.gpus.isdigit() else args.gpus
-    elif args.retriever == "bm25" and (args.nranks is not None or args.gpus is not None or args.checkpoint is not None):
-        raise RagQaArenaError("--nranks, --gpus and --checkpoint are ColBERT options; drop them with --retriever bm25")
+        if args.chunk_passages is not None:
+            options["chunk_passages"] = args.chunk_passages
+    elif args.retriever == "bm25" and (args.nranks is not None or args.gpus is not None or args.checkpoint is not None
+                                       or args.chunk_passages is not None):
+        raise RagQaArenaError("--nranks, --gpus, --checkpoint and --chunk-passages are ColBERT options; drop them "
+                              "with --retriever bm25")
     from pathlib import Path
 
     from lfrqa.files import refuse_output_over_input

@@ -50,6 +50,7 @@ from retrieval._base import (
     read_pids,
     write_meta,
 )
+from retrieval._colbert_build import chunk_progress, chunk_size, finish_build, resumable, start_build
 
 DEFAULT_CHECKPOINT = "colbert-ir/colbertv2.0"
 INSTALL_HINT = 'ColBERT retrieval needs colbert-ai, faiss and torch: pip install "rag-qa-arena[colbert]"'
@@ -71,6 +72,8 @@ class ColBERTRetriever(Retriever):
         doc_maxlen, query_maxlen, kmeans_niters, index_bsize: ColBERT settings; None keeps the checkpoint's.
         ncells, centroid_score_threshold, ndocs: PLAID search settings; None lets ColBERT pick them from k.
         colbert_options: any other ``ColBERTConfig`` fields, as a mapping.
+        chunk_passages: passages per ColBERT chunk (ColBERT's default: 25,000). A build saves one chunk
+            at a time, so this bounds what a crash loses; ``index(..., resume=True)`` keeps the rest.
     """
 
     kind = "colbert"
@@ -94,6 +97,7 @@ class ColBERTRetriever(Retriever):
         ndocs: int | None = None,
         show_progress: bool = True,
         colbert_options: Mapping[str, Any] | None = None,
+        chunk_passages: int | None = None,
     ) -> None:
         super().__init__()
         checkpoint = str(checkpoint)
@@ -112,6 +116,7 @@ class ColBERTRetriever(Retriever):
         self.index_options.update(colbert_options or {})
         self.search_options = {"ncells": ncells, "centroid_score_threshold": centroid_score_threshold, "ndocs": ndocs}
         self.show_progress = show_progress
+        self.chunk_passages = chunk_passages
         self._searcher = None
 
     def settings(self) -> dict[str, Any]:
@@ -130,7 +135,9 @@ class ColBERTRetriever(Retriever):
         return {"settings": settings, "checkpoint": checkpoint_identity(self.checkpoint)}
 
     # -- indexing ------------------------------------------------------------------------------
-    def index(self, passages: Iterable[Mapping[str, Any]]) -> None:
+    def index(self, passages: Iterable[Mapping[str, Any]], *, resume: bool = False) -> None:
+        """Build the index; with ``resume=True``, continue an unfinished build of the same passages and
+        settings in ``index_dir`` (its encoded chunks are kept), or build from the start if there is none."""
         _import_colbert()
         nranks, gpus = self._ranks_and_gpus()  # fail before writing anything
         _check_checkpoint(self.checkpoint)
@@ -140,7 +147,7 @@ class ColBERTRetriever(Retriever):
         pids: list[str] = []
         collection = work / _COLLECTION
         texts = iter_passage_texts(passages, pids)
-        if self.show_progress:
+        if self.show_progress and sys.stderr.isatty():  # piped: one plain line once written (below)
             from tqdm.auto import tqdm
 
             texts = tqdm(texts, desc="ColBERT: writing collection.tsv", unit=" passages", total=_length(passages))
@@ -149,6 +156,8 @@ class ColBERTRetriever(Retriever):
                 handle.write(f"{number}\t{text.translate(_TO_SPACE)}\n")
         if not pids:
             raise RagQaArenaError("No passages to index: the corpus is empty")
+        if self.show_progress and not sys.stderr.isatty():
+            print(f"ColBERT: wrote collection.tsv ({len(pids):,} passages); encoding", file=sys.stderr, flush=True)
         if nranks > 1:  # the ranks are new processes, which load the GPU extensions without our check
             from retrieval._torch_extensions import check_build_locks, colbert_extension_names
 
@@ -161,11 +170,16 @@ class ColBERTRetriever(Retriever):
             nranks=nranks, gpus=gpus, root=str(work / "runs"), index_root=str(work), experiment="rag-qa-arena",
             avoid_fork_if_possible=True,
         )
-        with _colbert_context(run):
+        build = {**self.settings(), "chunk_passages": self.chunk_passages}
+        resume = resume and resumable(work, work / _PLAID, pids, build)
+        start_build(work, pids, build)
+        with _colbert_context(run), chunk_size(self.chunk_passages), chunk_progress(self.show_progress):
             indexer = Indexer(checkpoint=self.checkpoint, config=config, verbose=1)
-            indexer.index(name=_PLAID, collection=str(collection), overwrite="force_silent_overwrite")
+            indexer.index(name=_PLAID, collection=str(collection),
+                          overwrite="resume" if resume else "force_silent_overwrite")
         self.pids, self._positions, self._searcher, self.index_dir = pids, None, None, work
         write_meta(work, self.kind, pids, self.settings())  # the folder is now a complete saved index
+        finish_build(work)
 
     def _ranks_and_gpus(self) -> tuple[int, Any]:
         import torch

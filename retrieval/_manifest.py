@@ -24,6 +24,7 @@ from typing import Any
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import atomic_write, dumps_json, package_version, read_json_file, sha256_file
 from retrieval._base import META_FILE, Retriever
+from retrieval._colbert_build import BUILD_FILE
 
 MANIFEST_FILE = "manifest.json"
 CARD_FILE = "README.md"
@@ -112,13 +113,19 @@ def _check_inside(path: Path, root: Path, index_dir: Path) -> Path:
     return real
 
 
-def check_new_index_dir(index_dir: str | os.PathLike, kind: str) -> None:
+def check_new_index_dir(index_dir: str | os.PathLike, kind: str, *, resume: bool = False) -> None:
     """Refuse to build a ``kind`` index into ``index_dir`` when it already holds files but no index of
-    that kind: its manifest would list them as index files (and a push would share them)."""
+    that kind: its manifest would list them as index files (and a push would share them). An unfinished
+    ColBERT build is allowed with ``resume``, and named as one without it."""
     index_dir = Path(index_dir)
     if not index_dir.is_dir() or (index_dir / META_FILE).is_file():
         return  # a new folder, or an index (of another kind: refused when it is loaded)
     entries = sorted(entry.name for entry in index_dir.iterdir())
+    if kind == "colbert" and BUILD_FILE in entries:
+        if resume:
+            return
+        raise IndexMismatch(f"--index-dir {index_dir} holds an unfinished ColBERT build ({BUILD_FILE}): pass --resume "
+                            "to continue it (its encoded chunks are kept), or empty the folder to start over")
     if entries:
         shown = ", ".join(entries[:5]) + (f" (and {len(entries) - 5} more)" if len(entries) > 5 else "")
         raise IndexMismatch(f"--index-dir {index_dir} is not empty and holds no {kind!r} index ({shown}): an index "

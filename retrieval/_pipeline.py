@@ -86,7 +86,7 @@ def retrieve(
     if isinstance(retriever, str) and retriever not in RETRIEVERS:
         raise RagQaArenaError(f"Unknown retriever {retriever!r}. Available: {', '.join(RETRIEVERS)}")
     if index_dir is not None and not isinstance(retriever, Retriever):
-        check_new_index_dir(index_dir, retriever or "bm25")
+        check_new_index_dir(index_dir, retriever or "bm25", resume=resume)
     out = Path(out)
     if resume and overwrite:
         raise RagQaArenaError("Pass either resume or overwrite, not both")
@@ -114,7 +114,7 @@ def retrieve(
                             retriever=retriever, checkpoint=checkpoint, trust=trust_index, show_progress=show_progress)
     else:
         engine = _retriever(retriever or "bm25", corpus, index_dir, checkpoint, retriever_options or {}, show_progress,
-                            describe=lambda: {**describe_corpus(corpus, domain=domain, split=split),
+                            resume=resume, describe=lambda: {**describe_corpus(corpus, domain=domain, split=split),
                                               **{key: coverage[key] for key in CORPUS_SIZE_KEYS}})
     _check_same_corpus(engine, corpus, index_dir)
 
@@ -245,7 +245,7 @@ def _questions(domain, split, data_dir, questions, limit) -> list[dict[str, Any]
     return rows
 
 
-def _retriever(choice, corpus, index_dir, checkpoint, options, show_progress, describe) -> Retriever:
+def _retriever(choice, corpus, index_dir, checkpoint, options, show_progress, *, resume, describe) -> Retriever:
     if isinstance(choice, Retriever):
         if not len(choice):
             choice.index(corpus)
@@ -273,7 +273,10 @@ def _retriever(choice, corpus, index_dir, checkpoint, options, show_progress, de
     if index_dir is not None:  # a manifest describes a complete index only: none until this one is saved
         (Path(index_dir) / MANIFEST_FILE).unlink(missing_ok=True)
     started = time.perf_counter()
-    engine.index(corpus)
+    if resume and choice == "colbert":  # an unfinished index in index_dir is continued (BM25 builds in seconds)
+        engine.index(corpus, resume=True)
+    else:
+        engine.index(corpus)
     seconds = time.perf_counter() - started
     if index_dir is not None:
         engine.save(index_dir)
