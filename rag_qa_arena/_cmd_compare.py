@@ -15,7 +15,10 @@ from rag_qa_arena._options import seed as seed_type
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from rag_qa_arena import anchoring
+
     _register_calibrate(subparsers)
+    anchoring.register(subparsers)  # `anchor`: anchored rates (a cheap judge corrected on a random subset)
     _register_compare(subparsers)
 
 
