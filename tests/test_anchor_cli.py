@@ -128,7 +128,8 @@ def test_human_labels_anchor_a_run_and_bad_anchors_are_named(anchored, tmp_path,
     assert "do not look drawn at random" in capsys.readouterr().err
 
 
-def test_report_and_compare_use_the_anchored_rates(anchored, tmp_path, capsys):
+def test_report_and_compare_use_the_anchored_rates(anchored, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "250")  # the terminal table unfolded
     run = anchored["root"] / "run"
     assert main(["report", str(run), "--out", str(tmp_path / "lb"), "--no-plots", "--n-boot", "50"]) == 0
     printed = capsys.readouterr().out
