@@ -86,3 +86,56 @@ def test_anchor_size_from_a_pilot_reaches_the_half_width():
     assert anchor_size(truth[anchors], cheap[anchors], n_total=3000, half_width=0.001)["n_anchored"] is None
     with pytest.raises(RagQaArenaError, match="pilot"):
         anchor_size([1, 0], [1, 0], n_total=100, half_width=0.05)
+
+
+# --- the judge card's anchored figures and reading -------------------------------------------------------------
+def _runs(judge: str, outcomes: dict[str, dict[str, str]], tmp_path):
+    from metric_arena.report import Run
+
+    runs = []
+    for system, per_qid in outcomes.items():
+        verdicts = [{"qid": q, "domain": "fiqa", "system_a": system, "system_b": "LFRQA", "outcome": o,
+                     "failed": False, "judgments": [{"judge": judge, "raw": f"{judge}:{q}:{o}", "outcome": o}]}
+                    for q, o in per_qid.items()]
+        runs.append(Run(path=tmp_path / judge / system, system=system, opponent="LFRQA", judges=[judge],
+                        summary={"order": "paper"}, verdicts=verdicts))
+    return runs
+
+
+@pytest.mark.parametrize("shift, reading", [(0.0, "can rank systems and give absolute rates"),
+                                            (0.15, "can rank systems; absolute rates only when anchored")])
+def test_the_card_anchors_the_candidate_and_reads_it(tmp_path, shift, reading):
+    from metric_arena.calibrate import calibrate_judges
+
+    rng = np.random.default_rng(11)
+    qids = [f"q{i}" for i in range(1500)]
+    anchors = set(rng.choice(qids, size=600, replace=False).tolist())
+    truth, cheap, rates = {}, {}, {"a": 0.25, "b": 0.45, "c": 0.65}
+    for system, p in rates.items():
+        t = {q: "win" if rng.random() < p else "loss" for q in qids}
+        agree = {q: rng.random() < 0.97 for q in qids}
+        c = {q: t[q] if agree[q] else ("loss" if t[q] == "win" else "win") for q in qids}
+        c = {q: "win" if o == "loss" and rng.random() < shift / (1 - p) else o for q, o in c.items()}
+        truth[system] = {q: o for q, o in t.items() if q in anchors}
+        cheap[system] = c
+    card = calibrate_judges(reference=_runs("openai:big", truth, tmp_path),
+                            candidate=_runs("openai:small", cheap, tmp_path), n_boot=100)
+    assert card["reading"]["reading"] == reading
+    for system, p in rates.items():
+        a = card["anchored"][system]
+        assert a["n_anchors"] == 600 and a["n_candidate"] == 1500
+        assert a["win_rate"]["ci"][0] - 0.02 <= p <= a["win_rate"]["ci"][1] + 0.02
+        assert abs(a["win_rate"]["raw"] - p - shift) < 0.05
+
+
+def test_the_reading_says_neither_when_the_judges_barely_agree():
+    from metric_arena.calibrate import plain_reading
+
+    card = {"kappa_ci": [0.1, 0.3], "rank_correlation": {"n_systems": 3, "spearman": 1.0},
+            "shift_ci": {"a": {"win_rate": [-0.01, 0.01]}}}
+    assert plain_reading(card)["reading"].startswith("neither")
+    card["kappa_ci"] = [0.5, 0.7]
+    card["rank_correlation"]["spearman"] = 0.5
+    assert plain_reading(card)["reading"].startswith("absolute rates only when anchored")
+    card["rank_correlation"] = {"n_systems": 2, "spearman": None}
+    assert not plain_reading(card)["can_rank"]

@@ -31,6 +31,7 @@ from metric_arena.calibrate._anchor import (
 )
 from metric_arena.calibrate._anchor_run import AnchorPlan, anchor_dry_run, judge_anchored
 from metric_arena.calibrate._card import build_card
+from metric_arena.calibrate._reading import THRESHOLDS, plain_reading
 from metric_arena.calibrate._write import (
     CARD_JSON,
     CARD_MD,
@@ -44,7 +45,7 @@ from metric_arena.report import Run
 
 __all__ = ["ANCHOR_FOLDER", "CARD_JSON", "CARD_MD", "AnchorPlan", "anchor_dry_run", "anchored_comparison",
            "anchored_from_labels", "anchored_from_run", "calibrate_judges", "card_markdown", "card_push_files",
-           "card_summary", "draw_anchors", "judge_anchored", "push_card", "write_anchored"]
+           "card_summary", "draw_anchors", "judge_anchored", "plain_reading", "push_card", "write_anchored", "THRESHOLDS"]
 
 
 def calibrate_judges(
