@@ -139,3 +139,19 @@ def test_the_reading_says_neither_when_the_judges_barely_agree():
     assert plain_reading(card)["reading"].startswith("absolute rates only when anchored")
     card["rank_correlation"] = {"n_systems": 2, "spearman": None}
     assert not plain_reading(card)["can_rank"]
+
+
+def test_power_tuning_narrows_the_interval_of_a_noisy_judge_below_classic_ppi():
+    rng = np.random.default_rng(8)
+    tuned, classic, lambdas = [], [], []
+    for _ in range(100):
+        truth = (rng.random(3000) < 0.3).astype(float)
+        cheap = np.where(rng.random(3000) < 0.5, truth, (rng.random(3000) < 0.5).astype(float))
+        anchors = rng.choice(3000, size=300, replace=False)
+        a = anchored_rate(truth[anchors], cheap[anchors], cheap)
+        b = anchored_rate(truth[anchors], cheap[anchors], cheap, power_tuning=False)
+        tuned.append(a["ci"][1] - a["ci"][0])
+        classic.append(b["ci"][1] - b["ci"][0])
+        lambdas.append(a["lambda"])
+    assert 0.3 < np.mean(lambdas) < 0.8
+    assert np.mean(tuned) < 0.97 * np.mean(classic)
