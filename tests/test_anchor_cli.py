@@ -151,3 +151,24 @@ def test_report_and_compare_use_the_anchored_rates(anchored, tmp_path, capsys, m
     assert main(["compare", str(run), str(worse), "--anchored", "--fail-if-worse", "--n-boot", "50"]) == 1
     assert "anchored" in capsys.readouterr().out
     assert main(["compare", str(worse), str(run), "--anchored", "--fail-if-worse", "--n-boot", "50"]) == 0
+
+
+def test_an_anchor_run_of_other_systems_or_questions_is_refused(anchored, tmp_path, capsys):
+    run = tmp_path / "run"
+    shutil.copytree(anchored["root"] / "run", run, ignore=shutil.ignore_patterns("anchor", "anchored.json"))
+    anchor = anchored["root"] / "run" / "anchor"
+    assert main(["anchor", "--run", str(run), "--anchor-run", str(anchor)]) == 0
+    assert loads_json((run / "anchored.json").read_text())["anchor"]["n"] == 300
+    other = tmp_path / "other"
+    shutil.copytree(anchor, other)
+    summary = loads_json((other / "summary.json").read_text())
+    summary["system"] = "someone-else"
+    (other / "summary.json").write_text(json.dumps(summary))
+    lines = [json.loads(line) for line in (other / "verdicts.jsonl").read_text().splitlines()]
+    (other / "verdicts.jsonl").write_text("".join(json.dumps({**v, "system_a": "someone-else"}) + "\n" for v in lines))
+    assert main(["anchor", "--run", str(run), "--anchor-run", str(other)]) == 2
+    assert "judges 'someone-else' against 'LFRQA'" in capsys.readouterr().err
+    (other / "summary.json").write_text(json.dumps({**summary, "system": "run"}))
+    (other / "verdicts.jsonl").write_text("".join(json.dumps({**v, "qid": v["qid"] + "-x"}) + "\n" for v in lines))
+    assert main(["anchor", "--run", str(run), "--anchor-run", str(other)]) == 2
+    assert "300 anchored pair(s) are not pairs of the cheap run" in capsys.readouterr().err
