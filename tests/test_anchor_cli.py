@@ -14,6 +14,7 @@ import pytest
 
 from lfrqa.files import loads_json
 from metric_arena.calibrate import draw_anchors
+from metric_arena.report import load_run
 from rag_qa_arena.cli import main
 from tests.openai_server import OpenAIServer
 
@@ -172,3 +173,21 @@ def test_an_anchor_run_of_other_systems_or_questions_is_refused(anchored, tmp_pa
     (other / "verdicts.jsonl").write_text("".join(json.dumps({**v, "qid": v["qid"] + "-x"}) + "\n" for v in lines))
     assert main(["anchor", "--run", str(run), "--anchor-run", str(other)]) == 2
     assert "300 anchored pair(s) are not pairs of the cheap run" in capsys.readouterr().err
+
+
+def test_another_seed_into_the_same_folder_anchors_on_its_own_draw_only(anchored, tmp_path, capsys):
+    run = tmp_path / "run"
+    shutil.copytree(anchored["root"] / "run", run)
+    common = [a for a in anchored["common"]]
+    with OpenAIServer(reply) as server:
+        common[common.index("--base-url") + 1] = server.base_url
+        code = main(["anchor", *common, "--anchor-sample", "200", "--anchor-seed", "8", "--out", str(run),
+                     "--name", "run"])
+        sent = len(server.requests)
+    assert code == 0
+    data = loads_json((run / "anchored.json").read_text())
+    drawn = sorted(random.Random(8).sample(sorted(anchored["qids"]), 200))
+    assert data["anchor"]["seed"] == 8 and data["anchor"]["qids"] == drawn and data["anchor"]["n"] == 200
+    assert sent == N + 200  # a new server (its URL is in the cache key): everything asked again
+    assert data["warnings"] == []  # the anchor folder now holds the new draw's verdicts only
+    assert sorted(v["qid"] for v in load_run(run / "anchor").verdicts) == drawn

@@ -94,10 +94,12 @@ def _check_subset(run: Run, qids: set[str], what: str) -> None:
 
 
 def anchored_from_run(run: Run | str | os.PathLike, anchor: Run | str | os.PathLike, *,
-                      intervals: Intervals = Intervals(), seed: int | None = None) -> dict:
+                      intervals: Intervals = Intervals(), seed: int | None = None, sample: int | None = None) -> dict:
     """Anchored rates of the cheap ``run`` from ``anchor``, a run folder of the same system and opponent judged by
-    the reference judge on a subset of the pairs. ``seed``: the subset was drawn by :func:`draw_anchors` with it;
-    the qids are checked against a fresh draw (a warning when they differ: not the recorded random draw)."""
+    the reference judge on a subset of the pairs. ``seed`` (and ``sample``, the subset's size; default: the
+    anchor run's): the subset was drawn by :func:`draw_anchors` over the run's pairs; the qids are checked
+    against a fresh draw. Anchored pairs outside that draw (left from a run with another seed or size) are left
+    out; drawn pairs missing from the anchor run, or a subset that is not the draw at all: a warning."""
     run = run if isinstance(run, Run) else load_run(run, lean=True)
     anchor = anchor if isinstance(anchor, Run) else load_run(anchor, lean=True)
     if {anchor.system, anchor.opponent} != {run.system, run.opponent}:
@@ -109,7 +111,12 @@ def anchored_from_run(run: Run | str | os.PathLike, anchor: Run | str | os.PathL
     _check_subset(run, set(outcomes), f"--anchor-run {anchor.path}")
     warnings: list[str] = []
     if seed is not None:
-        redrawn = draw_anchors([v["qid"] for v in run.verdicts], len(outcomes), seed)
+        redrawn = draw_anchors([v["qid"] for v in run.verdicts], sample or len(outcomes), seed)
+        extra = sorted(set(outcomes) - set(redrawn))
+        if sample is not None and extra and len(extra) < len(outcomes):
+            warnings.append(f"{len(extra):,} anchored pair(s) in {anchor.path} are not in the draw of seed {seed} "
+                            f"(--anchor-sample {sample}; left from another draw): left out")
+            outcomes = {q: o for q, o in outcomes.items() if q in set(redrawn)}
         if sorted(outcomes) != redrawn:
             warnings.append(f"the anchored qids are not the random draw of seed {seed} from the run's "
                             f"{len(run.verdicts):,} pairs: the subset was changed or picked by hand")

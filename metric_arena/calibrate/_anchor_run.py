@@ -78,7 +78,7 @@ def judge_anchored(
     reference judge into ``out/anchor``, and write ``out/anchored.json``. Resumable like
     :func:`~metric_arena.judge_pairs` (both judges' answers are cached). Returns ``{"cheap": summary,
     "anchor": summary, "anchored": anchored rates}``."""
-    anchors = draw_anchors(_eligible(inputs), anchor.sample, anchor.seed)
+    anchors = draw_anchors(inputs.qids, anchor.sample, anchor.seed)
     common = dict(system=system or Path(out).resolve().name, opponent=inputs.opponent, data_dir=data_dir,
                   progress=progress, overwrite=overwrite, n_boot=intervals.n_boot)
     cheap = judge_pairs(inputs.answers, inputs.references, inputs.questions, ids=inputs.qids, domains=inputs.domains,
@@ -87,7 +87,8 @@ def judge_anchored(
     reference = judge_pairs(part.answers, part.references, part.questions, ids=part.qids, domains=part.domains,
                             judge=_anchor_config(anchor, judge), run=anchor.run or run,
                             out=Path(out) / ANCHOR_FOLDER, generation_failed=part.failed, **common)
-    result = anchored_from_run(out, Path(out) / ANCHOR_FOLDER, intervals=intervals, seed=anchor.seed)
+    result = anchored_from_run(out, Path(out) / ANCHOR_FOLDER, intervals=intervals, seed=anchor.seed,
+                               sample=anchor.sample)
     write_anchored(out, result)
     return {"cheap": cheap, "anchor": reference, "anchored": result}
 
@@ -108,7 +109,8 @@ def anchor_dry_run(
     ``pilot`` run folder (an earlier anchored run: both judges on a first subset), else None."""
     inputs = replace(inputs, failed=list(inputs.failed))
     eligible = _eligible(inputs)
-    part = _subset(inputs, draw_anchors(eligible, anchor.sample, anchor.seed))
+    part = _subset(inputs, draw_anchors(inputs.qids, anchor.sample, anchor.seed))
+    part = _subset(part, _eligible(part))  # (a pair whose answer failed to generate is never sent)
     full = _subset(inputs, eligible)
     estimates = {
         "cheap": judge_dry_run(full.answers, full.references, full.questions, ids=full.qids, domains=full.domains,
