@@ -16,6 +16,7 @@ def _shifted(rng, p=0.5, big_n=3000, n=300):
     return truth, cheap, anchors
 
 
+@pytest.mark.plain  # numpy and the standard library only (the core install has no scipy)
 def test_anchored_rate_corrects_a_shifted_judge_and_is_narrower_than_the_reference_alone():
     rng = np.random.default_rng(3)
     hits = raw_hits = 0
@@ -33,6 +34,7 @@ def test_anchored_rate_corrects_a_shifted_judge_and_is_narrower_than_the_referen
     assert np.mean(narrower) < 0.8
 
 
+@pytest.mark.plain  # numpy and the standard library only (the core install has no scipy)
 def test_power_tuning_off_is_classic_ppi_and_the_estimate_is_exact_on_agreeing_judges():
     truth = np.array([1, 0, 1, 1, 0, 0, 1, 0, 1, 1] * 4, dtype=float)
     cheap_all = np.concatenate([truth, np.ones(60)])
@@ -43,6 +45,7 @@ def test_power_tuning_off_is_classic_ppi_and_the_estimate_is_exact_on_agreeing_j
     assert tuned["lambda"] == pytest.approx(1.0) and tuned["ci"][0] < tuned["estimate"] < tuned["ci"][1]
 
 
+@pytest.mark.plain  # numpy and the standard library only (the core install has no scipy)
 def test_a_judge_that_says_nothing_leaves_the_reference_only_estimate():
     rng = np.random.default_rng(0)
     truth = (rng.random(400) < 0.3).astype(float)
@@ -52,6 +55,7 @@ def test_a_judge_that_says_nothing_leaves_the_reference_only_estimate():
     assert r["ci"][1] - r["ci"][0] == pytest.approx(r["reference_only"]["ci"][1] - r["reference_only"]["ci"][0], rel=0.05)
 
 
+@pytest.mark.plain  # numpy and the standard library only (the core install has no scipy)
 def test_confidence_comes_from_intervals_and_too_few_anchors_give_no_interval():
     rng = np.random.default_rng(1)
     truth, cheap, anchors = _shifted(rng)
@@ -72,6 +76,7 @@ def test_bad_inputs_are_named(args, words):
         anchored_rate(*args)
 
 
+@pytest.mark.plain  # numpy and the standard library only (the core install has no scipy)
 def test_anchor_size_from_a_pilot_reaches_the_half_width():
     rng = np.random.default_rng(5)
     truth, cheap, anchors = _shifted(rng, n=100)
@@ -141,6 +146,7 @@ def test_the_reading_says_neither_when_the_judges_barely_agree():
     assert not plain_reading(card)["can_rank"]
 
 
+@pytest.mark.plain  # numpy and the standard library only (the core install has no scipy)
 def test_power_tuning_narrows_the_interval_of_a_noisy_judge_below_classic_ppi():
     rng = np.random.default_rng(8)
     tuned, classic, lambdas = [], [], []
