@@ -108,7 +108,8 @@ def anchored_table(board):
         return f"{value * 100:.1f}" + (f" [{ci[0] * 100:.1f}, {ci[1] * 100:.1f}]" if ci and finite(ci[0]) else "")
 
     table = Table(title="Anchored rates (the cheap judge corrected on a random subset, PPI++)",
-                  caption="anchored: estimate [interval]; raw: the cheap judge alone; reference only: the anchors alone")
+                  caption=escape("anchored: estimate [interval]; raw: the cheap judge alone; reference only: the "
+                                 "anchors alone"))
     for name in ("System", "Anchor", "Win % anchored", "raw", "reference only", "Win+tie % anchored", "raw"):
         table.add_column(name, justify="left" if name in ("System", "Anchor") else "right", overflow="fold")
     for e in rows:
