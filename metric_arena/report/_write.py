@@ -108,5 +108,6 @@ def _attach_anchored(board: Leaderboard, loaded: list[Run]) -> None:
     with the anchor and its n: :func:`~metric_arena.report.views.anchored_entries`)."""
     found = anchored_entries(loaded)
     for entry in board.entries:
-        if entry["system"] in found:
-            entry["anchored"] = found[entry["system"]]
+        anchored = found.get(entry["system"])
+        if anchored is not None and anchored["opponent"] == board.reference:  # rates against the reference only
+            entry["anchored"] = anchored

@@ -42,7 +42,7 @@ def anchored_entries(runs: Sequence) -> dict[str, dict]:
     out = {}
     for run in runs:
         data = read_anchored(run.path)
-        if data is None or data.get("system") != run.system:
+        if data is None or data.get("system") != run.system or data.get("opponent") != run.opponent:
             continue
         anchor = data["anchor"]
         out[run.system] = {
