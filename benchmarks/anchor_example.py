@@ -9,7 +9,7 @@ rate on all N pairs, the raw cheap rate, the anchored rate and its interval, and
 then the dry run (nothing cached) pricing both judges and planning the anchors with the first run as a pilot. Nothing leaves the machine.
 
 Run: python benchmarks/anchor_example.py [--pairs 2000] [--anchors 300] [--out /tmp/anchor-example] [--quick]
---quick: 200 pairs, 60 anchors; exits 1 when a command fails or an anchored interval misses the truth by more
+--quick: 120 pairs, 40 anchors; exits 1 when a command fails or an anchored interval misses the truth by more
 than 5 points.
 """
 
@@ -40,7 +40,7 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
     if args.quick:
-        args.pairs, args.anchors = 200, 60
+        args.pairs, args.anchors = 120, 40
     import lfrqa
 
     root = Path(args.out)

@@ -51,5 +51,8 @@ def anchored_entries(runs: Sequence) -> dict[str, dict]:
             "confidence": data.get("confidence"), "win_rate": _brief(data["win_rate"]),
             "win_tie_rate": _brief(data["win_tie_rate"]),
             "label": f"anchored on {anchor.get('label')} (n={anchor.get('n')})",
+            "per_domain": {domain: {metric: _brief(part[metric]) for metric in ("win_rate", "win_tie_rate")
+                                    if isinstance(part.get(metric), dict)}
+                           for domain, part in (data.get("per_domain") or {}).items() if isinstance(part, dict)},
         }
     return out
