@@ -15,7 +15,10 @@ from rag_qa_arena._options import seed as seed_type
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from rag_qa_arena import anchoring
+
     _register_calibrate(subparsers)
+    anchoring.register(subparsers)  # `anchor`: anchored rates (a cheap judge corrected on a random subset)
     _register_compare(subparsers)
 
 
@@ -130,6 +133,9 @@ def _register_compare(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--n-boot", type=positive_int, default=1000, help="bootstrap rounds (default: 1000)")
     parser.add_argument("--seed", type=seed_type, default=0, help="seed of the bootstrap (default: 0)")
     parser.add_argument("--confidence", type=confidence_level, default=0.95, help="interval coverage (default: 0.95)")
+    parser.add_argument("--anchored", action="store_true",
+                        help="gate on the anchored rates (both runs' anchored.json, `rag-qa-arena anchor`): NEW is "
+                             "worse when the interval of the anchored difference lies wholly below -D")
     parser.set_defaults(func=_compare)
 
 
@@ -185,6 +191,12 @@ def _compare(args: argparse.Namespace) -> int:
             print(dumps_json({"status": "refused", "reason": refused.reason, "message": refused.detail,
                               "base": {"run": args.base}, "new": {"run": args.new}, "exit_code": 2}))
         raise
+    if args.anchored:
+        from metric_arena.calibrate import anchored_comparison
+
+        result["anchored"] = anchored_comparison(args.base, args.new, min_delta=args.min_delta,
+                                                 confidence=args.confidence)
+        result["worse"], result["worse_on"] = result["anchored"]["worse"], result["anchored"]["worse_on"]
     for line in result["warnings"]:
         print(f"rag-qa-arena: warning: {line}", file=sys.stderr)
     injection = injection_lines({f"{side} {result[side]['system']}": counts
@@ -206,12 +218,26 @@ def _compare(args: argparse.Namespace) -> int:
                   f"p = {r['p_value']:.4g}  (n={r['n']:,}, {r['n_failed']:,} failed)")
         for line in injection:
             print(line)
+        if args.anchored:
+            _print_anchored(result["anchored"], level)
         if result["worse"]:
             print(f"new is significantly worse on {' and '.join(result['worse_on'])} "
                   f"(by more than {args.min_delta:g})")
         else:
             print(f"new is not significantly worse (by more than {args.min_delta:g})")
     return 1 if args.fail_if_worse and result["worse"] else 0
+
+
+def _print_anchored(anchored: dict, level: str) -> None:
+    """The anchored rates' difference lines of ``compare --anchored`` (the gate then reads them)."""
+    print(f"  anchored rates (base on {anchored['base']['anchor']}, new on {anchored['new']['anchor']}); the gate "
+          "reads these:")
+    for metric, label in (("win_rate", "win rate"), ("win_tie_rate", "win+tie rate")):
+        r = anchored["metrics"][metric]
+        low, high = r["difference_ci"]
+        print(f"  {label:<13} base {percent(r['rate_base'])}%  new {percent(r['rate_new'])}%  anchored difference "
+              f"{_points(r['difference'])} points [{level} {_points(low)}, {_points(high)}]  "
+              f"(anchors {r['n_anchors'][0]:,} and {r['n_anchors'][1]:,})")
 
 
 def _points(value) -> str:

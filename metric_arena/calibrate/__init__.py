@@ -7,6 +7,11 @@ table), how each system's win rate shifts and whether the systems keep their ran
 leans (towards longer answers, towards the answer shown first), how often it fails, and what it
 costs and how long it takes per 1,000 judgments.
 
+Anchored rates: a cheap judge's rates corrected by a reference judge (or human labels) on a random subset of
+the same pairs (PPI++, :func:`metric_arena.stats.anchored_rate`): :func:`judge_anchored` judges both and
+writes ``anchored.json`` into the run folder; :func:`anchored_from_run` and :func:`anchored_from_labels`
+anchor a run already judged; :func:`anchored_comparison` is ``compare --anchored``.
+
 >>> card = calibrate_judges(reference=["runs/gpt-4/a"], candidate=["runs/mini/a"], out="card/")  # doctest: +SKIP
 >>> card["kappa"], card["kappa_ci"], card["win_rate_shift"]["a"]["win_rate"]  # doctest: +SKIP
 """
@@ -16,7 +21,17 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 
+from metric_arena.calibrate._anchor import (
+    ANCHOR_FOLDER,
+    anchored_comparison,
+    anchored_from_labels,
+    anchored_from_run,
+    draw_anchors,
+    write_anchored,
+)
+from metric_arena.calibrate._anchor_run import AnchorPlan, anchor_dry_run, judge_anchored
 from metric_arena.calibrate._card import build_card
+from metric_arena.calibrate._reading import THRESHOLDS, plain_reading
 from metric_arena.calibrate._write import (
     CARD_JSON,
     CARD_MD,
@@ -28,7 +43,9 @@ from metric_arena.calibrate._write import (
 )
 from metric_arena.report import Run
 
-__all__ = ["CARD_JSON", "CARD_MD", "calibrate_judges", "card_markdown", "card_push_files", "card_summary", "push_card"]
+__all__ = ["ANCHOR_FOLDER", "CARD_JSON", "CARD_MD", "AnchorPlan", "anchor_dry_run", "anchored_comparison",
+           "anchored_from_labels", "anchored_from_run", "calibrate_judges", "card_markdown", "card_push_files",
+           "card_summary", "draw_anchors", "judge_anchored", "plain_reading", "push_card", "write_anchored", "THRESHOLDS"]
 
 
 def calibrate_judges(

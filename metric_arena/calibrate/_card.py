@@ -11,6 +11,7 @@ from pathlib import Path
 from lfrqa.files import package_version
 from metric_arena.calibrate._inputs import answer_words, price_and_time
 from metric_arena.calibrate._match import ROLES, Matched, candidate_outcome, check_judges, load_side, match_pairs
+from metric_arena.calibrate._reading import anchored_figures, plain_reading, shift_intervals
 from metric_arena.report import REFERENCE, Run, run_settings
 from metric_arena.stats import cohen_kappa, kappa_interval, kendall_tau, spearman_rho
 
@@ -71,6 +72,9 @@ def build_card(
         "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
     card["rank_correlation"] = _rank_correlation(card["win_rate_shift"])
+    card["shift_ci"] = shift_intervals(both, judged, confidence=confidence)
+    card["anchored"] = anchored_figures(sides["reference"], sides["candidate"], both, confidence=confidence)
+    card["reading"] = plain_reading(card)
     card["remarks"] = setting_remarks(card["judges"])
     for role, index in (("reference", 0), ("candidate", 1)):
         outcomes = {k: both[k][index] for k in judged}

@@ -83,6 +83,7 @@ def card_markdown(card: dict) -> str:
         lines.append(f"| {_md(name)} | {s['n']:,} | {_pct(s['reference_win_rate'])} | {_pct(s['candidate_win_rate'])} | "
                      f"{s['win_rate'] * 100:+.1f} pts | {_pct(s['reference_win_tie_rate'])} | "
                      f"{_pct(s['candidate_win_tie_rate'])} | {s['win_tie_rate'] * 100:+.1f} pts |")
+    lines += _anchored_markdown(card)
     rank = card["rank_correlation"]
     lines += ["", f"Rank correlation of the systems' win rates ({rank['n_systems']} systems): Spearman "
               f"{_num(rank['spearman'])}, Kendall {_num(rank['kendall'])}" + (f" ({rank['note']})" if rank.get("note") else "")
@@ -106,6 +107,26 @@ def card_markdown(card: dict) -> str:
               "Time: " + "; ".join(f"{r}: {_md(card['cost'][r]['time_note'])}" for r in ("reference", "candidate")) + ".",
               "", f"Made by rag-qa-arena {_md(card['package_version'])} on {_md(card['created_at'])}.", ""]
     return "\n".join(lines)
+
+
+def _anchored_markdown(card: dict) -> list[str]:
+    """The reading and the anchored rates (cards written before 0.3 have neither: nothing)."""
+    if "reading" not in card:
+        return []
+    reading = card["reading"]
+    lines = ["", f"**Reading: the candidate {_md(reading['reading'])}** ({_md('; '.join(reading['reasons']))}; "
+             "thresholds in the README, *Anchored rates*).", "", "## Anchored rates (candidate on all its pairs, "
+             "anchored on the reference's verdicts, PPI++)", "",
+             "| system | anchors | win % anchored | interval | win % raw | win+tie % anchored | interval | win+tie % raw |",
+             "|---|---|---|---|---|---|---|---|"]
+    for name, a in (card.get("anchored") or {}).items():
+        w, wt = a["win_rate"], a["win_tie_rate"]
+        lines.append(f"| {_md(name)} | {a['n_anchors']:,} of {a['n_candidate']:,} | {_pct(w['estimate'])} | "
+                     f"{_pct(w['ci'][0])} – {_pct(w['ci'][1])} | {_pct(w['raw'])} | {_pct(wt['estimate'])} | "
+                     f"{_pct(wt['ci'][0])} – {_pct(wt['ci'][1])} | {_pct(wt['raw'])} |")
+    lines += ["", "Anchored rates are valid when the pairs both judged are a random subset of the candidate's "
+              "(`rag-qa-arena anchor` draws it); with every pair judged by both they equal the reference's rates."]
+    return lines
 
 
 def _matched_parquet(rows: list[dict]) -> bytes:
@@ -191,5 +212,11 @@ def card_summary(card: dict) -> str:
     for role in ("reference", "candidate"):
         lines.append(f"  {role:<9} P(prefer longer) {pct(card['p_prefer_longer'][role])}  P(prefer first) "
                      f"{pct(card['p_prefer_first'][role])}  failed {card['n_failed'][role]:,}")
+    if "reading" in card:
+        lines.append(f"  reading: the candidate {card['reading']['reading']} ({'; '.join(card['reading']['reasons'])})")
+        for name, a in (card.get("anchored") or {}).items():
+            w = a["win_rate"]
+            lines.append(f"  {name:<24} anchored win {pct(w['estimate'])} [{pct(w['ci'][0])}, {pct(w['ci'][1])}] "
+                         f"(raw {pct(w['raw'])}; {a['n_anchors']:,} anchors of {a['n_candidate']:,})")
     lines += [f"  note: {remark}" for remark in card.get("remarks") or []]
     return "\n".join(lines)

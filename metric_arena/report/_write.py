@@ -17,7 +17,7 @@ from metric_arena.report._leaderboard import (
 from metric_arena.report._plots import plot_length_ratio, plot_ratings, plot_win_matrix, plot_win_rates
 from metric_arena.report._retrieval import RetrievedFiles
 from metric_arena.report._runs import REFERENCE, Run, load_runs
-from metric_arena.report.views import ViewerOptions, length_ratio_curves, verdict_view
+from metric_arena.report.views import ViewerOptions, anchored_entries, length_ratio_curves, verdict_view
 from metric_arena.stats import agreement, load_human_labels
 
 __all__ = ["write_report"]
@@ -68,6 +68,7 @@ def write_report(
     board = build_leaderboard(loaded, reference=reference, n_boot=n_boot, seed=seed, confidence=confidence,
                               progress=progress, retrieved=retrieved, data_dir=data_dir, style_features=style_features)
     board.warnings[:0] = skipped
+    _attach_anchored(board, loaded)
     if labels is not None:
         verdicts = [v for run in loaded for v in run.verdicts]
         board.agreement = agreement(labels, verdicts, judge=agreement_judge)
@@ -100,3 +101,13 @@ def write_report(
     view = verdict_view(loaded, reference=reference, options=viewer, data_dir=data_dir) if viewer.enabled else None
     atomic_write(out / "leaderboard.html", render_html(board, images=images, title=title, verdicts=view))
     return board
+
+
+def _attach_anchored(board: Leaderboard, loaded: list[Run]) -> None:
+    """Each entry whose run folder holds ``anchored.json`` gets ``entry["anchored"]`` (anchored rates, labelled
+    with the anchor and its n: :func:`~metric_arena.report.views.anchored_entries`)."""
+    found = anchored_entries(loaded)
+    for entry in board.entries:
+        anchored = found.get(entry["system"])
+        if anchored is not None and anchored["opponent"] == board.reference:  # rates against the reference only
+            entry["anchored"] = anchored

@@ -88,9 +88,36 @@ def leaderboard_table(board):
 def analysis_tables(board) -> list:
     """Every table that applies to ``board``, in the order ``report`` prints them."""
     from rag_qa_arena._cmd_tournament import adaptive_table
-    tables = [paired_table(board), length_table(board), question_sets_table(board), no_answer_table(board),
+    tables = [anchored_table(board), paired_table(board), length_table(board), question_sets_table(board), no_answer_table(board),
               retrieval_table(board), judge_agreement_table(board), adaptive_table(board)]
     return [t for t in tables if t is not None]
+
+
+def anchored_table(board):
+    """The anchored rates of the runs that have them (``anchored.json``), labelled with the anchor and its n."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    rows = [e for e in board.entries if e.get("anchored")]
+    if not rows:
+        return None
+
+    def pct(value, ci=None):
+        if not finite(value):
+            return "n/a"
+        return f"{value * 100:.1f}" + (f" [{ci[0] * 100:.1f}, {ci[1] * 100:.1f}]" if ci and finite(ci[0]) else "")
+
+    table = Table(title="Anchored rates (the cheap judge corrected on a random subset, PPI++)",
+                  caption=escape("anchored: estimate [interval]; raw: the cheap judge alone; reference only: the "
+                                 "anchors alone"))
+    for name in ("System", "Anchor", "Win % anchored", "raw", "reference only", "Win+tie % anchored", "raw"):
+        table.add_column(name, justify="left" if name in ("System", "Anchor") else "right", overflow="fold")
+    for e in rows:
+        a = e["anchored"]
+        table.add_row(escape(e["system"]), escape(a["label"]), pct(a["win_rate"]["estimate"], a["win_rate"]["ci"]),
+                      pct(a["win_rate"]["raw"]), pct(a["win_rate"]["reference_only"]),
+                      pct(a["win_tie_rate"]["estimate"], a["win_tie_rate"]["ci"]), pct(a["win_tie_rate"]["raw"]))
+    return table
 
 
 def _rate(stats: dict | None, key: str, *, count: bool = True):
