@@ -81,7 +81,10 @@ from metric_arena.judge._cost import (
     judge_dry_run,
 )
 from metric_arena.judge._inputs import (
+    LFRQA_QID_HINT,
     JudgeInputs,
+    References,
+    lfrqa_references,
     lfrqa_rows,
     prepare_judge_inputs,
     read_predictions,
@@ -130,6 +133,8 @@ __all__ = [
     "ExpectedAnswers",
     "JudgeConfig",
     "JudgeInputs",
+    "LFRQA_QID_HINT",
+    "References",
     "JudgeSpec",
     "MAX_TOURNAMENT_SYSTEMS",
     "Tournament",
@@ -149,6 +154,7 @@ __all__ = [
     "judge_pairs",
     "judge_request",
     "judge_request_ids",
+    "lfrqa_references",
     "lfrqa_rows",
     "load_tournament",
     "outcome_of",
