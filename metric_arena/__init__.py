@@ -56,9 +56,7 @@ __all__ = [
     "ArenaCallback",
     "BackendError",
     "JudgeConfig",
-    "JudgeInputs",
     "RagQaArenaError",
-    "References",
     "RateLimiter",
     "RetryPolicy",
     "RunConfig",
@@ -69,7 +67,8 @@ __all__ = [
     "reward_function",
     "write_report",
 ]
-# Also here, not listed: ajudge_pairs (metric_arena.judge), AuthenticationFailed and ModelNotFound (kinds of
+# Also here, not listed: JudgeInputs and References (judge_pairs' input record and a benchmark's references,
+# from metric_arena.judge), ajudge_pairs (metric_arena.judge), AuthenticationFailed and ModelNotFound (kinds of
 # BackendError, from metric_arena.llm) and the stats room (metric_arena.stats).
 
 export_names(globals())

@@ -37,7 +37,7 @@ from pathlib import Path
 from lfrqa.errors import InvalidInputType, RagQaArenaError
 from lfrqa.files import atomic_write, dumps_json, make_folder
 from metric_arena.judge._config import JudgeSpec, judge_config
-from metric_arena.judge._inputs import JudgeInputs, judge_inputs
+from metric_arena.judge._inputs import JudgeInputs, old_input_form
 from metric_arena.judge._parse import parse_rating, reask_count
 from metric_arena.judge._plan import DEFAULT_JUDGE, planned_requests
 from metric_arena.llm import (
@@ -107,13 +107,13 @@ def judge_identities(judges, base_url, api_key: str | None, endpoint_name: str |
     return out
 
 
+@old_input_form("judge_batch_requests")
 def judge_batch_requests(
     inputs: JudgeInputs,
-    *legacy,
+    *,
     judge: JudgeSpec = DEFAULT_JUDGE,
     run: RunConfig | None = None,
     data_dir: str | os.PathLike | None = None,
-    **legacy_kw,
 ) -> dict[str, dict]:
     """What :func:`~metric_arena.judge_pairs` would send, as Batch API lines, per judge.
 
@@ -127,7 +127,6 @@ def judge_batch_requests(
     sent (``n_refused``). With ``parse="reference"`` nothing is re-asked: a cached first reply,
     valid or not, is the answer, as in the online run.
     """
-    inputs = judge_inputs("judge_batch_requests", inputs, legacy, legacy_kw)
     config, run = judge_config(judge), run if run is not None else RunConfig()
     max_input_tokens = config.max_input_tokens
     reask = reask_count(config.parse)
@@ -176,10 +175,11 @@ def _slug(spec: str, taken: set[str]) -> str:
     return name
 
 
+@old_input_form("submit_judge_batch")
 def submit_judge_batch(
     inputs: JudgeInputs,
-    *legacy,
-    batch_dir: str | os.PathLike | None = None,
+    batch_dir: str | os.PathLike,
+    *,
     judge: JudgeSpec = DEFAULT_JUDGE,
     run: RunConfig | None = None,
     data_dir: str | os.PathLike | None = None,
@@ -187,7 +187,6 @@ def submit_judge_batch(
     metadata: dict[str, str] | None = None,
     max_requests: int = MAX_REQUESTS,
     max_bytes: int = MAX_BYTES,
-    **legacy_kw,
 ) -> dict:
     """Write the judge's requests as Batch API files under ``batch_dir`` and submit them.
 
@@ -203,11 +202,6 @@ def submit_judge_batch(
     Returns ``{"batch_dir", "n_requests", "judges": [{"judge", "folder", "n_requests",
     "n_reasks", "n_cached", "n_failed", "files", "batch_ids"}]}``.
     """
-    if batch_dir is None and len(legacy) == (1 if isinstance(inputs, JudgeInputs) else 3):
-        *legacy, batch_dir = legacy  # submit_judge_batch(inputs, "runs/x.batch"), or the old (p, r, q, batch_dir)
-    if batch_dir is None:
-        raise TypeError("submit_judge_batch() missing required argument: 'batch_dir' (the folder of the batch files)")
-    inputs = judge_inputs("submit_judge_batch", inputs, tuple(legacy), legacy_kw)
     config, run = judge_config(judge), run if run is not None else RunConfig()
     plans = judge_batch_requests(inputs, judge=config, run=run, data_dir=data_dir)
     folder = Path(batch_dir)

@@ -4,6 +4,8 @@ no benchmark itself (the entry points pass :func:`lfrqa_references` for LFRQA)."
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -16,7 +18,7 @@ from lfrqa.files import iter_records, saved_dataset
 from metric_arena.judge._plan import REFERENCE_NAME
 from metric_arena.records import check_prediction
 
-__all__ = ["LFRQA_QID_HINT", "JudgeInputs", "as_judge_inputs", "judge_inputs", "References", "lfrqa_references", "lfrqa_rows", "prepare_judge_inputs",
+__all__ = ["LFRQA_QID_HINT", "JudgeInputs", "as_judge_inputs", "judge_inputs", "old_input_form", "References", "lfrqa_references", "lfrqa_rows", "prepare_judge_inputs",
            "read_predictions"]
 
 
@@ -218,12 +220,42 @@ _INPUT_FIELDS = ("references", "questions", "ids", "domains", "generation_failed
                  "target_width")
 
 
+def old_input_form(where: str):
+    """Let the judge entry point ``where`` (whose first parameter is a :class:`JudgeInputs`) also be called
+    in its form of earlier releases, ``where(predictions, references, questions, ..., ids=..., sample=...)``,
+    for one release more, with a ``DeprecationWarning`` (:func:`judge_inputs`); its signature stays the new one."""
+
+    def convert(inputs, args: tuple, kwargs: dict) -> tuple:
+        legacy_kw = {name: kwargs.pop(name) for name in list(kwargs) if name in _INPUT_FIELDS}
+        if isinstance(inputs, JudgeInputs):
+            return judge_inputs(where, inputs, (), legacy_kw), args
+        return judge_inputs(where, inputs, args[:2], legacy_kw), args[2:]
+
+    def decorate(function):
+        if inspect.iscoroutinefunction(function):
+            @functools.wraps(function)
+            async def call_async(inputs, *args, **kwargs):
+                inputs, args = convert(inputs, args, kwargs)
+                return await function(inputs, *args, **kwargs)
+
+            return call_async
+
+        @functools.wraps(function)
+        def call(inputs, *args, **kwargs):
+            inputs, args = convert(inputs, args, kwargs)
+            return function(inputs, *args, **kwargs)
+
+        return call
+
+    return decorate
+
+
 def judge_inputs(where: str, inputs, legacy: tuple, legacy_kw: dict) -> JudgeInputs:
     """``inputs`` as :class:`JudgeInputs`; the form of earlier releases (``predictions, references,
     questions`` and keywords such as ``ids=``) is accepted with a ``DeprecationWarning``."""
     if isinstance(inputs, JudgeInputs):
         if legacy or legacy_kw:
-            given = ", ".join([*(f"argument {i + 2}" for i in range(len(legacy))), *legacy_kw])
+            given = ", ".join(legacy_kw)
             raise TypeError(f"{where}(JudgeInputs(...)) takes no {given}: set them in the JudgeInputs")
         return inputs
     unknown = sorted(set(legacy_kw) - set(_INPUT_FIELDS))
@@ -242,7 +274,7 @@ def judge_inputs(where: str, inputs, legacy: tuple, legacy_kw: dict) -> JudgeInp
             raise TypeError(f"{where}() missing required argument: {name!r} (or pass one JudgeInputs)")
     warnings.warn(f"{where}(predictions, references, questions, ids=..., ...) is deprecated: pass one "
                   f"JudgeInputs(predictions=..., references=..., questions=..., ids=...)", DeprecationWarning,
-                  stacklevel=3)
+                  stacklevel=4)
     if fields.get("opponent") is None:
         fields.pop("opponent", None)
     return JudgeInputs(predictions=inputs, **fields)

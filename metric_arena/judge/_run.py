@@ -22,7 +22,7 @@ from metric_arena.judge._parse import (
     strict_outcome,
     valid_reply,
 )
-from metric_arena.judge._inputs import JudgeInputs, judge_inputs
+from metric_arena.judge._inputs import JudgeInputs, old_input_form
 from metric_arena.judge._plan import DEFAULT_JUDGE, PairInputs, check_pair_inputs, check_system_names, pair_requests
 from metric_arena.judge._records import RunWriter, summarize_verdicts
 from metric_arena.llm import Backend, RunConfig, Session, synchronous
@@ -130,9 +130,10 @@ async def _run_schedule(pair_judge: _PairJudge, schedule: list[int], *, writer: 
     return verdicts
 
 
+@old_input_form("ajudge_pairs")
 async def ajudge_pairs(
     inputs: JudgeInputs,
-    *legacy,
+    *,
     judge: JudgeSpec = DEFAULT_JUDGE,
     run: RunConfig | None = None,
     out: str | os.PathLike | None = None,
@@ -140,11 +141,10 @@ async def ajudge_pairs(
     n_boot: int = 1000,
     data_dir: str | os.PathLike | None = None,
     overwrite: bool = False,
-    **legacy_kw,
 ) -> dict:
     """Async form of :func:`judge_pairs` (same arguments, same result)."""
-    return await _judge_pairs(judge_inputs("ajudge_pairs", inputs, legacy, legacy_kw), judge=judge, run=run, out=out,
-                              progress=progress, n_boot=n_boot, data_dir=data_dir, overwrite=overwrite)
+    return await _judge_pairs(inputs, judge=judge, run=run, out=out, progress=progress, n_boot=n_boot,
+                              data_dir=data_dir, overwrite=overwrite)
 
 
 async def _judge_pairs(inputs: JudgeInputs, *, judge, run, out, progress, n_boot, data_dir, overwrite) -> dict:
@@ -217,9 +217,10 @@ def _schedule_fields(n_planned: int, sample: int | None, stopper: IntervalStoppe
 _blocking_judge_pairs = synchronous(_judge_pairs, name="judge_pairs", doc="judge_pairs without the argument check")
 
 
+@old_input_form("judge_pairs")
 def judge_pairs(
     inputs: JudgeInputs,
-    *legacy,
+    *,
     judge: JudgeSpec = DEFAULT_JUDGE,
     run: RunConfig | None = None,
     out: str | os.PathLike | None = None,
@@ -227,7 +228,6 @@ def judge_pairs(
     n_boot: int = 1000,
     data_dir: str | os.PathLike | None = None,
     overwrite: bool = False,
-    **legacy_kw,
 ) -> dict:
     """Judge each prediction against its reference answer; return win rates and verdicts.
 
@@ -257,6 +257,5 @@ def judge_pairs(
     >>> res = judge_pairs(pairs, judge=judge, run=RunConfig(max_concurrency=64))        # doctest: +SKIP
     >>> res["win_rate"], res["verdicts"][0]["judgments"][0]["raw"]                       # doctest: +SKIP
     """
-    pairs = judge_inputs("judge_pairs", inputs, legacy, legacy_kw)
-    return _blocking_judge_pairs(pairs, judge=judge, run=run, out=out, progress=progress, n_boot=n_boot,
+    return _blocking_judge_pairs(inputs, judge=judge, run=run, out=out, progress=progress, n_boot=n_boot,
                                  data_dir=data_dir, overwrite=overwrite)

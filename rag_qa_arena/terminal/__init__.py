@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rag_qa_arena._options import decimal, finite, percent
 
-__all__ = ["analysis_tables", "elo_study_table", "leaderboard_table"]
+__all__ = ["analysis_tables", "elo_study_table", "leaderboard_table", "metric_tables"]
 
 
 def elo_study_table(board):
@@ -270,3 +270,25 @@ def judge_agreement_table(board):
     for p in view["pairs"]:
         table.add_row(Text(p["judge_a"]), Text(p["judge_b"]), f"{p['n']:,}", decimal(p["kappa"], 3), percent(p["agreement"]))
     return table
+
+
+def metric_tables(sections) -> list:
+    """One rich table per metric section of the report (``board.metrics``): a row per system, a column per
+    field, each cell the estimate, its interval and its items (per domain: leaderboard.json and the page)."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from metric_arena.report.sections import estimate_text
+
+    tables = []
+    for section in sections:
+        table = Table(title=f"Metric: {escape(section['name'])}", title_justify="left")
+        table.add_column("System")
+        for f in section["fields"]:
+            table.add_column(escape(f["label"]), justify="right")
+        for summary in section["systems"]:
+            table.add_row(escape(summary["system"]), *(estimate_text(summary["fields"][f["name"]], f["kind"])
+                                                       if f["name"] in summary["fields"] else "n/a"
+                                                       for f in section["fields"]))
+        tables.append(table)
+    return tables
