@@ -85,7 +85,8 @@ def test_report_renders_a_section_for_each_metric_a_run_holds(toy, runs, tmp_pat
     assert main(["report", *map(str, runs.values()), "--out", str(out), "--no-plots", "--n-boot", "50",
                  "--format", "markdown"]) == 0
     printed = capsys.readouterr()
-    assert "### Metric: toy" in printed.out and "### Metric: arena" in printed.out
+    assert "### Metric: toy" in printed.out  # the arena's own section is the leaderboard's tables there
+    assert "### Metric: arena" not in printed.out and "### RAG-QA Arena leaderboard" in printed.out
     assert "| sys-v2 | all | 0.320 [0.300, 0.340] n=30 |" in printed.out  # the toy score, through the contract
     assert "Metric: toy" in printed.err  # the terminal table (stderr beside the Markdown)
     entries = {e["system"]: e for e in json.loads((out / "leaderboard.json").read_text())}
@@ -97,7 +98,7 @@ def test_report_renders_a_section_for_each_metric_a_run_holds(toy, runs, tmp_pat
     sections = {s["name"]: s for s in report["metrics"]}
     assert sorted(sections) == ["arena", "toy"] and len(sections["toy"]["runs"]) == 2
     page = (out / "leaderboard.html").read_text()
-    assert 'id="metric-toy"' in page and "toy error share" in page and "scored by the toy scorer" in page
+    assert 'id="metric-toy"' in page and 'id="metric-arena"' in page and "toy error share" in page and "scored by the toy scorer" in page
 
 
 def test_compare_gates_on_any_registered_metric(toy, runs, capsys):

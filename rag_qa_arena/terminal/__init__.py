@@ -273,15 +273,16 @@ def judge_agreement_table(board):
 
 
 def metric_tables(sections) -> list:
-    """One rich table per metric section of the report (``board.metrics``): a row per system, a column per
-    field, each cell the estimate, its interval and its items (per domain: leaderboard.json and the page)."""
+    """One rich table per metric section of the report (``board.metrics``) but those the leaderboard table
+    shows (the arena's): a row per system, a column per field, each cell the estimate, its interval and its
+    items (per domain: leaderboard.json and the page)."""
     from rich.markup import escape
     from rich.table import Table
 
-    from metric_arena.report.sections import estimate_text
+    from metric_arena.report.sections import SHOWN_BY_THE_LEADERBOARD, estimate_text
 
     tables = []
-    for section in sections:
+    for section in (s for s in sections if s["name"] not in SHOWN_BY_THE_LEADERBOARD):
         table = Table(title=f"Metric: {escape(section['name'])}", title_justify="left")
         table.add_column("System")
         for f in section["fields"]:

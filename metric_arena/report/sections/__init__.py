@@ -19,9 +19,15 @@ from metric_arena.report.sections._registry import (
     register_metric,
     summary_dict,
 )
-from metric_arena.report.sections._render import comparison_lines, estimate_text, sections_markdown, sections_text
+from metric_arena.report.sections._render import (
+    SHOWN_BY_THE_LEADERBOARD,
+    comparison_lines,
+    estimate_text,
+    sections_markdown,
+    sections_text,
+)
 
-__all__ = ["METRICS", "UnknownMetric", "attach_metrics", "compare_metric", "comparison_lines", "estimate_text", "metric_named",
+__all__ = ["METRICS", "SHOWN_BY_THE_LEADERBOARD", "UnknownMetric", "attach_metrics", "compare_metric", "comparison_lines", "estimate_text", "metric_named",
            "metric_sections",
            "register_metric", "sections_markdown", "sections_text", "summary_dict"]
 

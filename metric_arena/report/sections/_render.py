@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 
 from metric_arena.report.markdown import markdown_text
 
-__all__ = ["comparison_lines", "estimate_text", "sections_markdown", "sections_text"]
+__all__ = ["SHOWN_BY_THE_LEADERBOARD", "comparison_lines", "estimate_text", "sections_markdown", "sections_text"]
 
 
 def _number(value, kind: str, *, signed: bool = False) -> str:
@@ -36,10 +36,15 @@ def _rows(section: Mapping) -> list[tuple[str, str, list[str]]]:
     return rows
 
 
-def sections_markdown(sections: Sequence[Mapping]) -> str:
-    """One Markdown table per metric section: a row per system and domain, a column per field."""
+#: The sections the leaderboard's own tables already show (the arena's win/tie/loss) in Markdown and text.
+SHOWN_BY_THE_LEADERBOARD = ("arena",)
+
+
+def sections_markdown(sections: Sequence[Mapping], *, without: Sequence[str] = SHOWN_BY_THE_LEADERBOARD) -> str:
+    """One Markdown table per metric section but those ``without`` names (by default the arena's, which the
+    leaderboard's tables show): a row per system and domain, a column per field."""
     out = []
-    for section in sections:
+    for section in (s for s in sections if s["name"] not in without):
         labels = [markdown_text(f["label"]) for f in section["fields"]]
         out += ["", f"### Metric: {markdown_text(section['name'])}", "",
                 "| System | Domain | " + " | ".join(labels) + " |", "|---|---|" + "---:|" * len(labels)]
