@@ -30,7 +30,6 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
-from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 

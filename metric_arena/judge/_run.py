@@ -7,7 +7,6 @@ import os
 from collections import Counter
 import sys
 import time
-from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
