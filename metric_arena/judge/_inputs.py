@@ -18,8 +18,8 @@ from lfrqa.files import iter_records, saved_dataset
 from metric_arena.judge._plan import REFERENCE_NAME
 from metric_arena.records import check_prediction
 
-__all__ = ["LFRQA_QID_HINT", "JudgeInputs", "as_judge_inputs", "judge_inputs", "old_input_form", "References", "lfrqa_references", "lfrqa_rows", "prepare_judge_inputs",
-           "read_predictions"]
+__all__ = ["LFRQA_QID_HINT", "JudgeInputs", "References", "as_judge_inputs", "judge_inputs", "lfrqa_references",
+           "lfrqa_rows", "old_input_form", "prepare_judge_inputs", "read_predictions"]
 
 
 def read_predictions(path: str | os.PathLike) -> dict[str, dict]:
