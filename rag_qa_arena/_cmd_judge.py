@@ -82,6 +82,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "both files answer (the order rule puts --predictions in the prediction's place)")
     parser.add_argument("--versus-name", metavar="NAME",
                         help="the --versus system's name (default: its file name without extension)")
+    parser.add_argument("--references", metavar="FILE",
+                        help="another benchmark's references instead of LFRQA's: JSONL (or Parquet) rows with qid, "
+                             "question, answer and domain; named after the file (--references-name NAME)")
+    parser.add_argument("--references-name", metavar="NAME", help="the --references side's name in the verdicts")
     parser.add_argument("--order", choices=ORDERS, default="paper",
                         help="answer order shown to the judge: 'paper' (the reference's rule: an even number of "
                              "words in the question shows the prediction first), 'random' (seeded per qid), "
@@ -212,6 +216,7 @@ def run_judge(args: argparse.Namespace) -> int:
         judge_pairs,
         lfrqa_references,
         prepare_judge_inputs,
+        read_references,
     )
     from rag_qa_arena import _options as scale
     from rag_qa_arena._options import (
@@ -238,10 +243,14 @@ def run_judge(args: argparse.Namespace) -> int:
     check_backend_args(args)
     from lfrqa.files import refuse_output_over_input
 
-    refuse_output_over_input(("--out", args.out), [("--predictions", args.predictions), ("--versus", args.versus)],
+    refuse_output_over_input(("--out", args.out), [("--predictions", args.predictions), ("--versus", args.versus),
+                                                   ("--references", args.references)],
                              written=("verdicts.jsonl", "summary.json", ".verdicts.replacing.jsonl"))
-    inputs = prepare_judge_inputs(args.predictions, partial(lfrqa_references, args.data_dir), versus=args.versus,
-                                  versus_name=args.versus_name)
+    if args.references_name and not args.references:
+        raise RagQaArenaError("--references-name names the --references FILE: give --references too")
+    references = (partial(read_references, args.references, name=args.references_name) if args.references
+                  else partial(lfrqa_references, args.data_dir))  # the benchmark, read only when needed
+    inputs = prepare_judge_inputs(args.predictions, references, versus=args.versus, versus_name=args.versus_name)
     if args.dry_run:  # (--batch/--batch-collect skip failed lines like the online run)
         inputs = inputs.without_failed()
     inputs = replace(inputs, sample=args.sample, target_width=args.target_width)

@@ -16,6 +16,7 @@ from lfrqa.errors import RagQaArenaError
 from metric_arena import JudgeInputs, References, RunConfig, judge_pairs
 from metric_arena.judge import answer_positions, prepare_judge_inputs
 from metric_arena.prompts import JUDGE_EXAMPLES_FILE, JUDGE_SYSTEM_FILE, JUDGE_TEMPLATE_FILE
+from rag_qa_arena.cli import main
 from tests.openai_server import OpenAIServer
 
 TOY = References(name="TOY", rows={
@@ -86,3 +87,19 @@ def test_the_old_keyword_form_still_judges_with_a_deprecation_warning(tmp_path, 
     assert {v["outcome"] for v in new["verdicts"]} == {"tie"} and new["opponent"] == "TOY"
     with pytest.raises(TypeError, match="set them in the JudgeInputs"):
         judge_pairs(JudgeInputs.from_references(ANSWERS, TOY), ids=["x"], run=run)
+
+
+def test_the_cli_judges_against_a_references_file(tmp_path, no_lfrqa):
+    predictions = tmp_path / "toy.jsonl"
+    predictions.write_text("".join(json.dumps({"qid": q, "answer": a}) + "\n" for q, a in ANSWERS.items()))
+    references = tmp_path / "toy-refs.jsonl"
+    references.write_text("".join(json.dumps({"qid": q, **row}) + "\n" for q, row in TOY.rows.items()))
+    with OpenAIServer(lambda body, n: "<rating>2</rating>") as server:
+        code = main(["judge", "--predictions", str(predictions), "--references", str(references), "--references-name",
+                     "TOY", "--judge", "openai:judge-model", "--base-url", server.base_url, "--api-key", "sk-test",
+                     "--out", str(tmp_path / "run"), "--cache-dir", str(tmp_path / "c"), "--no-progress",
+                     "--data-dir", str(no_lfrqa)])
+    assert code == 0
+    verdicts = [json.loads(line) for line in (tmp_path / "run" / "verdicts.jsonl").read_text().splitlines()]
+    assert {v["system_b"] for v in verdicts} == {"TOY"} and sorted(v["qid"] for v in verdicts) == sorted(ANSWERS)
+    assert {v["domain"] for v in verdicts} == {"arithmetic", "biology", "physics"}

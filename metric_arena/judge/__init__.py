@@ -88,6 +88,7 @@ from metric_arena.judge._inputs import (
     lfrqa_rows,
     prepare_judge_inputs,
     read_predictions,
+    read_references,
 )
 from metric_arena.judge._parse import (
     PARSES,
@@ -161,6 +162,7 @@ __all__ = [
     "parse_rating",
     "prepare_judge_inputs",
     "read_predictions",
+    "read_references",
     "reask_count",
     "reference_rating",
     "submit_judge_batch",

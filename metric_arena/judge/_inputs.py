@@ -19,7 +19,7 @@ from metric_arena.judge._plan import REFERENCE_NAME
 from metric_arena.records import check_prediction
 
 __all__ = ["LFRQA_QID_HINT", "JudgeInputs", "References", "as_judge_inputs", "judge_inputs", "lfrqa_references",
-           "lfrqa_rows", "old_input_form", "prepare_judge_inputs", "read_predictions"]
+           "lfrqa_rows", "old_input_form", "prepare_judge_inputs", "read_predictions", "read_references"]
 
 
 def read_predictions(path: str | os.PathLike) -> dict[str, dict]:
@@ -70,6 +70,29 @@ class References:
             raise RagQaArenaError(f"{len(missing)} qid(s) are not in {self.name}'s test set, e.g. {shown}. "
                                   f"{self.hint or f'Use the qids of the {self.name} references'}")
         return {q: self.rows[q] for q in qids}
+
+
+def read_references(path: str | os.PathLike, *, name: str | None = None) -> References:
+    """A benchmark's references from a file (JSON Lines, Parquet or a saved Dataset) of rows with ``qid``,
+    ``question``, ``answer`` (the reference answer) and optionally ``domain``; ``name`` (default: the file
+    name without extension) names the side in the verdicts."""
+    path = Path(path)
+    if not path.is_file() and not saved_dataset(path):
+        raise FileNotFoundError(f"References file {path} does not exist: give a JSONL file with one "
+                                '{"qid": ..., "question": ..., "answer": ..., "domain": ...} per line')
+    rows: dict[str, dict[str, str]] = {}
+    for where, row in iter_records(path, hint='Each line must be one {"qid", "question", "answer"} object'):
+        for field in ("qid", "question", "answer"):
+            if not isinstance(row.get(field), str) or (field == "qid" and not row[field]):
+                raise RagQaArenaError(f"{where}: {field!r} must be a string (rows hold qid, question, answer and "
+                                      "optionally domain)")
+        if row["qid"] in rows:
+            raise RagQaArenaError(f"{where}: qid {row['qid']!r} appears twice; keep one reference per qid")
+        rows[row["qid"]] = {"question": row["question"], "answer": row["answer"],
+                            "domain": str(row.get("domain") or "unknown")}
+    if not rows:
+        raise RagQaArenaError(f"References file {path} holds no rows")
+    return References(name=name or path.stem, rows=rows, hint=f"Use the qids of {path}")
 
 
 #: Where LFRQA's qids are, for the error on a qid LFRQA lacks.
