@@ -28,11 +28,12 @@ __all__ = [
     "dataset_stats",
     "load",
     "read_pinned_text",
+    "reference_rows",
 ]
 
 export_names(globals())
 
-_LAZY = {"load": "lfrqa._load", "audit": "lfrqa._audit", "dataset_stats": "lfrqa._stats"}
+_LAZY = {"load": "lfrqa._load", "reference_rows": "lfrqa._load", "audit": "lfrqa._audit", "dataset_stats": "lfrqa._stats"}
 
 
 def __getattr__(name: str):

@@ -62,6 +62,15 @@ def load(
         return builder.as_dataset(split=SPLIT_NAMES[split])
 
 
+def reference_rows(data_dir: str | os.PathLike | None = None) -> dict[str, dict[str, str]]:
+    """LFRQA's references by qid, every available domain: ``{qid: {"question", "answer", "domain"}}``
+    (what a judge run takes as its references; see :class:`metric_arena.judge.References`)."""
+    dataset = load("all", data_dir=data_dir)
+    return {qid: {"question": question, "answer": answer, "domain": domain}
+            for qid, question, answer, domain in zip(dataset["qid"], dataset["question"], dataset["answer"],
+                                                     dataset["domain"])}
+
+
 @contextlib.contextmanager
 def _quiet_datasets():
     """No progress bars and only errors from ``datasets`` while LFRQA is built and opened (hundreds of

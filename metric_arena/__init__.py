@@ -5,7 +5,8 @@
 >>> run = metric_arena.RunConfig(max_concurrency=64, cache_dir="/tmp/rag_qa_arena")  # how requests run
 >>> arena = evaluate.load(metric_arena.METRIC_PATH)  # doctest: +SKIP
 >>> res = arena.compute(predictions=[...], references=[...], questions=[...], judge=judge, run=run)  # doctest: +SKIP
->>> res = metric_arena.judge_pairs(predictions, references, questions, judge=judge, run=run)  # doctest: +SKIP
+>>> pairs = metric_arena.JudgeInputs(predictions=[...], references=[...], questions=[...], ids=[...])  # doctest: +SKIP
+>>> res = metric_arena.judge_pairs(pairs, judge=judge, run=run)  # doctest: +SKIP
 >>> reward = metric_arena.reward_function(judge=judge, run=run)  # for GRPOTrainer  # doctest: +SKIP
 >>> callback = metric_arena.ArenaCallback(trainer=trainer, judge=judge, run=run, every_n_steps=200)  # doctest: +SKIP
 
@@ -27,7 +28,14 @@ from lfrqa.errors import RagQaArenaError
 from lfrqa.exports import export_names
 from metric_arena import stats  # noqa: F401 - metric_arena.stats, the statistics room
 from metric_arena.generate import generate_answers
-from metric_arena.judge import DEFAULT_JUDGE, JudgeConfig, ajudge_pairs, judge_pairs  # noqa: F401 - ajudge_pairs: async
+from metric_arena.judge import (  # noqa: F401 - ajudge_pairs: async
+    DEFAULT_JUDGE,
+    JudgeConfig,
+    JudgeInputs,
+    References,
+    ajudge_pairs,
+    judge_pairs,
+)
 from metric_arena.llm import (  # noqa: F401 - AuthenticationFailed, ModelNotFound: BackendError's kinds, here too
     AuthenticationFailed,
     BackendError,
@@ -59,7 +67,8 @@ __all__ = [
     "reward_function",
     "write_report",
 ]
-# Also here, not listed: ajudge_pairs (metric_arena.judge), AuthenticationFailed and ModelNotFound (kinds of
+# Also here, not listed: JudgeInputs and References (judge_pairs' input record and a benchmark's references,
+# from metric_arena.judge), ajudge_pairs (metric_arena.judge), AuthenticationFailed and ModelNotFound (kinds of
 # BackendError, from metric_arena.llm) and the stats room (metric_arena.stats).
 
 export_names(globals())

@@ -104,6 +104,10 @@ different opponents (different_opponents), different judges (different_judges, u
 --allow-judge-change), another --parse or --order (setting_changed, unless --allow-setting-change),
 no shared judged question (no_shared_questions) or fewer than --min-shared (too_few_shared).
 
+--metric NAME compares on any registered metric instead (the report's "Metric: NAME" sections; the
+arena's own is "arena"): for each of its fields, the paired bootstrap interval of new - base on the
+items both runs hold; NEW is worse when a field's whole interval lies beyond -D on its bad side.
+
 Exit codes: 0 compared (not worse, or worse without --fail-if-worse); 1 with --fail-if-worse when
 NEW is significantly worse; 2 refused or bad input.
 """
@@ -115,6 +119,10 @@ def _register_compare(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("base", metavar="BASE_RUN", help="run folder of the base version (`judge --out`)")
     parser.add_argument("new", metavar="NEW_RUN", help="run folder of the new version")
     parser.add_argument("--fail-if-worse", action="store_true", help="exit 1 when NEW is significantly worse")
+    parser.add_argument("--metric", metavar="NAME",
+                        help="compare on a registered metric instead (e.g. 'arena'; one the report lists): a paired "
+                             "bootstrap of new - base on each of its fields, worse when a field's interval lies beyond "
+                             "-D on its bad side; an unknown name exits 2 naming the known ones")
     parser.add_argument("--min-delta", type=float, default=0.0, metavar="D",
                         help="a drop counts only when larger than D (a rate difference, e.g. 0.02; default 0)")
     parser.add_argument("--min-shared", action="append", type=_min_shared_value, metavar="N|F",
@@ -179,6 +187,8 @@ def _compare(args: argparse.Namespace) -> int:
     shown = "json" if args.json else args.format or "text"
     if not (math.isfinite(args.min_delta) and args.min_delta >= 0):
         raise RagQaArenaError(f"--min-delta must be a rate difference >= 0 (e.g. 0.02), got {args.min_delta:g}")
+    if args.metric is not None:
+        return _compare_metric(args, shown)
     try:
         result = compare_runs(args.base, args.new, min_delta=args.min_delta, min_shared=_min_shared(args.min_shared),
                               allow_judge_change=args.allow_judge_change,
@@ -238,6 +248,32 @@ def _print_anchored(anchored: dict, level: str) -> None:
         print(f"  {label:<13} base {percent(r['rate_base'])}%  new {percent(r['rate_new'])}%  anchored difference "
               f"{_points(r['difference'])} points [{level} {_points(low)}, {_points(high)}]  "
               f"(anchors {r['n_anchors'][0]:,} and {r['n_anchors'][1]:,})")
+
+
+def _compare_metric(args: argparse.Namespace, shown: str) -> int:
+    """``compare --metric NAME``: the gate on any registered metric (text, JSON or Markdown)."""
+    from lfrqa.files import dumps_json
+    from metric_arena.report import ComparisonRefused
+    from metric_arena.report.sections import compare_metric, comparison_lines
+    from metric_arena.stats import Intervals
+
+    try:
+        result = compare_metric(args.base, args.new, args.metric, min_delta=args.min_delta,
+                                intervals=Intervals(n_boot=args.n_boot, seed=args.seed, confidence=args.confidence))
+    except ComparisonRefused as refused:
+        if shown == "json":
+            print(dumps_json({"status": "refused", "reason": refused.reason, "message": refused.detail,
+                              "metric": args.metric, "base": {"run": args.base}, "new": {"run": args.new},
+                              "exit_code": 2}))
+        raise
+    lines = comparison_lines(result)
+    if shown == "json":
+        print(dumps_json(result))
+    elif shown == "markdown":
+        print("\n".join([f"### compare --metric {result['metric']}", "", *(f"    {line}" for line in lines)]))
+    else:
+        print("\n".join(lines))
+    return 1 if args.fail_if_worse and result["worse"] else 0
 
 
 def _points(value) -> str:

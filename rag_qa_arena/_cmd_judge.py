@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
@@ -80,6 +82,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "both files answer (the order rule puts --predictions in the prediction's place)")
     parser.add_argument("--versus-name", metavar="NAME",
                         help="the --versus system's name (default: its file name without extension)")
+    parser.add_argument("--references", metavar="FILE",
+                        help="another benchmark's references instead of LFRQA's: JSONL (or Parquet) rows with qid, "
+                             "question, answer and domain; named after the file (--references-name NAME)")
+    parser.add_argument("--references-name", metavar="NAME", help="the --references side's name in the verdicts")
     parser.add_argument("--order", choices=ORDERS, default="paper",
                         help="answer order shown to the judge: 'paper' (the reference's rule: an even number of "
                              "words in the question shows the prediction first), 'random' (seeded per qid), "
@@ -208,7 +214,9 @@ def run_judge(args: argparse.Namespace) -> int:
         format_estimate,
         judge_dry_run,
         judge_pairs,
+        lfrqa_references,
         prepare_judge_inputs,
+        read_references,
     )
     from rag_qa_arena import _options as scale
     from rag_qa_arena._options import (
@@ -235,26 +243,27 @@ def run_judge(args: argparse.Namespace) -> int:
     check_backend_args(args)
     from lfrqa.files import refuse_output_over_input
 
-    refuse_output_over_input(("--out", args.out), [("--predictions", args.predictions), ("--versus", args.versus)],
+    refuse_output_over_input(("--out", args.out), [("--predictions", args.predictions), ("--versus", args.versus),
+                                                   ("--references", args.references)],
                              written=("verdicts.jsonl", "summary.json", ".verdicts.replacing.jsonl"))
-    inputs = prepare_judge_inputs(args.predictions, versus=args.versus, versus_name=args.versus_name,
-                                  data_dir=args.data_dir)
+    if args.references_name and not args.references:
+        raise RagQaArenaError("--references-name names the --references FILE: give --references too")
+    references = (partial(read_references, args.references, name=args.references_name) if args.references
+                  else partial(lfrqa_references, args.data_dir))  # the benchmark, read only when needed
+    inputs = prepare_judge_inputs(args.predictions, references, versus=args.versus, versus_name=args.versus_name)
     if args.dry_run:  # (--batch/--batch-collect skip failed lines like the online run)
         inputs = inputs.without_failed()
-    qids, answers, references, questions, domains = (inputs.qids, inputs.answers, inputs.references,
-                                                     inputs.questions, inputs.domains)
-    failed, opponent = inputs.failed, inputs.opponent
-    if args.sample is not None and args.sample > len(qids):
-        print(f"rag-qa-arena: warning: --sample {args.sample:,} exceeds the {len(qids):,} predictions: all "
-              f"{len(qids):,} are judged (summary.json: sample_judged)", file=sys.stderr)
+    inputs = replace(inputs, sample=args.sample, target_width=args.target_width)
+    n = len(inputs.predictions)
+    if args.sample is not None and args.sample > n:
+        print(f"rag-qa-arena: warning: --sample {args.sample:,} exceeds the {n:,} predictions: all "
+              f"{n:,} are judged (summary.json: sample_judged)", file=sys.stderr)
 
     if args.dry_run:
 
-        estimates = judge_dry_run(
-            answers, references, questions, ids=qids, domains=domains, judge=scale.judge_settings(judges, args, build=False),
-            run=scale.run_settings(args), data_dir=args.data_dir, sample=args.sample,
-        )
-        n_pairs = len(qids) if args.sample is None else min(args.sample, len(qids))
+        estimates = judge_dry_run(inputs, judge=scale.judge_settings(judges, args, build=False),
+                                  run=scale.run_settings(args), data_dir=args.data_dir)
+        n_pairs = n if args.sample is None else min(args.sample, n)
         print(f"dry run: {n_pairs:,} pairs{' (stratified sample)' if args.sample else ''}, order {args.order!r}"
               f"{', Batch API prices' if args.batch else ''}, nothing sent"
               f"{' (an upper bound: --target-width may stop earlier)' if args.target_width else ''}")
@@ -262,30 +271,24 @@ def run_judge(args: argparse.Namespace) -> int:
         return 0
 
     if args.export_requests:
-        return export_requests(args, [dict(predictions=answers, references=references, questions=questions, ids=qids,
-                                           domains=domains, sample=args.sample, generation_failed=failed)],
-                               scale.judge_settings(judges, args, build=False), scale.run_settings(args))
+        return export_requests(args, [inputs], scale.judge_settings(judges, args, build=False), scale.run_settings(args))
     if args.import_results:
-        import_results(args, scale.run_settings(args), scale.judge_settings(judges, args, build=False),
-                       dict(predictions=answers, references=references, questions=questions, ids=qids, domains=domains,
-                            sample=args.sample, generation_failed=failed))
+        import_results(args, scale.run_settings(args), scale.judge_settings(judges, args, build=False), inputs)
     # Against LFRQA the system is named after the run folder; in a --versus run the folder holds a
     # pair, so both sides default to their prediction files' names.
     system = args.name or Path(args.predictions).stem if args.versus else _system_name(args.out, args.name)
     from metric_arena.judge import check_system_names
 
-    check_system_names(system, opponent)
+    check_system_names(system, inputs.opponent)
+    inputs = replace(inputs, system=system)
     if args.batch or args.batch_collect:
-        code = run_batch_step(args, answers=answers, references=references, questions=questions, qids=qids,
-                                    domains=domains, judges=judges, generation_failed=failed)
+        code = run_batch_step(args, inputs, judges=judges)
         if code is not None:
             return code
     result = run_reporting_failures(
         lambda: judge_pairs(
-            answers, references, questions, ids=qids, domains=domains, judge=scale.judge_settings(judges, args),
-            run=scale.run_settings(args), out=args.out, system=system, opponent=opponent,
-            progress=not args.no_progress and sys.stderr.isatty(), data_dir=args.data_dir, sample=args.sample,
-            target_width=args.target_width, generation_failed=failed, overwrite=args.overwrite,
+            inputs, judge=scale.judge_settings(judges, args), run=scale.run_settings(args), out=args.out,
+            progress=not args.no_progress and sys.stderr.isatty(), data_dir=args.data_dir, overwrite=args.overwrite,
         ),
         stopped=f"Verdicts finished before the error are in {args.out}/verdicts.jsonl; answers are cached.",
         where=args.out,
@@ -382,8 +385,7 @@ def run_batch_status(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_batch_step(args: argparse.Namespace, *, answers, references, questions, qids, domains, judges,
-                   generation_failed=None) -> int | None:
+def run_batch_step(args: argparse.Namespace, inputs, *, judges) -> int | None:
     """``--batch DIR`` (write + submit; returns the exit code) or the collection step of
     ``--batch-collect DIR`` (returns None: the caller then runs the judge, which finds the answers
     in the cache). Returns an exit code when the run cannot go on."""
@@ -392,9 +394,8 @@ def run_batch_step(args: argparse.Namespace, *, answers, references, questions, 
 
     if args.batch:
         result = _api_call(lambda: submit_judge_batch(
-            answers, references, questions, args.batch, ids=qids, domains=domains,
-            judge=judge_settings(judges, args, build=False), run=run_settings(args), sample=args.sample,
-            data_dir=args.data_dir, generation_failed=generation_failed), api_key(args))
+            inputs, args.batch, judge=judge_settings(judges, args, build=False), run=run_settings(args),
+            data_dir=args.data_dir), api_key(args))
         if isinstance(result, int):
             return result
         for judge in result["judges"]:

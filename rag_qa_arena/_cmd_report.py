@@ -9,7 +9,7 @@ from pathlib import Path
 from lfrqa.errors import RagQaArenaError
 from rag_qa_arena._options import confidence_level, decimal, positive_int, print_table
 from rag_qa_arena._options import seed as seed_type
-from rag_qa_arena.terminal import analysis_tables, elo_study_table, leaderboard_table
+from rag_qa_arena.terminal import analysis_tables, elo_study_table, leaderboard_table, metric_tables
 
 _DESCRIPTION = """\
 Build the RAG-QA Arena leaderboard from run folders written by `rag-qa-arena judge --out DIR`.
@@ -164,7 +164,10 @@ def _run(args: argparse.Namespace) -> int:
     if args.format == "markdown":
         from metric_arena.report.markdown import leaderboard_markdown
 
+        from metric_arena.report.sections import sections_markdown
+
         print(leaderboard_markdown(board, notes=injection_lines(board.injection, indent="")), end="")
+        print(sections_markdown(board.metrics), end="")
         out = Console(stderr=True)  # the other tables go to stderr: stdout holds the Markdown alone
     print_table(out, leaderboard_table(board))
     if board.elo_study:
@@ -174,7 +177,7 @@ def _run(args: argparse.Namespace) -> int:
 
         n = write_battles(runs, args.battles)
         print(f"Wrote {n:,} battles to {args.battles}", file=sys.stderr)
-    for table in analysis_tables(board):
+    for table in [*analysis_tables(board), *metric_tables(board.metrics)]:
         print_table(out, table)
     if board.agreement:
         a = board.agreement

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from functools import partial
 
 from lfrqa.errors import RagQaArenaError
-from metric_arena.judge import JudgeConfig, judge_dry_run, lfrqa_rows, prepare_judge_inputs, read_predictions
+from metric_arena.judge import JudgeConfig, JudgeInputs, judge_dry_run, lfrqa_references, prepare_judge_inputs, read_predictions
 from metric_arena.llm import RunConfig
 from metric_arena.prompts import clean_response
 from metric_arena.report import REFERENCE, Run
@@ -43,7 +44,7 @@ def answer_words(keys: list[Key], verdicts: Mapping[Key, dict], predictions: Map
     texts = {name: read_predictions(path) for name, path in predictions.items()}
     lfrqa_qids = sorted({q for s, o, q in keys for side in (s, o) if side == REFERENCE and side not in texts})
     if lfrqa_qids:
-        texts[REFERENCE] = {q: row for q, row in lfrqa_rows(lfrqa_qids, data_dir).items()}
+        texts[REFERENCE] = dict(lfrqa_references(data_dir).pick(lfrqa_qids))
     lengths = {}
     for system, opponent, qid in keys:
         pair = []
@@ -86,15 +87,16 @@ def price_and_time(runs: list[Run], predictions: Mapping[str, str | os.PathLike]
         if run.system not in predictions or (run.opponent != REFERENCE and run.opponent not in predictions):
             result["price_note"] = f"no prediction file for {run.system!r} or {run.opponent!r}"
             return result
-        inputs = prepare_judge_inputs(predictions[run.system], data_dir=data_dir,
+        inputs = prepare_judge_inputs(predictions[run.system], partial(lfrqa_references, data_dir),
                                       versus=None if run.opponent == REFERENCE else predictions[run.opponent],
                                       versus_name=None if run.opponent == REFERENCE else run.opponent)
         judged = {v["qid"] for v in run.verdicts}
         keep = [i for i, q in enumerate(inputs.qids) if q in judged and not inputs.failed[i]]
         pick = lambda xs: [xs[i] for i in keep]  # noqa: E731
         for estimate in judge_dry_run(
-            pick(inputs.answers), pick(inputs.references), pick(inputs.questions), ids=pick(inputs.qids),
-            domains=None if inputs.domains is None else pick(inputs.domains),
+            JudgeInputs(predictions=pick(inputs.predictions), references=pick(inputs.references),
+                        questions=pick(inputs.questions), ids=pick(inputs.qids),
+                        domains=None if inputs.domains is None else pick(inputs.domains)),
             judge=JudgeConfig(list(run.judges), order=str(run.summary.get("order") or "paper"),
                               seed=int(run.summary.get("seed") or 0)),
             run=RunConfig(use_cache=False), data_dir=data_dir,

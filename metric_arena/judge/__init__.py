@@ -81,10 +81,14 @@ from metric_arena.judge._cost import (
     judge_dry_run,
 )
 from metric_arena.judge._inputs import (
+    LFRQA_QID_HINT,
     JudgeInputs,
+    References,
+    lfrqa_references,
     lfrqa_rows,
     prepare_judge_inputs,
     read_predictions,
+    read_references,
 )
 from metric_arena.judge._parse import (
     PARSES,
@@ -130,6 +134,8 @@ __all__ = [
     "ExpectedAnswers",
     "JudgeConfig",
     "JudgeInputs",
+    "LFRQA_QID_HINT",
+    "References",
     "JudgeSpec",
     "MAX_TOURNAMENT_SYSTEMS",
     "Tournament",
@@ -149,12 +155,14 @@ __all__ = [
     "judge_pairs",
     "judge_request",
     "judge_request_ids",
+    "lfrqa_references",
     "lfrqa_rows",
     "load_tournament",
     "outcome_of",
     "parse_rating",
     "prepare_judge_inputs",
     "read_predictions",
+    "read_references",
     "reask_count",
     "reference_rating",
     "submit_judge_batch",

@@ -2,10 +2,10 @@
 
 Three steps, each resumable from a fresh process::
 
-    submit_judge_batch(predictions, references, questions, "runs/x.batch", ids=..., judge="openai:gpt-4o")
+    submit_judge_batch(inputs, "runs/x.batch", judge="openai:gpt-4o")     # inputs: a JudgeInputs
     judge_batch_status("runs/x.batch")          # {judge spec: [status row per request file]}
     collect_judge_batch("runs/x.batch")         # answers -> the judgment cache
-    judge_pairs(predictions, references, questions, ids=..., judge="openai:gpt-4o", out="runs/x")
+    judge_pairs(inputs, judge="openai:gpt-4o", out="runs/x")
 
 :func:`submit_judge_batch` builds exactly the requests :func:`~metric_arena.judge_pairs` would
 send (same messages, same decoding parameters, same body), leaves out what the cache already
@@ -30,13 +30,13 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
-from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
 from lfrqa.errors import InvalidInputType, RagQaArenaError
 from lfrqa.files import atomic_write, dumps_json, make_folder
 from metric_arena.judge._config import JudgeSpec, judge_config
+from metric_arena.judge._inputs import JudgeInputs, old_input_form
 from metric_arena.judge._parse import parse_rating, reask_count
 from metric_arena.judge._plan import DEFAULT_JUDGE, planned_requests
 from metric_arena.llm import (
@@ -106,18 +106,13 @@ def judge_identities(judges, base_url, api_key: str | None, endpoint_name: str |
     return out
 
 
+@old_input_form("judge_batch_requests")
 def judge_batch_requests(
-    predictions: Sequence[str],
-    references: Sequence[str],
-    questions: Sequence[str],
+    inputs: JudgeInputs,
     *,
-    ids: Sequence[str] | None = None,
-    domains: Sequence[str] | None = None,
     judge: JudgeSpec = DEFAULT_JUDGE,
     run: RunConfig | None = None,
-    sample: int | None = None,
     data_dir: str | os.PathLike | None = None,
-    generation_failed: Sequence[bool] | None = None,
 ) -> dict[str, dict]:
     """What :func:`~metric_arena.judge_pairs` would send, as Batch API lines, per judge.
 
@@ -134,9 +129,7 @@ def judge_batch_requests(
     config, run = judge_config(judge), run if run is not None else RunConfig()
     max_input_tokens = config.max_input_tokens
     reask = reask_count(config.parse)
-    requests = planned_requests(predictions, references, questions, ids=ids, domains=domains, order=config.order,
-                                seed=config.seed, sample=sample, generation_failed=generation_failed,
-                                data_dir=data_dir)
+    requests = planned_requests(inputs, order=config.order, seed=config.seed, data_dir=data_dir)
     judges = judge_identities(config.judges, run.base_url, run.api_key, run.endpoint_name)
     cache = CompletionCache(run.cache_dir) if run.use_cache else None
     plans: dict[str, dict] = {}
@@ -181,19 +174,14 @@ def _slug(spec: str, taken: set[str]) -> str:
     return name
 
 
+@old_input_form("submit_judge_batch")
 def submit_judge_batch(
-    predictions: Sequence[str],
-    references: Sequence[str],
-    questions: Sequence[str],
+    inputs: JudgeInputs,
     batch_dir: str | os.PathLike,
     *,
-    ids: Sequence[str] | None = None,
-    domains: Sequence[str] | None = None,
     judge: JudgeSpec = DEFAULT_JUDGE,
     run: RunConfig | None = None,
-    sample: int | None = None,
     data_dir: str | os.PathLike | None = None,
-    generation_failed: Sequence[bool] | None = None,
     client=None,
     metadata: dict[str, str] | None = None,
     max_requests: int = MAX_REQUESTS,
@@ -201,7 +189,9 @@ def submit_judge_batch(
 ) -> dict:
     """Write the judge's requests as Batch API files under ``batch_dir`` and submit them.
 
-    The requests are those of :func:`judge_batch_requests`, which gets the same arguments.
+    ``inputs``: the pairs (a :class:`~metric_arena.judge.JudgeInputs`; the old form ``predictions,
+    references, questions, batch_dir, ids=...`` is deprecated). The requests are those of
+    :func:`judge_batch_requests`, which gets the same arguments.
     One sub-folder per judge; files split to the API's limits (50,000 requests, ``max_bytes``).
     ``judge_batch.json`` records the plan before anything is uploaded. Calling again with the
     same inputs after a crash resumes the submission without uploading or creating anything
@@ -212,8 +202,7 @@ def submit_judge_batch(
     "n_reasks", "n_cached", "n_failed", "files", "batch_ids"}]}``.
     """
     config, run = judge_config(judge), run if run is not None else RunConfig()
-    plans = judge_batch_requests(predictions, references, questions, ids=ids, domains=domains, judge=config,
-                                 run=run, sample=sample, data_dir=data_dir, generation_failed=generation_failed)
+    plans = judge_batch_requests(inputs, judge=config, run=run, data_dir=data_dir)
     folder = Path(batch_dir)
     total = sum(len(p["requests"]) for p in plans.values())
     result = {"batch_dir": str(folder), "n_requests": total, "judges": []}
@@ -233,8 +222,8 @@ def submit_judge_batch(
     files = {e["judge"]: _files_for(folder / e["folder"], plans[e["judge"]]["requests"], max_requests, max_bytes)
              for e in entries if e["n_requests"]}  # refuses a folder submitted for other requests
     _write_plan(folder / PLAN_FILE, {  # recorded before anything is uploaded
-        "format": _FORMAT, "version": 1, "order": config.order, "seed": config.seed, "sample": sample,
-        "n_pairs": len(predictions), "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "format": _FORMAT, "version": 1, "order": config.order, "seed": config.seed, "sample": inputs.sample,
+        "n_pairs": len(inputs.predictions), "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "judges": [e for e in entries if e["n_requests"]] + [
             {"judge": s, "folder": f} for s, f in old_folders.items() if s not in plans],
     })

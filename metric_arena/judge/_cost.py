@@ -15,6 +15,7 @@ import os
 from collections.abc import Sequence
 
 from metric_arena.judge._config import JudgeSpec, judge_config
+from metric_arena.judge._inputs import JudgeInputs, old_input_form
 from metric_arena.judge._plan import DEFAULT_JUDGE, planned_requests
 from metric_arena.llm import (
     PRICES_2024,
@@ -104,26 +105,23 @@ def _caching_line(est: CostEstimate, batch: bool) -> tuple[float | None, str | N
         f"{share.replace(f'${est.cached_input_price_per_m:g}', f'${est.batch_cached_input_price_per_m:g}')}")
 
 
+@old_input_form("judge_dry_run")
 def judge_dry_run(
-    predictions: Sequence[str],
-    references: Sequence[str],
-    questions: Sequence[str],
+    inputs: JudgeInputs,
     *,
-    ids: Sequence[str] | None = None,
-    domains: Sequence[str] | None = None,
     judge: JudgeSpec = DEFAULT_JUDGE,
     run: RunConfig | None = None,
-    sample: int | None = None,
     data_dir: str | os.PathLike | None = None,
 ) -> list[CostEstimate]:
     """What :func:`~metric_arena.judge_pairs` would send, per judge, without sending anything.
 
-    Requests already answered in the cache (``run``'s) are counted apart and cost nothing.
-    ``sample`` counts the same stratified sub-sample the judge would draw (``domains``, the judge's ``seed``).
+    ``inputs``: the pairs (a :class:`~metric_arena.judge.JudgeInputs`; the old form ``predictions,
+    references, questions, ids=..., sample=...`` is deprecated). Requests already answered in the cache
+    (``run``'s) are counted apart and cost nothing. ``inputs.sample`` counts the same stratified
+    sub-sample the judge would draw (``domains``, the judge's ``seed``).
     """
     config, run = judge_config(judge), run if run is not None else RunConfig()
-    requests = planned_requests(predictions, references, questions, ids=ids, domains=domains, order=config.order,
-                                seed=config.seed, sample=sample, data_dir=data_dir)
+    requests = planned_requests(inputs, order=config.order, seed=config.seed, data_dir=data_dir)
     cache = CompletionCache(run.cache_dir) if run.use_cache else None
     estimates = []
     try:

@@ -35,6 +35,7 @@ from lfrqa.errors import RagQaArenaError
 from lfrqa.files import atomic_write, bounded_lines, dumps_json, make_folder
 from metric_arena.judge._batch import judge_batch_requests, judge_identities
 from metric_arena.judge._config import JudgeSpec, judge_config
+from metric_arena.judge._inputs import as_judge_inputs
 from metric_arena.judge._parse import parse_rating, reask_count
 from metric_arena.judge._plan import DEFAULT_JUDGE, JUDGE_MAX_TOKENS, planned_requests
 from metric_arena.llm import CompletionCache, RunConfig, cache_key
@@ -72,8 +73,8 @@ def export_judge_requests(
 ) -> dict:
     """Write the requests of ``matches`` not yet cached as OpenAI batch-format JSONL under ``out``.
 
-    ``matches``: one mapping per judge run, of :func:`~metric_arena.judge.judge_batch_requests`'s inputs
-    (``predictions``, ``references``, ``questions`` and optionally ``ids``, ``domains``, ``sample``,
+    ``matches``: one :class:`~metric_arena.judge.JudgeInputs` per judge run (or a mapping of its fields:
+    ``predictions``, ``references``, ``questions`` and optionally ``ids``, ``domains``, ``sample``,
     ``generation_failed``). Requests shared by several matches are written once. Each judge gets a
     sub-folder with ``shards`` files of nearly equal size (``shard-00000-of-0000K.jsonl``; none when nothing is
     left to ask). Returns what ``out/requests.json`` records: per judge its model, cache identity, files,
@@ -83,7 +84,7 @@ def export_judge_requests(
     config, run = judge_config(judge), run if run is not None else RunConfig()
     merged: dict[str, dict] = {}
     for match in matches:
-        plans = judge_batch_requests(**match, judge=config, run=run, data_dir=data_dir)
+        plans = judge_batch_requests(as_judge_inputs(match), judge=config, run=run, data_dir=data_dir)
         for spec, plan in plans.items():
             mine = merged.setdefault(spec, {"model": plan["model"], "identity": plan["identity"], "requests": {},
                                             "n_cached": 0, "n_refused": 0})
@@ -151,9 +152,7 @@ def judge_request_ids(
     judges = judge_identities(config.judges, run.base_url, run.api_key, run.endpoint_name)
     models: dict[str, str] = {}
     for match in matches:
-        requests = planned_requests(**{k: match.get(k) for k in ("predictions", "references", "questions", "ids",
-                                                                 "domains", "sample", "generation_failed")},
-                                    order=config.order, seed=config.seed, data_dir=data_dir)
+        requests = planned_requests(as_judge_inputs(match), order=config.order, seed=config.seed, data_dir=data_dir)
         for _, identity, model in judges:
             for request in requests:
                 for attempt in range(reask_count(config.parse) + 1):

@@ -211,28 +211,18 @@ def _check_flags(flags, n: int) -> list[bool]:
     return flags
 
 
-def planned_requests(
-    predictions: Sequence[str],
-    references: Sequence[str],
-    questions: Sequence[str],
-    *,
-    ids: Sequence[str] | None = None,
-    domains: Sequence[str] | None = None,
-    order: str = "paper",
-    seed: int = 0,
-    sample: int | None = None,
-    generation_failed: Sequence[bool] | None = None,
-    data_dir: str | os.PathLike | None = None,
-) -> list[ChatRequest]:
-    """Every request :func:`~metric_arena.judge_pairs` would build for one judge, in schedule order
-    (all pairs, or the ``sample``), leaving out the pairs flagged in ``generation_failed``: what
-    the dry run counts and the Batch API path sends."""
+def planned_requests(inputs, *, order: str = "paper", seed: int = 0,
+                     data_dir: str | os.PathLike | None = None) -> list[ChatRequest]:
+    """Every request :func:`~metric_arena.judge_pairs` would build for one judge from ``inputs`` (a
+    :class:`~metric_arena.judge.JudgeInputs`), in schedule order (all pairs, or the ``sample``), leaving
+    out the pairs flagged in ``generation_failed``: what the dry run counts and the Batch API path sends."""
     check_order(order)
-    pairs = check_pair_inputs(predictions, references, questions, ids, domains, generation_failed)
+    pairs = check_pair_inputs(inputs.predictions, inputs.references, inputs.questions, inputs.ids, inputs.domains,
+                              inputs.generation_failed)
     requests: list[ChatRequest] = []
-    for i in pairs.schedule(sample, seed):
+    for i in pairs.schedule(inputs.sample, seed):
         if not pairs.skipped[i]:
-            planned = pair_requests(questions[i], predictions[i], references[i], qid=pairs.ids[i], order=order,
-                                    seed=seed, data_dir=data_dir)
+            planned = pair_requests(pairs.questions[i], pairs.predictions[i], pairs.references[i], qid=pairs.ids[i],
+                                    order=order, seed=seed, data_dir=data_dir)
             requests.extend(request for _, request in planned.requests)
     return requests

@@ -7,7 +7,6 @@ import os
 from collections import Counter
 import sys
 import time
-from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from metric_arena.judge._parse import (
     strict_outcome,
     valid_reply,
 )
+from metric_arena.judge._inputs import JudgeInputs, old_input_form
 from metric_arena.judge._plan import DEFAULT_JUDGE, PairInputs, check_pair_inputs, check_system_names, pair_requests
 from metric_arena.judge._records import RunWriter, summarize_verdicts
 from metric_arena.llm import Backend, RunConfig, Session, synchronous
@@ -129,29 +129,28 @@ async def _run_schedule(pair_judge: _PairJudge, schedule: list[int], *, writer: 
     return verdicts
 
 
+@old_input_form("ajudge_pairs")
 async def ajudge_pairs(
-    predictions: Sequence[str],
-    references: Sequence[str],
-    questions: Sequence[str],
+    inputs: JudgeInputs,
     *,
-    ids: Sequence[str] | None = None,
-    domains: Sequence[str] | None = None,
     judge: JudgeSpec = DEFAULT_JUDGE,
     run: RunConfig | None = None,
     out: str | os.PathLike | None = None,
-    system: str | None = None,
-    opponent: str = "LFRQA",
     progress: bool | None = None,
     n_boot: int = 1000,
     data_dir: str | os.PathLike | None = None,
-    sample: int | None = None,
-    target_width: float | None = None,
-    generation_failed: Sequence[bool] | None = None,
     overwrite: bool = False,
 ) -> dict:
     """Async form of :func:`judge_pairs` (same arguments, same result)."""
+    return await _judge_pairs(inputs, judge=judge, run=run, out=out, progress=progress, n_boot=n_boot,
+                              data_dir=data_dir, overwrite=overwrite)
+
+
+async def _judge_pairs(inputs: JudgeInputs, *, judge, run, out, progress, n_boot, data_dir, overwrite) -> dict:
+    sample, target_width, system, opponent = inputs.sample, inputs.target_width, inputs.system, inputs.opponent
     config = judge_config(judge)
-    pairs = check_pair_inputs(predictions, references, questions, ids, domains, generation_failed)
+    pairs = check_pair_inputs(inputs.predictions, inputs.references, inputs.questions, inputs.ids, inputs.domains,
+                              inputs.generation_failed)
     stopper = IntervalStopper(target_width) if target_width is not None else None
     schedule = pairs.schedule(sample, config.seed, ordered=stopper is not None)
     if system is None:
@@ -214,20 +213,36 @@ def _schedule_fields(n_planned: int, sample: int | None, stopper: IntervalStoppe
     return fields
 
 
-JUDGE_PAIRS_DOC = """Judge each prediction against its reference answer; return win rates and verdicts.
+_blocking_judge_pairs = synchronous(_judge_pairs, name="judge_pairs", doc="judge_pairs without the argument check")
 
+
+@old_input_form("judge_pairs")
+def judge_pairs(
+    inputs: JudgeInputs,
+    *,
+    judge: JudgeSpec = DEFAULT_JUDGE,
+    run: RunConfig | None = None,
+    out: str | os.PathLike | None = None,
+    progress: bool | None = None,
+    n_boot: int = 1000,
+    data_dir: str | os.PathLike | None = None,
+    overwrite: bool = False,
+) -> dict:
+    """Judge each prediction against its reference answer; return win rates and verdicts.
+
+    ``inputs``: the pairs, a :class:`~metric_arena.judge.JudgeInputs` (predictions, references,
+    questions, ids, domains, generation_failed, the two sides' names, sample, target_width); the
+    form of earlier releases, ``judge_pairs(predictions, references, questions, ids=..., ...)``,
+    still works for one release, with a ``DeprecationWarning``.
     ``judge``: what judges and how, a :class:`~metric_arena.JudgeConfig` (judges, order, seed, parse,
     max_input_tokens, backend options), or just a ``"<backend>:<model>"`` spec, a
     :class:`~metric_arena.llm.Backend` or a list of them (several judges vote) with the default
     settings. ``run``: how the requests run, a :class:`~metric_arena.RunConfig` (server, key,
-    timeout, concurrency, rate limiter, retries, cache). ``system``/``opponent``: names in the
-    verdicts. ``out``: a run folder (``verdicts.jsonl`` as pairs finish, ``summary.json`` at the
-    end; locked while the run lasts). A folder holding a run with other settings (system,
-    opponent, judges, order) is refused unless ``overwrite=True``; its verdicts are then replaced
-    only once the new set is complete. ``data_dir``: the pinned benchmark files.
-    ``sample``: judge a seeded, domain-stratified sub-sample of that many pairs. ``target_width``:
-    stop once the win+tie rate's 95% interval is that narrow (e.g. 0.04). ``generation_failed``: one
-    bool per pair, True fails the pair without judging it.
+    timeout, concurrency, rate limiter, retries, cache). ``out``: a run folder (``verdicts.jsonl`` as
+    pairs finish, ``summary.json`` at the end; locked while the run lasts). A folder holding a run
+    with other settings (system, opponent, judges, order) is refused unless ``overwrite=True``; its
+    verdicts are then replaced only once the new set is complete. ``data_dir``: the pinned prompt
+    files. ``n_boot``: bootstrap rounds of the intervals.
 
     Returns the fields of :func:`metric_arena.stats.summarize` (``n``, ``n_failed``, ``win_rate``,
     ``tie_rate``, ``loss_rate``, ``win_tie_rate``, their ``_ci``, ``no_answer_rate``,
@@ -236,10 +251,10 @@ JUDGE_PAIRS_DOC = """Judge each prediction against its reference answer; return 
     pair, in input order).
 
     >>> judge = JudgeConfig("openai:gpt-4o-mini", order="both", parse="reference")       # doctest: +SKIP
-    >>> res = judge_pairs(["Paris."], ["Paris is the capital of France."], ["Capital of France?"],
-    ...                   judge=judge, run=RunConfig(max_concurrency=64))               # doctest: +SKIP
+    >>> pairs = JudgeInputs(predictions=["Paris."], references=["Paris is the capital of France."],
+    ...                     questions=["Capital of France?"])                             # doctest: +SKIP
+    >>> res = judge_pairs(pairs, judge=judge, run=RunConfig(max_concurrency=64))        # doctest: +SKIP
     >>> res["win_rate"], res["verdicts"][0]["judgments"][0]["raw"]                       # doctest: +SKIP
     """
-
-
-judge_pairs = synchronous(ajudge_pairs, name="judge_pairs", doc=JUDGE_PAIRS_DOC)
+    return _blocking_judge_pairs(inputs, judge=judge, run=run, out=out, progress=progress, n_boot=n_boot,
+                                 data_dir=data_dir, overwrite=overwrite)

@@ -45,7 +45,7 @@ from lfrqa.errors import RagQaArenaError
 from lfrqa.files import iter_jsonl
 from metric_arena.judge._config import JudgeConfig, JudgeSpec, judge_config
 from metric_arena.judge._cost import judge_dry_run
-from metric_arena.judge._inputs import lfrqa_rows, read_predictions
+from metric_arena.judge._inputs import JudgeInputs, References, lfrqa_references, read_predictions
 from metric_arena.judge._plan import DEFAULT_JUDGE
 from metric_arena.judge._run import ajudge_pairs
 from metric_arena.judge._tournament_folder import TournamentFolder
@@ -114,8 +114,10 @@ def load_tournament(
     *,
     seed: int = 0,
     data_dir: str | os.PathLike | None = None,
+    references: References | None = None,
 ) -> Tournament:
-    """The systems of a tournament: prediction files named by their stems (or by the mapping's keys)."""
+    """The systems of a tournament: prediction files named by their stems (or by the mapping's keys), with
+    the benchmark's ``references`` (default: LFRQA's, read from ``data_dir``)."""
     check_system_count(len(predictions))
     named = dict(predictions) if isinstance(predictions, Mapping) else {Path(p).stem: p for p in predictions}
     if not isinstance(predictions, Mapping) and len(named) != len(predictions):
@@ -133,7 +135,7 @@ def load_tournament(
                                   "systems: rename it with --name FILE=NAME (e.g. a name without '__vs__')")
     systems = {name: read_predictions(path) for name, path in named.items()}
     every = list(dict.fromkeys(q for answers in systems.values() for q in answers))
-    rows = lfrqa_rows(every, data_dir)
+    rows = {q: dict(row) for q, row in (references or lfrqa_references(data_dir)).pick(every).items()}
     common = [q for q in every if all(q in s and not s[q].get("failed") for s in systems.values())]
     if not common:
         raise RagQaArenaError("No question is answered by every system: the complete pairs need shared questions")
@@ -141,17 +143,18 @@ def load_tournament(
     return Tournament(systems, rows, order)
 
 
-def _match_inputs(plan: Tournament, a: str, b: str, qids: list[str]) -> dict:
+def _match_inputs(plan: Tournament, a: str, b: str, qids: list[str]) -> JudgeInputs:
     mine = plan.systems[a]
     other = None if b == REFERENCE else plan.systems[b]
-    return {
-        "predictions": [mine[q]["answer"] for q in qids],
-        "references": [plan.lfrqa[q]["answer"] if other is None else other[q]["answer"] for q in qids],
-        "questions": [plan.lfrqa[q]["question"] for q in qids],
-        "ids": qids,
-        "domains": [plan.lfrqa[q]["domain"] for q in qids],
-        "generation_failed": [bool(mine[q].get("failed")) or bool(other and other[q].get("failed")) for q in qids],
-    }
+    return JudgeInputs(
+        predictions=[mine[q]["answer"] for q in qids],
+        references=[plan.lfrqa[q]["answer"] if other is None else other[q]["answer"] for q in qids],
+        questions=[plan.lfrqa[q]["question"] for q in qids],
+        ids=qids,
+        domains=[plan.lfrqa[q]["domain"] for q in qids],
+        generation_failed=[bool(mine[q].get("failed")) or bool(other and other[q].get("failed")) for q in qids],
+        system=a, opponent=b,
+    )
 
 
 def _name(a: str, b: str) -> str:
@@ -188,8 +191,7 @@ async def _play(plan: Tournament, a: str, b: str, qids: list[str], *, folder: To
         found = _finished(where, a, b, qids, judge)
     if found is not None:
         return {**found, "reused": True, "n_sent": 0, "n_cached": 0}  # nothing asked by this call
-    result = await ajudge_pairs(**_match_inputs(plan, a, b, qids), judge=judge, out=where, system=a, opponent=b,
-                                progress=False, **settings)
+    result = await ajudge_pairs(_match_inputs(plan, a, b, qids), judge=judge, out=where, progress=False, **settings)
     result.pop("verdicts")
     return {**result, "reused": False}
 
@@ -367,9 +369,9 @@ def tournament_requests(
     seed: int = 0,
     sample: int | Sequence[int] = 700,
     data_dir: str | os.PathLike | None = None,
-) -> list[dict]:
+) -> list[JudgeInputs]:
     """The inputs of every match of the complete schedule (each system against LFRQA on all its questions,
-    every pair on the largest sample), one mapping per match as :func:`export_judge_requests` takes them;
+    every pair on the largest sample), one :class:`JudgeInputs` per match as :func:`export_judge_requests` takes them;
     pairs whose answer failed to generate are left out (never sent)."""
     plan = predictions if isinstance(predictions, Tournament) else load_tournament(predictions, seed=seed,
                                                                                      data_dir=data_dir)
@@ -407,10 +409,8 @@ def tournament_dry_run(
         matches += [(a, b, shared) for a, b in plan.pairs()]
     totals: dict[str, CostEstimate] = {}
     for a, b, qids in matches:
-        inputs = _match_inputs(plan, a, b, qids)
-        keep = [i for i, failed in enumerate(inputs.pop("generation_failed")) if not failed]  # never sent
-        inputs = {key: [values[i] for i in keep] for key, values in inputs.items()}
-        for estimate in judge_dry_run(**inputs, judge=config, run=run, data_dir=data_dir):
+        inputs = _match_inputs(plan, a, b, qids).without_failed()  # never sent
+        for estimate in judge_dry_run(inputs, judge=config, run=run, data_dir=data_dir):
             totals[estimate.judge] = estimate if estimate.judge not in totals else _added(totals[estimate.judge],
                                                                                           estimate)
     return list(totals.values())

@@ -19,6 +19,8 @@ import json
 import re
 from dataclasses import dataclass
 
+from lfrqa.errors import ArenaError
+
 
 @dataclass(frozen=True)
 class ChatRequest:
@@ -92,7 +94,7 @@ def imported_fields(source: str | None) -> dict:
     return {k: v for k, v in found.items() if isinstance(v, str)} if isinstance(found, dict) else {"file": "?"}
 
 
-class BackendError(Exception):
+class BackendError(ArenaError):
     """Base class of the errors a backend raises. ``kind`` is the counter it goes into."""
 
     kind = "error"

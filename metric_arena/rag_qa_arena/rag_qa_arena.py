@@ -14,7 +14,7 @@ metric push ORG/NAME`` uploads that folder as a Hub Space so that ``evaluate.loa
 import datasets
 import evaluate
 
-from metric_arena import DEFAULT_JUDGE, judge_pairs  # From: rag-qa-arena
+from metric_arena import DEFAULT_JUDGE, JudgeInputs, judge_pairs  # From: rag-qa-arena
 
 _CITATION = """\
 @article{han2024ragqaarena,
@@ -245,20 +245,16 @@ class RagQaArena(evaluate.Metric):
         progress=None,
         data_dir=None,
     ):
-        result = judge_pairs(
-            list(predictions),
-            list(references),
-            list(questions),
+        inputs = JudgeInputs(
+            predictions=list(predictions),
+            references=list(references),
+            questions=list(questions),
             ids=None if ids is None else list(ids),
             domains=None if domains is None else list(domains),
-            judge=judge,
-            run=run,
-            out=out,
-            progress=progress,
             system=system,
             opponent=opponent,
-            data_dir=data_dir,
         )
+        result = judge_pairs(inputs, judge=judge, run=run, out=out, progress=progress, data_dir=data_dir)
         result["outcomes"] = {verdict["qid"]: verdict["outcome"] for verdict in result["verdicts"]}
         return result
 

@@ -17,8 +17,9 @@ from metric_arena.report._leaderboard import (
 from metric_arena.report._plots import plot_length_ratio, plot_ratings, plot_win_matrix, plot_win_rates
 from metric_arena.report._retrieval import RetrievedFiles
 from metric_arena.report._runs import REFERENCE, Run, load_runs
+from metric_arena.report.sections import attach_metrics, metric_sections
 from metric_arena.report.views import ViewerOptions, anchored_entries, length_ratio_curves, verdict_view
-from metric_arena.stats import agreement, load_human_labels
+from metric_arena.stats import Intervals, agreement, load_human_labels
 
 __all__ = ["write_report"]
 
@@ -41,7 +42,8 @@ def write_report(
     style_features: str = "words",
     viewer: ViewerOptions | None = None,
 ) -> Leaderboard:
-    """Build the leaderboard and write it to ``out``: ``leaderboard.json`` (the entries),
+    """Build the leaderboard and write it to ``out``: ``leaderboard.json`` (the entries, each with its
+    system's ``metrics``: every registered metric the run folders hold, :mod:`metric_arena.report.sections`),
     ``report.json`` (everything), ``win_rates.png``, ``ratings.png`` and a self-contained
     ``leaderboard.html``. With ``human_labels`` (JSONL, see :func:`metric_arena.stats.load_human_labels`) the
     judge's agreement with people is added. ``retrieved``: the ``retrieve`` output files the systems
@@ -69,6 +71,8 @@ def write_report(
                               progress=progress, retrieved=retrieved, data_dir=data_dir, style_features=style_features)
     board.warnings[:0] = skipped
     _attach_anchored(board, loaded)
+    board.metrics = attach_metrics(board.entries, metric_sections(  # every registered metric the runs hold
+        [run.path for run in loaded], intervals=Intervals(n_boot=n_boot, seed=seed, confidence=confidence)))
     if labels is not None:
         verdicts = [v for run in loaded for v in run.verdicts]
         board.agreement = agreement(labels, verdicts, judge=agreement_judge)

@@ -30,7 +30,7 @@ from metric_arena.stats._length import (
 )
 from metric_arena.stats._length_control import LengthControl, length_controlled_rates
 from metric_arena.stats._ppi import MIN_ANCHORS, anchor_size, anchored_rate
-from metric_arena.stats._paired import paired_comparison, sign_test
+from metric_arena.stats._paired import paired_bootstrap, paired_comparison, sign_test
 from metric_arena.stats._rates import bootstrap_interval, percentile_interval, summarize
 from metric_arena.stats._ratings import (
     BASE,
@@ -87,6 +87,7 @@ __all__ = [
     "majority_labels",
     "majority_vote",
     "normalized_difference",
+    "paired_bootstrap",
     "paired_comparison",
     "percentile_interval",
     "reference_vote",

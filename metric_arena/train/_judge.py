@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
-from metric_arena.judge import JudgeSpec, judge_config, judge_pairs
+from metric_arena.judge import JudgeInputs, JudgeSpec, judge_config, judge_pairs
 from metric_arena.llm import Backend, RetryPolicy, RunConfig, make_backend, parse_spec, synchronous
 
 __all__ = ["TRAINING_RETRY", "ArenaJudge", "training_run"]
@@ -66,9 +66,10 @@ class ArenaJudge:
                  domains: list[str] | None = None, generation_failed: list[bool] | None = None,
                  system: str = "system", n_boot: int = 1000) -> dict:
         """:func:`~metric_arena.judge.judge_pairs` on these pairs with the judge's settings."""
-        return judge_pairs(predictions, references, questions, ids=ids, domains=domains, judge=self.config,
-                           run=self.run, data_dir=self.data_dir, generation_failed=generation_failed, system=system,
-                           progress=False, n_boot=n_boot)
+        inputs = JudgeInputs(predictions=predictions, references=references, questions=questions, ids=ids,
+                             domains=domains, generation_failed=generation_failed, system=system)
+        return judge_pairs(inputs, judge=self.config, run=self.run, data_dir=self.data_dir, progress=False,
+                           n_boot=n_boot)
 
     def close(self) -> None:
         """Free what the judges hold (a local judge model)."""

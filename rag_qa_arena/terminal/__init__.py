@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rag_qa_arena._options import decimal, finite, percent
 
-__all__ = ["analysis_tables", "elo_study_table", "leaderboard_table"]
+__all__ = ["analysis_tables", "elo_study_table", "leaderboard_table", "metric_tables"]
 
 
 def elo_study_table(board):
@@ -297,3 +297,26 @@ def judge_agreement_table(board):
     for p in view["pairs"]:
         table.add_row(Text(p["judge_a"]), Text(p["judge_b"]), f"{p['n']:,}", decimal(p["kappa"], 3), percent(p["agreement"]))
     return table
+
+
+def metric_tables(sections) -> list:
+    """One rich table per metric section of the report (``board.metrics``) but those the leaderboard table
+    shows (the arena's): a row per system, a column per field, each cell the estimate, its interval and its
+    items (per domain: leaderboard.json and the page)."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from metric_arena.report.sections import SHOWN_BY_THE_LEADERBOARD, estimate_text
+
+    tables = []
+    for section in (s for s in sections if s["name"] not in SHOWN_BY_THE_LEADERBOARD):
+        table = Table(title=f"Metric: {escape(section['name'])}", title_justify="left")
+        table.add_column("System")
+        for f in section["fields"]:
+            table.add_column(escape(f["label"]), justify="right")
+        for summary in section["systems"]:
+            table.add_row(escape(summary["system"]), *(estimate_text(summary["fields"][f["name"]], f["kind"])
+                                                       if f["name"] in summary["fields"] else "n/a"
+                                                       for f in section["fields"]))
+        tables.append(table)
+    return tables

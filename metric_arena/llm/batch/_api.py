@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from lfrqa.errors import RagQaArenaError
+from lfrqa.errors import ArenaError, RagQaArenaError
 from lfrqa.files import sha256_file
 from metric_arena.llm.batch._files import (
     MANIFEST,
@@ -46,7 +46,7 @@ __all__ = [
 TERMINAL_STATUSES = frozenset({"completed", "failed", "expired", "cancelled"})
 
 
-class BatchNotReady(RuntimeError):
+class BatchNotReady(ArenaError, RuntimeError):
     """:func:`collect` was called while some batches are still running."""
 
 

@@ -1,0 +1,125 @@
+"""The metric contract end to end: a second metric, defined here and nowhere in the package, is rendered by
+`report` (terminal, Markdown, leaderboard.json, report.json, HTML) and gated on by `compare --metric`, beside
+the arena's own win/tie/loss, through metric_arena.metrics' protocol alone."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from metric_arena.metrics import ARENA, Estimate, Field, Metric, MetricSummary
+from metric_arena.report.sections import METRICS, compare_metric, metric_sections, register_metric
+from metric_arena.stats import Intervals
+from rag_qa_arena.cli import main
+
+N = 30
+TOY_FILE = "toy_scores.jsonl"
+
+
+class ToyMetric:
+    """A graded score per answer in ``toy_scores.jsonl`` (not a win/tie/loss), its mean with a min-max span."""
+
+    name = "toy"
+    fields = (Field(name="score", label="toy score", kind="number"),
+              Field(name="errors", label="toy error share", higher_is_better=False))
+
+    def present(self, run_dir: Path) -> bool:
+        return (Path(run_dir) / TOY_FILE).is_file()
+
+    def read_rows(self, run_dir: Path) -> list[dict]:
+        return [json.loads(line) for line in (Path(run_dir) / TOY_FILE).read_text().splitlines()]
+
+    def item_values(self, rows):
+        return {row["qid"]: {"score": row["score"], "errors": float(row["score"] < 0.5)} for row in rows}
+
+    def summarize(self, rows, *, intervals: Intervals):
+        out = []
+        for system in sorted({row["system"] for row in rows}):
+            values = self.item_values([row for row in rows if row["system"] == system]).values()
+
+            def estimate(name):
+                xs = [v[name] for v in values]
+                return Estimate(value=sum(xs) / len(xs), low=min(xs), high=max(xs), n=len(xs))
+
+            out.append(MetricSummary(metric=self.name, system=system, fields={f.name: estimate(f.name) for f in self.fields},
+                                     per_domain={}, notes=["scored by the toy scorer"]))
+        return out
+
+
+def write_run(folder: Path, system: str, *, outcome: str, score: float | None) -> Path:
+    folder.mkdir(parents=True)
+    verdicts = [{"qid": f"q{i}", "domain": "fiqa" if i % 2 else "science", "system_a": system, "system_b": "LFRQA",
+                 "outcome": outcome if i % 3 else "tie", "failed": False, "flipped": None, "no_answer_a": False,
+                 "judgments": []} for i in range(N)]
+    (folder / "verdicts.jsonl").write_text("".join(json.dumps(v) + "\n" for v in verdicts))
+    if score is not None:
+        rows = [{"qid": f"q{i}", "system": system, "domain": "fiqa", "score": score + 0.01 * (i % 5)} for i in range(N)]
+        (folder / TOY_FILE).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return folder
+
+
+@pytest.fixture()
+def toy():
+    metric = register_metric(ToyMetric())
+    yield metric
+    METRICS.pop("toy")
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("metric-runs")
+    return {"base": write_run(root / "base", "sys-v1", outcome="win", score=0.8),
+            "new": write_run(root / "new", "sys-v2", outcome="loss", score=0.3),
+            "plain": write_run(root / "plain", "sys-plain", outcome="win", score=None)}
+
+
+def test_the_arena_and_a_toy_metric_keep_the_contract(toy):
+    assert isinstance(ARENA, Metric) and isinstance(toy, Metric)
+    assert list(METRICS) == ["arena", "toy"]
+
+
+def test_report_renders_a_section_for_each_metric_a_run_holds(toy, runs, tmp_path, capsys):
+    out = tmp_path / "lb"
+    assert main(["report", *map(str, runs.values()), "--out", str(out), "--no-plots", "--n-boot", "50",
+                 "--format", "markdown"]) == 0
+    printed = capsys.readouterr()
+    assert "### Metric: toy" in printed.out  # the arena's own section is the leaderboard's tables there
+    assert "### Metric: arena" not in printed.out and "### RAG-QA Arena leaderboard" in printed.out
+    assert "| sys-v2 | all | 0.320 [0.300, 0.340] n=30 |" in printed.out  # the toy score, through the contract
+    assert "Metric: toy" in printed.err  # the terminal table (stderr beside the Markdown)
+    entries = {e["system"]: e for e in json.loads((out / "leaderboard.json").read_text())}
+    assert entries["sys-v1"]["metrics"]["toy"]["fields"]["score"]["value"] == pytest.approx(0.82)
+    assert "toy" not in entries["sys-plain"]["metrics"] and "arena" in entries["sys-plain"]["metrics"]
+    arena = entries["sys-v1"]["metrics"]["arena"]
+    assert arena["fields"]["win_rate"]["value"] == pytest.approx(entries["sys-v1"]["win_rate"])  # same numbers
+    report = json.loads((out / "report.json").read_text())
+    sections = {s["name"]: s for s in report["metrics"]}
+    assert sorted(sections) == ["arena", "toy"] and len(sections["toy"]["runs"]) == 2
+    page = (out / "leaderboard.html").read_text()
+    assert 'id="metric-toy"' in page and 'id="metric-arena"' in page and "toy error share" in page and "scored by the toy scorer" in page
+
+
+def test_compare_gates_on_any_registered_metric(toy, runs, capsys):
+    base, new, plain = (str(runs[k]) for k in ("base", "new", "plain"))
+    assert main(["compare", base, new, "--metric", "toy", "--fail-if-worse", "--n-boot", "200"]) == 1
+    assert "new is significantly worse on score and errors" in capsys.readouterr().out
+    assert main(["compare", new, base, "--metric", "toy", "--fail-if-worse", "--n-boot", "200"]) == 0
+    assert main(["compare", base, new, "--metric", "toy", "--n-boot", "200"]) == 0  # worse, but no gate asked
+    assert main(["compare", base, new, "--metric", "arena", "--fail-if-worse", "--n-boot", "200"]) == 1
+    capsys.readouterr()
+    assert main(["compare", base, new, "--metric", "bleu"]) == 2
+    assert "Unknown metric 'bleu'. Known: arena, toy" in capsys.readouterr().err
+    assert main(["compare", base, plain, "--metric", "toy", "--json"]) == 2
+    assert json.loads(capsys.readouterr().out)["reason"] == "empty_run"
+    result = compare_metric(base, new, "toy", intervals=Intervals(n_boot=200))
+    assert result["fields"]["score"]["difference"] == pytest.approx(-0.5) and result["n_shared"] == N
+
+
+def test_sections_come_from_the_metrics_alone(toy, runs):
+    sections = metric_sections([runs["plain"]], intervals=Intervals(n_boot=0))
+    assert [s["name"] for s in sections] == ["arena"]  # no toy rows there: no toy section
+    (summary,) = sections[0]["systems"]
+    assert summary["system"] == "sys-plain" and summary["fields"]["win_rate"]["value"] == pytest.approx(20 / 30)
+    assert sorted(summary["per_domain"]) == ["fiqa", "science"]
