@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import _setup  # noqa: F401 - this checkout first on sys.path, and $LFRQA_DATA_DIR
+from _setup import quick_args  # noqa: E402
 import lfrqa  # noqa: E402
 from metric_arena.judge import MAX_TOURNAMENT_SYSTEMS  # noqa: E402
 
@@ -44,7 +45,7 @@ def main() -> None:
     parser.add_argument("--systems", type=int, nargs="+", default=[4, 8, 16])
     parser.add_argument("--questions", type=int, default=20)
     parser.add_argument("--refuse", type=int, default=10_000)
-    args = parser.parse_args()
+    args = quick_args(parser, systems=[4], questions=5, refuse=60)
     qids = lfrqa.load("all")["qid"][: args.questions]
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)

@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 
 import _setup  # noqa: F401 - this checkout first on sys.path, and $LFRQA_DATA_DIR
+from _setup import quick_args  # noqa: E402
 import lfrqa  # noqa: E402
 from _fast_server import fast_server  # noqa: E402
 from metric_arena import JudgeConfig, RunConfig, judge_pairs  # noqa: E402
@@ -119,7 +120,7 @@ def main() -> int:
     parser.add_argument("--latency", type=float, default=0.5)
     parser.add_argument("--round-size", type=int, default=10, help="adaptive rounds (default 10 questions)")
     parser.add_argument("--skip", nargs="*", default=[], choices=["sequential", "pool", "adaptive"])
-    args = parser.parse_args()
+    args = quick_args(parser, systems=3, questions=8, sample=4, concurrency=16, latency=0.01, round_size=4)
     c, lat = args.concurrency, args.latency
     judge = JudgeConfig("openai:bench-judge", seed=0)
     with tempfile.TemporaryDirectory() as tmp, fast_server(latency=lat) as server:

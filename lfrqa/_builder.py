@@ -154,7 +154,10 @@ def _domain_source(domain: str, split: str, data_dir: Path | None, download) -> 
         return domain, "jsonl", [str(path)]
     relpath = annotation_relpath(domain)
     location = _sources.source_location(relpath, data_dir)
-    if location.startswith("https://"):
+    cached = _sources.cached_copy(relpath) if location.startswith("https://") and download is not None else None
+    if cached is not None:  # a verified earlier download: the pinned bytes, no request
+        location = str(cached)
+    elif location.startswith("https://"):
         # Inside the builder: its download manager; otherwise the shared download cache.
         try:
             location = download(location) if download is not None else str(_sources.pinned_file(relpath))
