@@ -23,7 +23,7 @@ from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import download_errors
-from lfrqa.files import sha256_file as sha256_of
+from lfrqa.files import sha256_file
 
 PINNED_REPO = "awslabs/rag-qa-arena"
 PINNED_COMMIT = "9dd32dc344237a78108771b8e862ee9151647f61"
@@ -84,6 +84,23 @@ def verify(relpath: str, path: str | os.PathLike) -> Path:
             "download it again."
         )
     return Path(path)
+
+
+#: path -> ((size, mtime_ns), sha256): each file hashed once per process while it stays the same.
+_DIGESTS: dict[str, tuple[tuple[int, int], str]] = {}
+
+
+def sha256_of(path: str | os.PathLike) -> str:
+    """Hex sha256 of the file at ``path``; a file whose size and modification time have not changed since it
+    was hashed in this process is not read again (a warm load verifies and fingerprints the same files)."""
+    key = os.path.abspath(path)
+    signature = _signature(Path(key))
+    known = _DIGESTS.get(key)
+    if known is not None and known[0] == signature:
+        return known[1]
+    digest = sha256_file(key)
+    _DIGESTS[key] = (signature, digest)
+    return digest
 
 
 #: (relpath, data folder or download cache) -> (verified path, its (size, mtime_ns)): resolved once per process.
