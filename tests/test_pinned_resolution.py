@@ -104,3 +104,16 @@ def test_a_warm_load_sends_nothing_and_imports_no_http_filesystem(lfrqa_data_dir
         assert rows >= 14020 and messages == 8, run
         if run == "warm":
             assert http == [], http
+
+
+def test_the_judge_templates_from_the_download_cache_need_no_network_and_no_datasets(lfrqa_data_dir, tmp_path):
+    """What a judging worker does first (render a prompt) with no data folder and no offline flags: the verified
+    copies in the download cache are read with no connection, no name lookup and no ``datasets`` import."""
+    fill_downloads(lfrqa_data_dir, tmp_path / "hf" / "downloads")
+    code = SOCKET_GUARD + (
+        "import sys, json\nfrom metric_arena.prompts import judge_messages\n"
+        "print(json.dumps([len(judge_messages('q', 'a', 'b')), 'datasets' in sys.modules]))")
+    done = subprocess.run([sys.executable, "-c", code], env=child_env(tmp_path), capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [8, False]
