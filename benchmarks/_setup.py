@@ -11,3 +11,21 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 if "LFRQA_DATA_DIR" not in os.environ and (ROOT.parent / "shared" / "lfrqa").is_dir():
     os.environ["LFRQA_DATA_DIR"] = str(ROOT.parent / "shared" / "lfrqa")
+
+#: What a script prints first under ``--quick``: benchmarks/run_quick.py fails a script that does not print it
+#: (one that ignores the flag would run its full, minutes-long measurement in CI).
+QUICK_BANNER = "[quick]"
+
+
+def quick_args(parser, **small):
+    """Parse the command line with ``--quick`` added: small sizes (``small``, by option dest) replace the
+    defaults, so that the script runs in seconds (CI: benchmarks/run_quick.py); options given explicitly
+    still win. The full-mode figures are the README's; quick figures only show that the script works."""
+    parser.add_argument("--quick", action="store_true",
+                        help="small sizes, runs in seconds (CI); " + ", ".join(f"{k}={v}" for k, v in small.items()))
+    if "--quick" in sys.argv[1:]:
+        parser.set_defaults(**small)
+    args = parser.parse_args()
+    if args.quick:
+        print(f"{QUICK_BANNER} {Path(sys.argv[0]).name}: small sizes, not the README's figures", flush=True)
+    return args

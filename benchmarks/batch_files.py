@@ -12,6 +12,7 @@ allocation-heavy code).
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import random
@@ -21,6 +22,7 @@ import time
 import tracemalloc
 from pathlib import Path
 
+from _setup import quick_args
 from metric_arena.llm import ChatRequest
 from metric_arena.llm.batch import chat_body, parse_output_lines, write_batch_files
 
@@ -36,11 +38,11 @@ def _words(rng: random.Random, n_chars: int) -> str:
     return " ".join(out)
 
 
-def _requests() -> list[tuple[str, dict]]:
+def _requests(n: int) -> list[tuple[str, dict]]:
     rng = random.Random(0)
     system = _words(rng, 6_000)  # one shared system prompt, as in the judge
     requests = []
-    for i in range(N_REQUESTS):
+    for i in range(n):
         user = _words(rng, 2_000)
         request = ChatRequest([{"role": "system", "content": system}, {"role": "user", "content": user}], max_tokens=512)
         body = chat_body("gpt-4o-2024-08-06", request)
@@ -59,8 +61,11 @@ def _output_lines(requests: list[tuple[str, dict]]) -> list[str]:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--requests", type=int, default=N_REQUESTS)
+    args = quick_args(parser, requests=300)
     t0 = time.perf_counter()
-    requests = _requests()
+    requests = _requests(args.requests)
     print(f"built {len(requests):,} synthetic requests in {time.perf_counter() - t0:.1f} s")
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 

@@ -6,6 +6,8 @@ Prints the seconds taken by each stage and the peak memory. Run: python benchmar
 
 from __future__ import annotations
 
+from _setup import quick_args
+
 import argparse
 import resource
 import time
@@ -40,7 +42,7 @@ def main() -> None:
     parser.add_argument("--battles", type=int, default=200_000)
     parser.add_argument("--players", type=int, default=12)
     parser.add_argument("--n-boot", type=int, default=1000)
-    args = parser.parse_args()
+    args = quick_args(parser, battles=2_000, players=6, n_boot=50)
 
     battles, truth = synthetic_battles(args.battles, args.players)
     t0 = time.perf_counter()

@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _setup import ROOT  # noqa: E402 - this checkout first on sys.path, $LFRQA_DATA_DIR
+from _setup import ROOT, quick_args  # noqa: E402 - this checkout first on sys.path, $LFRQA_DATA_DIR
 
 from tests.openai_server import OpenAIServer  # noqa: E402
 
@@ -89,7 +89,7 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=0, help="judge only the first N LFRQA questions (default: all)")
     parser.add_argument("--latency", type=float, default=0.002, help="server latency while filling (default 0.002 s)")
     parser.add_argument("--fill-concurrency", type=int, default=64)
-    args = parser.parse_args()
+    args = quick_args(parser, pairs=40)
 
     import lfrqa
     from metric_arena import RunConfig, judge_pairs

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import _setup  # noqa: F401  (this checkout on sys.path)
+from _setup import quick_args  # noqa: E402
 
 
 def _write_corpus(folder: Path, n_docs: int, seed: int = 0) -> Path:
@@ -105,7 +106,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--docs", type=int, nargs="+", default=[200, 20_000], help="corpus sizes in documents")
     parser.add_argument("--queries", type=int, default=500, help="questions searched (default: 500)")
-    args = parser.parse_args()
+    args = quick_args(parser, docs=[200], queries=20)
     for n_docs in args.docs:
         with tempfile.TemporaryDirectory() as tmp:
             bench(n_docs, args.queries, Path(tmp))

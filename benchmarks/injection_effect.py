@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 import _setup  # noqa: F401 - this checkout first on sys.path, and $LFRQA_DATA_DIR
+from _setup import quick_args  # noqa: E402
 import lfrqa  # noqa: E402
 from metric_arena import JudgeConfig, RunConfig, judge_pairs  # noqa: E402
 from metric_arena.delimiters import CONFUSABLES  # noqa: E402
@@ -42,7 +43,7 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=200)
     parser.add_argument("--share", type=float, default=1.0, help="share of answers injected (seeded)")
     parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    args = quick_args(parser, questions=20)
     rows = lfrqa.load("all").select(range(args.questions))
     rng = random.Random(args.seed)
     injected = [rng.random() < args.share for _ in range(args.questions)]

@@ -20,6 +20,7 @@ import shutil
 from pathlib import Path
 
 import _setup  # noqa: F401 - this checkout first on sys.path, and $LFRQA_DATA_DIR
+from _setup import quick_args  # noqa: E402
 from rag_qa_arena.cli import main as cli
 from tests.openai_server import OpenAIServer
 
@@ -65,13 +66,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="/tmp/judge-card-example")
     parser.add_argument("--sample", type=int, default=300)
-    args = parser.parse_args()
+    parser.add_argument("--questions", type=int, default=0, help="answer only the first N LFRQA questions (default: all)")
+    args = quick_args(parser, sample=20, questions=300)
     import lfrqa
 
     root = Path(args.out)
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
-    qids = lfrqa.load("all")["qid"]
+    qids = list(lfrqa.load("all")["qid"])
+    qids = qids[:args.questions] if args.questions else qids
     files = {}
     for system in STRENGTH:
         if system == "LFRQA":

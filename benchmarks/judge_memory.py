@@ -20,6 +20,7 @@ import tempfile
 import time
 
 import _setup  # noqa: F401 - this checkout first on sys.path, and $LFRQA_DATA_DIR
+from _setup import quick_args  # noqa: E402
 
 
 def rss_mb() -> float:
@@ -51,7 +52,7 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--base-url", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = quick_args(parser, sizes=[200])
     if args.one:
         print(json.dumps(one(args.one, args.concurrency, args.base_url)))
         return 0

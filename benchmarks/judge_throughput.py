@@ -22,6 +22,7 @@ import tempfile
 import time
 
 import _setup  # noqa: F401 - this checkout first on sys.path, and $LFRQA_DATA_DIR
+from _setup import quick_args  # noqa: E402
 from metric_arena import RunConfig, judge_pairs  # noqa: E402
 from tests.openai_server import OpenAIServer  # noqa: E402
 
@@ -62,7 +63,7 @@ def main() -> int:
     parser.add_argument("--cached-level", type=int, default=32, help="level whose warm cache is re-run (default 32)")
     parser.add_argument("--rerun-pairs", type=int, default=0,
                         help="also fill a cache with this many pairs (latency 0) and time a warm re-run")
-    args = parser.parse_args()
+    args = quick_args(parser, pairs=20, latency=0.01, levels=[1, 8], cached_level=8)
 
     data = synthetic_pairs(args.pairs)
     walls: dict[int, float] = {}

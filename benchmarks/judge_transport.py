@@ -20,10 +20,11 @@ import tempfile
 import time
 
 import _setup  # noqa: F401 - this checkout first on sys.path, and $LFRQA_DATA_DIR
+from _setup import quick_args  # noqa: E402
 from _fast_server import fast_server  # noqa: E402
 from judge_throughput import synthetic_pairs  # noqa: E402
 from metric_arena import JudgeConfig, RunConfig, judge_pairs  # noqa: E402
-from metric_arena.judge import pair_requests  # noqa: E402
+from metric_arena.judge import judge_batch_requests  # noqa: E402
 
 
 async def hand_written(bodies: list[dict], *, base_url: str, concurrency: int) -> None:
@@ -40,6 +41,12 @@ async def hand_written(bodies: list[dict], *, base_url: str, concurrency: int) -
         await asyncio.gather(*(one(body) for body in bodies))
 
 
+def request_bodies(data) -> list[dict]:
+    """The chat-completion bodies the package sends for these pairs (its public Batch API planner)."""
+    plans = judge_batch_requests(*data, judge=JudgeConfig("openai:bench-judge"), run=RunConfig(use_cache=False))
+    return [body for _, body in next(iter(plans.values()))["requests"]]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pairs", type=int, default=2000)
@@ -47,7 +54,7 @@ def main() -> int:
     parser.add_argument("--latency", type=float, default=0.5)
     parser.add_argument("--transports", nargs="+", default=["aiohttp", "httpx"], choices=["aiohttp", "httpx"])
     parser.add_argument("--repeat", type=int, default=1, help="runs per transport (the best and all are shown)")
-    args = parser.parse_args()
+    args = quick_args(parser, pairs=40, concurrency=16, latency=0.01)
     n, c, lat = args.pairs, args.concurrency, args.latency
     best = math.ceil(n / c) * lat
     data = synthetic_pairs(n)
@@ -67,10 +74,7 @@ def main() -> int:
                 assert result["n_sent"] == n and result["n_failed"] == 0, result
             shown = " ".join(f"{w:.2f}" for w in walls)
             print(f"{'judge_pairs, ' + transport:<26} {shown:>26} {best / min(walls):8.0%} {min(walls) / best:8.2f}")
-        bodies = [{"model": "bench-judge", "messages": r.messages, "max_tokens": r.max_tokens,
-                   "temperature": r.temperature, "top_p": r.top_p}
-                  for p, ref, q, i in zip(*data, range(n))
-                  for _, r in pair_requests(q, p, ref, qid=str(i), order="paper", seed=0).requests]
+        bodies = request_bodies(data)
         start = time.perf_counter()
         asyncio.run(hand_written(bodies, base_url=server.base_url, concurrency=c))
         wall = time.perf_counter() - start

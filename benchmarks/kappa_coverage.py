@@ -19,6 +19,7 @@ import time
 import numpy as np
 
 import _setup  # noqa: F401 - this checkout first on sys.path, and $LFRQA_DATA_DIR
+from _setup import quick_args  # noqa: E402
 from metric_arena.stats import cohen_kappa, kappa_interval
 
 SHARES = np.array([0.45, 0.20, 0.35])  # win, tie, loss: a system a bit better than LFRQA, some ties
@@ -39,7 +40,7 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, nargs="+", default=[50, 200, 1000])
     parser.add_argument("--rho", type=float, nargs="+", default=[0.3, 0.6, 0.9])
     parser.add_argument("--confidence", type=float, default=0.95)
-    args = parser.parse_args()
+    args = quick_args(parser, runs=20, n_boot=50, pairs=[50], rho=[0.6])
     rng = np.random.default_rng(20)
     chance = float((SHARES**2).sum())
     print(f"{args.runs} simulated runs per row, {args.n_boot} bootstrap rounds, nominal {args.confidence:.0%}")

@@ -51,6 +51,7 @@ from pathlib import Path
 import numpy as np
 
 import _setup  # noqa: F401 - this checkout first on sys.path, and $LFRQA_DATA_DIR
+from _setup import QUICK_BANNER  # noqa: E402
 import lfrqa  # noqa: E402
 from metric_arena import JudgeConfig, RunConfig, judge_pairs  # noqa: E402
 from metric_arena.report import build_leaderboard  # noqa: E402
@@ -289,6 +290,7 @@ def main() -> int:
                              "questions each)")
     args = parser.parse_args()
     if args.quick:
+        print(f"{QUICK_BANNER} length_control.py: small sizes, not the README's figures", flush=True)
         args.questions, args.n_boot, args.coverage = min(args.questions, 150), min(args.n_boot, 100), min(
             args.coverage, 20)
     ok = True if args.skip_server else server_scenario(args)

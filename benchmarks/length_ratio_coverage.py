@@ -17,6 +17,7 @@ import math
 from pathlib import Path
 
 import _setup  # noqa: F401 - this checkout first on sys.path
+from _setup import quick_args  # noqa: E402
 import numpy as np
 
 
@@ -37,7 +38,7 @@ def main() -> None:
     parser.add_argument("--slope", type=float, default=0.8)
     parser.add_argument("--intercept", type=float, default=-0.2)
     parser.add_argument("--tie", type=float, default=0.15)
-    args = parser.parse_args()
+    args = quick_args(parser, runs=20)
     from metric_arena.report import Run
     from metric_arena.report.views import RATIO_EDGES, length_ratio_curves
 

@@ -10,10 +10,12 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import resource
 import time
 
+from _setup import quick_args
 from metric_arena.llm import RateLimiter
 
 
@@ -51,8 +53,8 @@ async def _achieved(limiter: RateLimiter, tokens: int, n_workers: int, seconds: 
     return {"requests": len(times), "steady_rpm": rate_per_min, "steady_tpm": rate_per_min * tokens}
 
 
-async def main() -> None:
-    n = 200_000
+async def main(args) -> None:
+    n = args.calls
     base = await _per_call_us(_noop, n)
     free = await _per_call_us(RateLimiter(None, None).acquire, n)
     high = await _per_call_us(RateLimiter(rpm=1e12, tpm=1e15).acquire, n)
@@ -61,7 +63,7 @@ async def main() -> None:
     print(f"  no limits            {free:6.2f} us  (+{free - base:.2f})")
     print(f"  rpm+tpm, not binding {high:6.2f} us  (+{high - base:.2f})")
 
-    print("achieved vs target (4 s each, first second of burst excluded):")
+    print(f"achieved vs target ({args.seconds:g} s each, first second of burst excluded):")
     print(f"  {'target':<34} {'workers':>7} {'requests':>8} {'achieved':>22} {'error':>7}")
     cases = [
         ("rpm=600", RateLimiter(rpm=600, tpm=None), 0, 50, "rpm", 600),
@@ -73,12 +75,15 @@ async def main() -> None:
          3_000_000),
     ]
     for label, limiter, tokens, workers, which, target in cases:
-        result = await _achieved(limiter, tokens, workers, 4.0)
+        result = await _achieved(limiter, tokens, workers, args.seconds)
         got = result["steady_rpm"] if which == "rpm" else result["steady_tpm"]
         unit = "req" if which == "rpm" else "tok"
         print(f"  {label:<34} {workers:>7} {result['requests']:>8} {got:>13,.0f} {unit}/min    {100 * (got - target) / target:+6.2f}%")
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--calls", type=int, default=200_000, help="acquire calls timed for the overhead")
+    parser.add_argument("--seconds", type=float, default=4.0, help="seconds per achieved-rate case")
+    asyncio.run(main(quick_args(parser, calls=2_000, seconds=1.5)))
     print(f"peak memory (max RSS of this process): {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")

@@ -17,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _setup import ROOT  # noqa: E402 - this checkout first on sys.path
+from _setup import ROOT, quick_args  # noqa: E402 - this checkout first on sys.path
 
 from tests.robustness.test_odd_replies import peak_rss_mib, serve  # noqa: E402
 
@@ -27,7 +27,7 @@ def main() -> None:
     parser.add_argument("--mib", type=float, default=150.0)
     parser.add_argument("--n", type=int, default=4)
     parser.add_argument("--code", default=str(ROOT), help="the checkout whose client is measured (default: this one)")
-    args = parser.parse_args()
+    args = quick_args(parser, mib=8.0, n=2)
     with tempfile.TemporaryDirectory() as tmp, serve(Path(tmp), 0) as normal, serve(Path(tmp), args.mib) as huge:
         base = peak_rss_mib(normal, args.n, args.code)
         big = peak_rss_mib(huge, args.n, args.code)

@@ -22,12 +22,14 @@ import time
 from pathlib import Path
 
 import _setup  # noqa: F401 - this checkout first on sys.path, and $LFRQA_DATA_DIR
+from _setup import quick_args  # noqa: E402
 
 
-def write_runs(root: Path, *, n_runs: int, reply_chars: int) -> list[Path]:
+def write_runs(root: Path, *, n_runs: int, reply_chars: int, questions: int = 0) -> list[Path]:
     import lfrqa
 
     rows = lfrqa.load("all")
+    rows = rows.select(range(questions)) if questions else rows
     qids, domains = rows["qid"], rows["domain"]
     rng = random.Random(0)
     folders = []
@@ -67,15 +69,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--reply-chars", type=int, default=600)
+    parser.add_argument("--questions", type=int, default=0, help="LFRQA questions per run folder (default: all)")
     parser.add_argument("--mode", choices=["report", "no-viewer", "whole"], help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     parser.add_argument("folders", nargs="*", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = quick_args(parser, runs=2, questions=300)
     if args.mode:
         print(json.dumps(measure(args.mode, args.folders, args.out)))
         return 0
     with tempfile.TemporaryDirectory() as tmp:
-        folders = write_runs(Path(tmp), n_runs=args.runs, reply_chars=args.reply_chars)
+        folders = write_runs(Path(tmp), n_runs=args.runs, reply_chars=args.reply_chars, questions=args.questions)
         size = sum((f / "verdicts.jsonl").stat().st_size for f in folders) / 1024**2
         print(f"{args.runs} run folders, {size:.0f} MiB of verdicts")
         for mode, what in (("report", "write_report with the verdict viewer"), ("no-viewer", "write_report without it"),

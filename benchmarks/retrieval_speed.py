@@ -12,6 +12,8 @@ cost). Its first search may include a one-time compile of ColBERT's C++ extensio
 
 from __future__ import annotations
 
+from _setup import quick_args
+
 import argparse
 import os
 import random
@@ -123,7 +125,7 @@ def main() -> None:
     parser.add_argument("--colbert-passages", type=int, default=5_000)
     parser.add_argument("--colbert-queries", type=int, default=500)
     parser.add_argument("--skip-colbert", action="store_true")
-    args = parser.parse_args()
+    args = quick_args(parser, documents=500, queries=50, skip_colbert=True)
     print(f"cpu cores: {os.cpu_count()}")
     with tempfile.TemporaryDirectory(prefix="retrieval-speed-") as tmp:
         work = Path(tmp)

@@ -22,6 +22,7 @@ import tempfile
 import time
 
 import _setup  # noqa: F401 - this checkout first on sys.path, and $LFRQA_DATA_DIR
+from _setup import quick_args  # noqa: E402
 from metric_arena import RunConfig, reward_function  # noqa: E402
 from tests.openai_server import OpenAIServer  # noqa: E402
 
@@ -60,7 +61,7 @@ def main() -> int:
     parser.add_argument("--generations", type=int, default=8, help="completions per prompt (default 8)")
     parser.add_argument("--latency", type=float, default=0.25, help="server latency in seconds (default 0.25)")
     parser.add_argument("--levels", type=int, nargs="+", default=[16, 64, 256], help="max_concurrency levels")
-    args = parser.parse_args()
+    args = quick_args(parser, prompts=4, generations=2, latency=0.01, levels=[16])
 
     prompts, completions, columns = grpo_batch(args.prompts, args.generations)
     n = len(completions)

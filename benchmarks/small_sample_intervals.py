@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 import _setup  # noqa: F401 - this checkout first on sys.path, and $LFRQA_DATA_DIR
+from _setup import quick_args  # noqa: E402
 from metric_arena.stats import bootstrap_interval
 
 
@@ -31,7 +32,7 @@ def main() -> None:
     parser.add_argument("--n-boot", type=int, default=500)
     parser.add_argument("--pairs", type=int, nargs="+", default=[1, 3, 5, 9, 10, 20, 50])
     parser.add_argument("--rates", type=float, nargs="+", default=[0.1, 0.3, 0.5, 0.7, 0.9])
-    args = parser.parse_args()
+    args = quick_args(parser, runs=50, n_boot=100, pairs=[3, 20], rates=[0.3])
     rng = np.random.default_rng(0)
     print(f"{'pairs':>5} {'true rate':>9} {'coverage':>9} {'± MC se':>8} {'plain bootstrap':>16} {'mean width':>10}")
     for n in args.pairs:

@@ -7,6 +7,8 @@ Prints the median wall time of several runs and which heavy libraries each one l
 
 from __future__ import annotations
 
+from _setup import quick_args
+
 import argparse
 import statistics
 import subprocess
@@ -24,7 +26,7 @@ CASES = {
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=7)
-    args = parser.parse_args()
+    args = quick_args(parser, runs=1)
     for name, code in CASES.items():
         times = []
         for _ in range(args.runs):

@@ -32,6 +32,7 @@ import time
 import numpy as np
 
 import _setup  # noqa: F401 - this checkout first on sys.path
+from _setup import quick_args  # noqa: E402
 from metric_arena.stats import BattleCounts, SequentialRanking, wilson_interval  # noqa: E402
 
 REFERENCE = "LFRQA"
@@ -98,7 +99,7 @@ def main() -> None:
     parser.add_argument("--round-size", type=int, default=100)
     parser.add_argument("--alpha", type=float, default=0.05)
     parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    args = quick_args(parser, runs=5, questions=200, round_size=50)
     rng = np.random.default_rng(args.seed)
     print(f"{args.runs} simulated tournaments per scenario, {args.questions} shared questions per pair, rounds of "
           f"{args.round_size}, alpha {args.alpha}")

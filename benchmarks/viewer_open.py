@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 import _setup  # noqa: F401 - this checkout first on sys.path, and $LFRQA_DATA_DIR
+from _setup import quick_args  # noqa: E402
 
 WORDS = "the answer draws on the passages and explains why each point holds for this question".split()
 
@@ -39,10 +40,12 @@ def _text(rng: random.Random, chars: int) -> str:
     return " ".join(words)
 
 
-def write_runs(root: Path, *, systems: int, answer_chars: int, reply_chars: int) -> tuple[list[Path], dict]:
+def write_runs(root: Path, *, systems: int, answer_chars: int, reply_chars: int,
+               questions: int = 0) -> tuple[list[Path], dict]:
     import lfrqa
 
     rows = lfrqa.load("all")
+    rows = rows.select(range(questions)) if questions else rows
     qids, domains, answers = rows["qid"], rows["domain"], rows["answer"]
     rng = random.Random(0)
     folders, predictions = [], {}
@@ -85,14 +88,18 @@ def main() -> None:
     parser.add_argument("--answer-chars", type=int, default=1200)
     parser.add_argument("--reply-chars", type=int, default=600)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--questions", type=int, default=0, help="LFRQA questions per run folder (default: all)")
     parser.add_argument("--max-total-chars", type=int, default=40_000_000, help="ViewerOptions.max_total_chars")
-    args = parser.parse_args()
+    args = quick_args(parser, repeat=1, questions=200)
+    if not any(shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")):
+        print("skipped: no chromium, chromium-browser or google-chrome on PATH (the page is opened in one)")
+        return
     from metric_arena.report import ViewerOptions, write_report
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         folders, predictions = write_runs(root, systems=args.systems, answer_chars=args.answer_chars,
-                                          reply_chars=args.reply_chars)
+                                          reply_chars=args.reply_chars, questions=args.questions)
         began = time.perf_counter()
         write_report(folders, root / "lb", n_boot=20, plots=False,
                      viewer=ViewerOptions(predictions=predictions, reference_texts=True,
@@ -112,7 +119,7 @@ def main() -> None:
             walls.append(wall)
             bases.append(chromium(root / f"b{k}", blank.as_uri())[0])
         n = sum(1 for f in folders for _ in (f / "verdicts.jsonl").open())
-        print(f"verdicts: {n:,} ({args.systems} system(s) x 14,020), answers ~{args.answer_chars} chars, replies "
+        print(f"verdicts: {n:,} ({args.systems} system(s) x {n // args.systems:,}), answers ~{args.answer_chars} chars, replies "
               f"~{args.reply_chars} chars")
         print(f"page: {page.stat().st_size / 1e6:.1f} MB; write_report (n_boot 20, no plots): {written:.1f} s")
         cut = re.search(r"<li>([\d,]+ text\(s\) longer than [\d,]+ characters)", page.read_text())

@@ -20,6 +20,11 @@ from lfrqa._domains import DOMAINS, PUBLISHED_DOMAINS, annotation_relpath, dev_r
 from lfrqa._records import InvalidRecord, normalize_record
 from lfrqa.files import download_errors, iter_jsonl
 
+#: Read by ``datasets`` when it builds a builder of this module: already "extended for streaming", so it does not
+#: patch ``open``, ``os.path.join``, ``pandas.read_excel``, ``scipy.io.loadmat``… here (importing scipy, xml, …:
+#: most of a warm load's time). This builder reads only local, verified files and is never streamed.
+_patched_for_streaming = True
+
 FEATURES = datasets.Features(
     {
         "qid": datasets.Value("string"),
@@ -154,7 +159,10 @@ def _domain_source(domain: str, split: str, data_dir: Path | None, download) -> 
         return domain, "jsonl", [str(path)]
     relpath = annotation_relpath(domain)
     location = _sources.source_location(relpath, data_dir)
-    if location.startswith("https://"):
+    cached = _sources.cached_copy(relpath) if location.startswith("https://") and download is not None else None
+    if cached is not None:  # a verified earlier download: the pinned bytes, no request
+        location = str(cached)
+    elif location.startswith("https://"):
         # Inside the builder: its download manager; otherwise the shared download cache.
         try:
             location = download(location) if download is not None else str(_sources.pinned_file(relpath))

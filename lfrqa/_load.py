@@ -29,7 +29,8 @@ def load(
     """Load one LFRQA domain, or ``"all"`` of them, as a ``datasets.Dataset``.
 
     Sources are verified against the pinned sha256 hashes on every call, before the Arrow
-    cache is used, so a cache built from other bytes is never served; the Arrow files are checked
+    cache is used, so a cache built from other bytes is never served (a source whose size and
+    modification time are those it had when hashed earlier in the process is not read again); the Arrow files are checked
     against the sha256 recorded when they were built, and built again when they differ (an edited
     or damaged cache is never served either).
 

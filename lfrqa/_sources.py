@@ -6,16 +6,24 @@ pinned commit (cached by ``datasets``), or taken from a local folder with the sa
 (``data_dir=`` or ``$LFRQA_DATA_DIR``), and its bytes are checked against the hashes kept
 here. A checksum file lying next to the data is never trusted. :func:`cached_copy` finds a
 verified copy left in the download cache by an earlier download.
+
+A pinned file is resolved once per process: a verified copy already in the download cache is used
+without asking the network (the commit is pinned, so its bytes cannot change upstream), and the
+resolved path is remembered with its size and modification time, so later calls neither hash nor
+look it up again unless the file changed. Finding the download cache imports nothing heavy
+(``datasets`` is imported only to download).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import sys
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import download_errors
-from lfrqa.files import sha256_file as sha256_of
+from lfrqa.files import sha256_file
 
 PINNED_REPO = "awslabs/rag-qa-arena"
 PINNED_COMMIT = "9dd32dc344237a78108771b8e862ee9151647f61"
@@ -78,14 +86,61 @@ def verify(relpath: str, path: str | os.PathLike) -> Path:
     return Path(path)
 
 
+#: path -> ((size, mtime_ns), sha256): each file hashed once per process while it stays the same.
+_DIGESTS: dict[str, tuple[tuple[int, int], str]] = {}
+
+
+def sha256_of(path: str | os.PathLike) -> str:
+    """Hex sha256 of the file at ``path``; a file whose size and modification time have not changed since it
+    was hashed in this process is not read again (a warm load verifies and fingerprints the same files)."""
+    key = os.path.abspath(path)
+    signature = _signature(Path(key))
+    known = _DIGESTS.get(key)
+    if known is not None and known[0] == signature:
+        return known[1]
+    digest = sha256_file(key)
+    _DIGESTS[key] = (signature, digest)
+    return digest
+
+
+#: (relpath, data folder or download cache) -> (verified path, its (size, mtime_ns)): resolved once per process.
+_RESOLVED: dict[tuple[str, str], tuple[Path, tuple[int, int]]] = {}
+
+
+def _signature(path: Path) -> tuple[int, int]:
+    stat = path.stat()
+    return stat.st_size, stat.st_mtime_ns
+
+
 def pinned_file(relpath: str, data_dir: str | os.PathLike | None = None) -> Path:
     """Local path of a verified pinned file, downloading and caching it when no data folder is set.
+
+    The data folder's copy, else a verified copy in the download cache (no network), else a download.
+    Remembered for the process while the file's size and modification time stay the same.
 
     >>> pinned_file("templates/pairwise_lfrqa.cfg").name  # doctest: +SKIP
     'pairwise_lfrqa.cfg'
     """
+    local = resolve_data_dir(data_dir)
+    key = (relpath, str(local) if local is not None else f"cache:{download_cache_dir()}")
+    known = _RESOLVED.get(key)
+    if known is not None:
+        try:
+            if _signature(known[0]) == known[1]:
+                return known[0]
+        except OSError:
+            pass
+    path = _resolve(relpath, data_dir)
+    _RESOLVED[key] = (path, _signature(path))
+    return path
+
+
+def _resolve(relpath: str, data_dir: str | os.PathLike | None) -> Path:
     location = source_location(relpath, data_dir)
     if location.startswith("https://"):
+        cached = cached_copy(relpath)
+        if cached is not None:  # the pinned commit's bytes, verified: no need to ask the server again
+            return cached
         from datasets.utils.file_utils import cached_path
 
         try:
@@ -110,15 +165,33 @@ def cached_copy(relpath: str, cache_dir: str | os.PathLike | None = None) -> Pat
     sha256 of its URL (plus that of its ETag). Only a file with the pinned bytes is returned.
     """
     _check_known(relpath)
-    import datasets.config
-    from datasets.utils.file_utils import hash_url_to_filename
-
-    folder = Path(cache_dir) if cache_dir is not None else Path(datasets.config.DOWNLOADED_DATASETS_PATH)
-    stem = hash_url_to_filename(BASE_URL + relpath)
+    folder = Path(cache_dir) if cache_dir is not None else download_cache_dir()
+    stem = url_cache_stem(BASE_URL + relpath)
     for path in sorted(folder.glob(stem + "*")):
         if path.suffix not in (".json", ".lock", ".incomplete") and path.is_file() and sha256_of(path) == SHA256[relpath]:
             return path
     return None
+
+
+def download_cache_dir() -> Path:
+    """The folder ``datasets`` downloads into: ``datasets.config.DOWNLOADED_DATASETS_PATH`` when ``datasets``
+    is imported, else the same path worked out from the environment as ``datasets.config`` does
+    (``$HF_DATASETS_DOWNLOADED_DATASETS_PATH``, else ``$HF_DATASETS_CACHE/downloads``, else
+    ``$HF_HOME/datasets/downloads``, else ``$XDG_CACHE_HOME/huggingface/datasets/downloads``, ``~/.cache`` by
+    default), without importing it."""
+    config = sys.modules.get("datasets.config")
+    if config is not None:
+        return Path(config.DOWNLOADED_DATASETS_PATH)
+    env = os.environ
+    home = os.path.expanduser(env.get("HF_HOME", os.path.join(env.get("XDG_CACHE_HOME", "~/.cache"), "huggingface")))
+    cache = env.get("HF_DATASETS_CACHE", os.path.join(home, "datasets"))
+    return Path(env.get("HF_DATASETS_DOWNLOADED_DATASETS_PATH", os.path.join(cache, "downloads")))
+
+
+def url_cache_stem(url: str) -> str:
+    """The start of a downloaded file's name in the cache: the sha256 of its URL, as ``datasets``'
+    ``hash_url_to_filename`` names it (an ETag's hash follows after a dot)."""
+    return hashlib.sha256(url.encode("utf-8")).hexdigest()
 
 
 def read_text(relpath: str, data_dir: str | os.PathLike | None = None) -> str:

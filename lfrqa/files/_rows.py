@@ -4,6 +4,7 @@ the package version and file hashes (see :mod:`lfrqa.files`)."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import itertools
 import json
@@ -257,12 +258,21 @@ def refuse_lone_surrogates(record: dict, place: str, *, text: str | None = None)
 
 def json_line(record: dict) -> str:
     """One JSON Lines line (strict JSON: NaN and infinity become null)."""
-    return json.dumps(_strict(record), ensure_ascii=False, allow_nan=False) + "\n"
+    return _dumps(record) + "\n"
 
 
 def dumps_json(data) -> str:
     """Indented strict JSON text with a final newline (NaN and infinity become ``null``)."""
-    return json.dumps(_strict(data), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    return _dumps(data, indent=2) + "\n"
+
+
+def _dumps(data, indent: int | None = None) -> str:
+    # Most records hold no NaN or infinity: encoded as they are (``allow_nan=False`` refuses one), and only
+    # then walked to replace them (the walk cost as much as the encoding, on every verdict line).
+    try:
+        return json.dumps(data, indent=indent, ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        return json.dumps(_strict(data), indent=indent, ensure_ascii=False, allow_nan=False)
 
 
 def _strict(value):
@@ -335,8 +345,10 @@ def download_errors() -> tuple[type[BaseException], ...]:
     return tuple(errors)
 
 
+@functools.cache
 def package_version() -> str:
-    """This package's installed version, or ``"unknown"`` when run from a bare source tree."""
+    """This package's installed version, or ``"unknown"`` when run from a bare source tree (looked up once
+    per process: every run folder's summary records it)."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
