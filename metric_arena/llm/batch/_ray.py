@@ -264,7 +264,7 @@ def _run_pass(ray, targets: Mapping[str, Path], named: list, weights: list[float
     if failures:
         name, error = failures[0]
         raise RagQaArenaError(f"the Ray pipeline for {plain_url(name)} stopped ({type(error).__name__}: "
-                              f"{str(error)[-1500:]}); the result lines written so far are kept: run again with "
+                              f"{str(error)[-300:]}); the result lines written so far are kept: run again with "
                               "--retry-failed")
     return counts
 
@@ -353,6 +353,7 @@ def _check_engine(engine) -> None:
 def _start_ray(address: str | None, num_cpus: int | None, progress: bool):
     """Ray, started here unless it already runs: on ``address`` (a cluster), else locally with ``num_cpus``."""
     ray = _import_ray()
+    address = address or os.environ.get("RAY_ADDRESS") or None
     if not ray.is_initialized():
         ray.init(address=address, num_cpus=None if address else num_cpus, include_dashboard=False,
                  log_to_driver=False, logging_level="ERROR")
