@@ -84,6 +84,21 @@ def test_without_ray_the_command_names_the_extra(tmp_path, monkeypatch, capsys):
     assert 'pip install "rag-qa-arena[ray]"' in capsys.readouterr().err
 
 
+def test_the_command_wants_servers_or_a_model(tmp_path, capsys):
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "r.jsonl").write_text(_request_line("a"))
+    out = ["requests", "run", str(tmp_path / "x"), "--out", str(tmp_path / "out")]
+    assert main(out) == 2
+    assert "--base-url URL" in capsys.readouterr().err
+    assert main([*out, "--base-url", "http://127.0.0.1:9/v1", "--vllm", "m"]) == 2
+    assert main([*out, "--base-url", "localhost:8000"]) == 2
+    assert "not an http(s) URL" in capsys.readouterr().err
+    assert main(["requests", "run", str(tmp_path / "x"), "--out", str(tmp_path / "x" / "results"),
+                 "--base-url", "http://127.0.0.1:9/v1"]) == 2
+    assert "overlap" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
 def flaky_reply(body: dict, attempt: int):
     """The arena's judge, except that 30% of the requests (by body and attempt) get a 500."""
     u = int(hashlib.sha256(f"{json.dumps(body, sort_keys=True)}:{attempt}".encode()).hexdigest()[:8], 16) / 16**8
@@ -127,6 +142,8 @@ def _check_passes(records: list[dict], n_requests: int, down: str) -> None:
     assert first["endpoints"][down]["ok"] == 0 and first["endpoints"][down]["failed"] == {
         "503": first["endpoints"][down]["sent"]}
     assert first["still_failed"].get("500", 0) > 0 and first["still_failed"]["503"] > 0
+    for record in records:  # each request sent once per pass, through one server
+        assert sum(e["sent"] for e in record["endpoints"].values()) == record["n_requests"]
     for before, after in zip(records, records[1:]):  # each pass sends exactly what is still failed
         assert after["n_requests"] == sum(before["still_failed"].values())
         assert down not in after["endpoints"]  # answered nothing: no share in later passes

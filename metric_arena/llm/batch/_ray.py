@@ -163,17 +163,18 @@ def _http_post(row: dict) -> dict:
 def _vllm_pre(row: dict) -> dict:
     request = json.loads(row["text"])
     body = request["body"]
-    return {"custom_id": request["custom_id"], "model": body.get("model") or "", "messages": body["messages"],
-            "max_tokens": body.get("max_tokens") or 0,
+    # (not "model": the engine stage reads a row's "model" as a LoRA adapter to load)
+    return {"custom_id": request["custom_id"], "served_model": body.get("model") or "", "messages": body["messages"],
+            "request_max_tokens": body.get("max_tokens") or 0,
             "sampling_params": {"temperature": body.get("temperature", 1.0), "top_p": body.get("top_p", 1.0),
                                 "max_tokens": body.get("max_tokens")}}
 
 
 def _vllm_post(row: dict) -> dict:
     n_out = int(row.get("num_generated_tokens") or 0)
-    finish = "length" if row.get("max_tokens") and n_out >= int(row["max_tokens"]) else "stop"
+    finish = "length" if row.get("request_max_tokens") and n_out >= int(row["request_max_tokens"]) else "stop"
     usage = {"prompt_tokens": int(row.get("num_input_tokens") or 0), "completion_tokens": n_out}
-    return {"line": completion_line(row["custom_id"], row["model"], row["generated_text"], finish, usage),
+    return {"line": completion_line(row["custom_id"], row["served_model"], row["generated_text"], finish, usage),
             "code": "200", "path": row["path"]}
 
 
