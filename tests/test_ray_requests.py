@@ -12,7 +12,6 @@ from __future__ import annotations
 import builtins
 import hashlib
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -185,7 +184,8 @@ def test_ray_runs_a_2000_pair_judge_export_through_three_servers(local_ray, serv
     kept = {line["response"]["status_code"]: line for line in first}
     assert kept[503]["response"]["body"]["error"]["type"] == "service_unavailable"  # the error body, kept
     assert kept[500]["response"]["body"]["error"]["type"] == "server_error"
-    print("judge export passes:", [(r["n_requests"], r["seconds"]) for r in records], file=sys.stderr)
+    with capsys.disabled():
+        print("\njudge export passes (requests, seconds):", [(r["n_requests"], r["seconds"]) for r in records])
     results = sorted(map(str, (tmp_path / "r").glob("*/*.jsonl")))
     capsys.readouterr()
     assert main(["judge", "--import-results", *results, "--export-dir", str(tmp_path / "x"), *common]) == 0
@@ -209,7 +209,8 @@ def test_ray_runs_a_tournament_export_and_the_tournament_then_sends_nothing(loca
     assert n_requests > 3 * 60  # the matches against LFRQA's answers and those between the systems
     records = _all_passes(tmp_path / "x", tmp_path / "r", [s.base_url for s in servers])
     _check_passes(records, n_requests, down.base_url)
-    print("tournament export passes:", [(r["n_requests"], r["seconds"]) for r in records], file=sys.stderr)
+    with capsys.disabled():
+        print("\ntournament export passes (requests, seconds):", [(r["n_requests"], r["seconds"]) for r in records])
     results = sorted(map(str, (tmp_path / "r").glob("*/*.jsonl")))
     assert main(["judge", "--import-results", *results, "--export-dir", str(tmp_path / "x"), *common]) == 0
     for server in servers:
