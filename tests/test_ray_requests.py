@@ -226,6 +226,29 @@ def test_ray_runs_a_tournament_export_and_the_tournament_then_sends_nothing(loca
     assert _sent(servers) == 0
 
 
+@pytest.mark.slow
+def test_the_vllm_processor_builds_and_its_rows_become_importable_lines(tmp_path):
+    """On a machine without a GPU or vllm: the engine processor's configuration is accepted by Ray, and the
+    rows it hands on (an answer, a failed row) become the lines `--import-results` reads."""
+    pytest.importorskip("ray.data.llm", reason=NO_RAY)
+    from metric_arena.llm.batch import VllmEngine, parse_output_lines
+    from metric_arena.llm.batch._ray import _processors, _vllm_post, _vllm_pre
+
+    [(name, processor)] = _processors(VllmEngine(model="org/model", engine_kwargs={"max_model_len": 256}),
+                                      "/v1/chat/completions", [1.0])
+    assert name == "vllm:org/model" and processor is not None
+    key = "a" * 64
+    row = {"text": _request_line(key, "w1 w2").strip(), "path": "x.jsonl"}
+    pre = _vllm_pre(row)
+    assert pre["messages"] == [{"role": "user", "content": "w1 w2"}] and "model" not in pre  # "model" means LoRA
+    assert pre["sampling_params"]["max_tokens"] == 8
+    line = _vllm_post({**row, **pre, "generated_text": "<rating>1</rating>", "num_input_tokens": 12,
+                       "num_generated_tokens": 8})["line"]
+    answer = parse_output_lines([line])[key]
+    assert answer == {"text": "<rating>1</rating>", "finish_reason": "length", "model": "judge",
+                      "usage": {"prompt_tokens": 12, "completion_tokens": 8}}
+
+
 @pytest.mark.gpu  # only: `-m slow` on a CPU machine would just skip it; run with `-m gpu`
 def test_the_vllm_engine_processor_answers_an_export(local_ray, tmp_path):
     pytest.importorskip("vllm")
