@@ -50,7 +50,17 @@ from metric_arena.llm.batch._passes import (
 __all__ = ["HttpEndpoints", "StatusKeepingSession", "VllmEngine", "run_requests"]
 
 RAY_HINT = 'Ray is not installed: pip install "rag-qa-arena[ray]" (Ray Data 2.60)'
-_CPU_SHARE = 0.1  # what each light stage (read, filter, pre/post-process, HTTP client) reserves
+_CPU_SHARE = 0.1  # what each light stage (read, filter, pre/post-process, HTTP client) reserves, at most
+
+
+def cpu_share(cluster_cpus: float, n_processors: int, concurrency: int) -> float:
+    """The CPUs each light stage reserves: 0.1, less when many processors share a small cluster, so that all
+    their HTTP actors together hold at most a quarter of its CPUs and tasks always find room (no deadlock).
+
+    >>> cpu_share(2, 3, 1), cpu_share(2, 20, 1)
+    (0.1, 0.025)
+    """
+    return min(_CPU_SHARE, round(cluster_cpus / (4 * n_processors * concurrency), 4))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -187,11 +197,11 @@ def _import_ray():
     return ray
 
 
-def _processors(engine, endpoint: str, weights: list[float]) -> list[tuple[str, object]]:
-    """``(name, processor)`` per server (HTTP) or the one engine processor (vLLM)."""
+def _processors(engine, endpoint: str, weights: list[float], share: float = _CPU_SHARE) -> list[tuple[str, object]]:
+    """``(name, processor)`` per server (HTTP) or the one engine processor (vLLM); light stages reserve ``share``."""
     from ray.data.llm import HttpRequestProcessorConfig, build_processor, vLLMEngineProcessorConfig
 
-    light = {"num_cpus": _CPU_SHARE}
+    light = {"num_cpus": share}
     if isinstance(engine, VllmEngine):
         config = vLLMEngineProcessorConfig(model_source=engine.model, engine_kwargs=dict(engine.engine_kwargs),
                                            concurrency=engine.concurrency, batch_size=engine.batch_size,
@@ -207,7 +217,7 @@ def _processors(engine, endpoint: str, weights: list[float]) -> list[tuple[str, 
             url=url.rstrip("/") + endpoint.removeprefix("/v1"), headers=headers, batch_size=engine.batch_size,
             concurrency=engine.concurrency, max_retries=0,
             session_factory=partial(StatusKeepingSession, timeout=engine.timeout),
-            http_request_stage={"num_cpus": _CPU_SHARE})
+            http_request_stage={"num_cpus": share})
         out.append((url, build_processor(config, preprocess=_http_pre, postprocess=_http_post,
                                          preprocess_map_kwargs=light, postprocess_map_kwargs=light)))
     return out
@@ -225,7 +235,8 @@ def _endpoint_of(files: list[Path]) -> str:
     return "/v1/chat/completions"
 
 
-def _run_pass(ray, targets: Mapping[str, Path], named: list, weights: list[float], wanted, salt: int) -> dict:
+def _run_pass(ray, targets: Mapping[str, Path], named: list, weights: list[float], wanted, salt: int,
+              share: float) -> dict:
     """Send the wanted requests of the files ``targets`` maps (absolute path -> result file) through every
     processor at once, one Ray Data execution each; write every result line to its file's result file."""
     edges = cumulative([w for w in weights if w > 0]) if len(named) > 1 else [1.0]
@@ -237,8 +248,8 @@ def _run_pass(ray, targets: Mapping[str, Path], named: list, weights: list[float
 
     def drain(k: int, name: str, processor) -> None:
         try:
-            ds = ray.data.read_text(list(targets), include_paths=True, num_cpus=_CPU_SHARE)
-            ds = ds.filter(_Wanted(k, edges, wanted, salt), num_cpus=_CPU_SHARE)
+            ds = ray.data.read_text(list(targets), include_paths=True, num_cpus=share)
+            ds = ds.filter(_Wanted(k, edges, wanted, salt), num_cpus=share)
             for row in processor(ds).iter_rows():
                 code, line = row.get("code"), row.get("line")
                 if not line:  # an engine's failed row (vLLM): it bypassed the postprocess
@@ -314,7 +325,9 @@ def run_requests(
     if not todo:
         return {**record, "n_ok": 0, "n_failed": 0, "still_failed": {}}
     ray = _start_ray(ray_address, num_cpus, progress)
-    named = _processors(engine, _endpoint_of(files), weights)
+    n_processors = sum(w > 0 for w in weights)
+    share = cpu_share(float(ray.cluster_resources().get("CPU", 1)), n_processors, engine.concurrency)
+    named = _processors(engine, _endpoint_of(files), weights, share)
     targets = {str(path.resolve()): result_path(out, folder, path, number) for path, _ in todo}
     if progress:
         where = (", ".join(f"{plain_url(u)} {w:.0%}" for u, w in zip(urls, weights) if w > 0)
@@ -323,7 +336,7 @@ def run_requests(
               file=sys.stderr, flush=True)
     wanted = frozenset(k for path, _ in todo for k in _ids_not_in(path, ok)) if retry_failed else None
     start = time.monotonic()
-    totals = _run_pass(ray, targets, named, weights, wanted, number)
+    totals = _run_pass(ray, targets, named, weights, wanted, number, share)
     record["files"] = [str(t.relative_to(out)) for t in targets.values()]
     for name, c in totals.items():
         record["endpoints"][plain_url(name)] = {"sent": sum(c.values()), "ok": c.get("200", 0),
