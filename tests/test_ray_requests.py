@@ -55,6 +55,10 @@ def test_passes_send_only_what_no_pass_answered_and_never_overwrite(tmp_path):
         pass_number(out, retry_failed=False)
     assert pass_number(out, retry_failed=True) == 2
     assert answered_ids(out) == ({"a"}, {"503": 1})
+    # a pass killed while writing left half a line: cut, and its request counts as unanswered
+    (out / "judge" / "shard-00000-of-00001.pass-00002.jsonl").write_text(_result_line("b", 200)[:40])
+    assert answered_ids(out) == ({"a"}, {"503": 1})
+    assert (out / "judge" / "shard-00000-of-00001.pass-00002.jsonl").read_text() == ""
     (out / "judge" / "shard-00000-of-00001.pass-00002.jsonl").write_text(_result_line("b", 200))
     assert answered_ids(out) == ({"a", "b"}, {})
     # shares: equal at first, then by success; a server that answered nothing gets nothing

@@ -84,12 +84,18 @@ def answered_ids(out: Path) -> tuple[set[str], dict[str, int]]:
     ok: set[str] = set()
     failed: dict[str, str] = {}
     for path in sorted(out.rglob("*.pass-*.jsonl")):
+        drop_unfinished_line(path)
         with open(path, "rb") as handle:
             for raw in handle:
                 if not raw.strip():
                     continue
-                record = json.loads(raw)
-                response = record.get("response") or {}
+                try:
+                    record = json.loads(raw)
+                    response = record.get("response") or {}
+                    record["custom_id"]
+                except (ValueError, AttributeError, KeyError, TypeError):
+                    raise RagQaArenaError(f"{path} has a line that is not a result line ({raw[:60]!r}): the file "
+                                          "was edited; restore it or use another --out") from None
                 if not record.get("error") and response.get("status_code") == 200:
                     ok.add(record["custom_id"])
                 else:
@@ -99,6 +105,22 @@ def answered_ids(out: Path) -> tuple[set[str], dict[str, int]]:
         if key not in ok:
             codes[code] = codes.get(code, 0) + 1
     return ok, codes
+
+
+def drop_unfinished_line(path: Path) -> None:
+    """Cut a result file after its last complete line: a pass killed while writing may leave half a line, which
+    would stop the import; that request has no answer, and the next pass sends it again."""
+    size = path.stat().st_size
+    if not size:
+        return
+    with open(path, "rb+") as handle:
+        handle.seek(max(0, size - (1 << 20)))
+        tail = handle.read()
+        if tail.endswith(b"\n"):
+            return
+        cut = tail.rfind(b"\n")
+        if cut >= 0 or len(tail) == size:  # (a line over 1 MiB is left for the import to name)
+            handle.truncate(size - len(tail) + cut + 1)
 
 
 def error_code(record: Mapping) -> str:
