@@ -18,6 +18,8 @@ from lfrqa.files import package_version
 
 # Order in which command groups appear in --help.
 _COMMAND_MODULES = ("data", "retrieve", "generate", "judge", "tournament", "report", "compare", "push")  # push: also `metric`
+# Command groups in the sub-package (rag_qa_arena/ holds its twelve modules), after those above.
+_MORE_COMMAND_MODULES = ("rag_qa_arena.commands._cmd_requests",)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -31,9 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     parser.add_argument("--debug", action="store_true", help="show the full traceback of every error")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in _COMMAND_MODULES:
-        module = importlib.import_module(f"rag_qa_arena._cmd_{name}")
-        module.register(subparsers)
+    for path in [f"rag_qa_arena._cmd_{name}" for name in _COMMAND_MODULES] + list(_MORE_COMMAND_MODULES):
+        importlib.import_module(path).register(subparsers)
     return parser
 
 

@@ -1,5 +1,6 @@
 """OpenAI's Batch API for any chat requests: request files split to the API's limits, submission,
 status and collection, each step resumable from a fresh process (see :mod:`metric_arena.llm.batch._api`);
+request files run on Ray Data, several passes until every request is answered (:func:`run_requests`);
 and what reading answers back from batch output files needs (:func:`output_records`, :func:`same_model`,
 :func:`import_source`).
 
@@ -34,14 +35,19 @@ from metric_arena.llm.batch._files import (
     read_tagged_json,
     write_batch_files,
 )
+from metric_arena.llm.batch._passes import PASSES_FILE
+from metric_arena.llm.batch._ray import HttpEndpoints, VllmEngine, run_requests
 
 __all__ = [
     "BATCH_DISCOUNT",
     "MANIFEST",
     "MAX_BYTES",
     "MAX_REQUESTS",
+    "PASSES_FILE",
     "TERMINAL_STATUSES",
     "BatchNotReady",
+    "HttpEndpoints",
+    "VllmEngine",
     "batch_client",
     "batch_status",
     "chat_body",
@@ -54,6 +60,7 @@ __all__ = [
     "parse_output_lines",
     "read_manifest",
     "read_tagged_json",
+    "run_requests",
     "same_model",
     "submit_batches",
     "wait_for_batches",
