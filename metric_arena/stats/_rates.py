@@ -90,6 +90,30 @@ def bootstrap_interval(
     return percentile_interval(means, confidence)
 
 
+def mean_interval(values, *, n_boot: int = 1000, seed: int = 0, confidence: float = 0.95) -> list[float]:
+    """Percentile bootstrap interval ``[low, high]`` of the mean of ``values`` in [0, 1] (per-item shares, seeded);
+    NaNs for no values or ``n_boot=0``. Values that are all 0 or 1 go to :func:`bootstrap_interval` (the
+    Wilson interval where resampling cannot show the uncertainty); so do fewer than
+    :data:`MIN_PAIRS_FOR_BOOTSTRAP` values, as their rounded sum over ``n``.
+
+    >>> [round(x, 2) for x in mean_interval([1.0] * 20)]
+    [0.84, 1.0]
+    """
+    values = np.asarray(values, dtype=float)
+    if values.size == 0 or n_boot < 1:
+        return [float("nan"), float("nan")]
+    if values.size < MIN_PAIRS_FOR_BOOTSTRAP or np.all((values == 0.0) | (values == 1.0)):
+        if np.all((values == 0.0) | (values == 1.0)):
+            return bootstrap_interval(values, n_boot=n_boot, seed=seed, confidence=confidence)
+        low, high = wilson_interval(int(round(values.sum())), int(values.size), confidence)
+        return [float(low), float(high)]
+    rng = np.random.default_rng(seed)
+    chunk = max(1, 2_000_000 // values.size)  # resamples drawn together: memory bounded for any n
+    means = np.concatenate([values[rng.integers(0, values.size, size=(min(chunk, n_boot - start), values.size))]
+                            .mean(axis=1) for start in range(0, n_boot, chunk)])
+    return percentile_interval(means, confidence)
+
+
 #: Fewer 0/1 values than this get the Wilson interval instead of a percentile bootstrap.
 MIN_PAIRS_FOR_BOOTSTRAP = 10
 
