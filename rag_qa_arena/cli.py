@@ -17,7 +17,9 @@ from lfrqa.errors import RagQaArenaError
 from lfrqa.files import package_version
 
 # Order in which command groups appear in --help.
-_COMMAND_MODULES = ("data", "retrieve", "generate", "judge", "tournament", "report", "compare", "push")  # push: also `metric`
+_COMMAND_MODULES = ("data", "retrieve", "generate", "judge", "cite", "tournament", "report", "compare", "push")  # push: also `metric`
+#: Command groups whose module lives in rag_qa_arena/commands/ (the package's folder is full).
+_IN_COMMANDS = ("cite",)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -32,7 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show the full traceback of every error")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in _COMMAND_MODULES:
-        module = importlib.import_module(f"rag_qa_arena._cmd_{name}")
+        where = f"rag_qa_arena.commands.{name}" if name in _IN_COMMANDS else f"rag_qa_arena._cmd_{name}"
+        module = importlib.import_module(where)
         module.register(subparsers)
     return parser
 
