@@ -300,3 +300,19 @@ def test_lfrqa_answers_score_reference_recall_and_precision_one(lfrqa_data_dir, 
         for name in ("reference_recall", "reference_precision", "gold_precision"):
             assert fields[name].value == 1.0, (domain, name)
         assert fields["invalid"].value == 0.0
+
+
+def test_citation_reward_term_scores_markers_against_lfrqas_documents():
+    from metric_arena.train import citation_reward
+
+    columns = {"passages": [["d1-0", "x-0", {"pid": "p7", "doc_id": "d2"}]] * 4, "citations": [[[1], [2, 9]]] * 4,
+               "gold_doc_ids": [["d1", "d2", "d3"]] * 4}
+    completions = ["A [1]. B [3].",  # both of LFRQA's documents: F1 1.0
+                   "A [1]. B [2].",  # d1 and a non-gold x: recall 1/2, precision 1/2
+                   [{"role": "assistant", "content": "A [1] [9]."}],  # d1 and an invalid marker
+                   "No markers."]  # nothing cited: `missing`
+    rewards = citation_reward()(["p"] * 4, completions, **columns)
+    assert rewards == pytest.approx([1.0, 0.5, 2 * 0.5 * 0.5 / 1.0, 0.0])
+    assert citation_reward(score="recall", missing=-1.0)(["p"] * 4, completions, **columns)[2:] == [0.5, -1.0]
+    with pytest.raises(Exception, match="needs the dataset columns"):
+        citation_reward()(["p"], ["A [1]."], citations=[[[1]]])

@@ -13,6 +13,7 @@ name                           what it is
 :func:`parse_sentences`        an answer's sentences and their ``[k]`` markers (the parsing rule)
 :func:`make_entailment`        the entailer a spec names: ``nli:PATH_OR_ID`` or ``llm:BACKEND:MODEL``
 :func:`score_answer`           one answer's scores from its sentences, passages and LFRQA's citations
+:func:`score_references`       the reference scores alone, synchronously (no entailer)
 :func:`lfrqa_cited_answers`    LFRQA's own answers as a cited prediction file (the sanity check)
 =============================  ===================================================================
 
@@ -27,7 +28,7 @@ from metric_arena.citations._metric import CITATION_FIELDS, CITATIONS, CITATIONS
 from metric_arena.citations._parse import ParsedSentence, Passages, parse_sentences
 from metric_arena.citations._reference import lfrqa_cited_answers
 from metric_arena.citations._run import CiteConfig, acite, cite
-from metric_arena.citations._score import score_answer
+from metric_arena.citations._score import score_answer, score_references
 
 __all__ = [
     "CITATIONS",
@@ -44,6 +45,7 @@ __all__ = [
     "make_entailment",
     "parse_sentences",
     "score_answer",
+    "score_references",
 ]
 
 export_names(globals())

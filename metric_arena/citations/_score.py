@@ -29,7 +29,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-__all__ = ["ALCE_FIELDS", "NO_CITATIONS", "REFERENCE_FIELDS", "alce_scores", "reference_scores", "score_answer"]
+__all__ = ["ALCE_FIELDS", "NO_CITATIONS", "REFERENCE_FIELDS", "alce_scores", "reference_scores", "score_answer",
+           "score_references"]
 
 REFERENCE_FIELDS = ("reference_recall", "reference_precision", "gold_precision", "uncited", "invalid")
 ALCE_FIELDS = ("support", "citation_recall", "citation_precision")
@@ -90,6 +91,15 @@ async def alce_scores(sentences: list[dict], texts: Mapping[str, str], entailer)
         "citation_precision": _share(relevant, citations),
     }
     return scores, len(sentences) - len(decided)
+
+
+def score_references(sentences: Sequence, passages, *, reference_docs: Sequence[str],
+                     gold_docs: Sequence[str]) -> dict:
+    """The reference scores alone (no entailer, no event loop): ``field -> value or None`` of
+    :data:`REFERENCE_FIELDS` for one answer's :class:`~metric_arena.citations.ParsedSentence` list."""
+    from metric_arena.citations._parse import resolved
+
+    return reference_scores(resolved(sentences, passages), reference_docs, gold_docs)[0]
 
 
 async def score_answer(sentences: Sequence, passages, *, reference_docs: Sequence[str], gold_docs: Sequence[str],
