@@ -316,3 +316,24 @@ def test_citation_reward_term_scores_markers_against_lfrqas_documents():
     assert citation_reward(score="recall", missing=-1.0)(["p"] * 4, completions, **columns)[2:] == [0.5, -1.0]
     with pytest.raises(Exception, match="needs the dataset columns"):
         citation_reward()(["p"], ["A [1]."], citations=[[[1]]])
+
+
+def test_evaluate_metric_adds_citation_scores_on_request(cited_run, lfrqa_rows, tmp_path):
+    evaluate = pytest.importorskip("evaluate")
+    import metric_arena
+
+    arena = evaluate.load(metric_arena.METRIC_PATH)
+    ids = [r["qid"] for r in lfrqa_rows[:2]]
+    with OpenAIServer() as server:
+        run = metric_arena.RunConfig(base_url=server.base_url, api_key=KEY, cache_dir=str(tmp_path / "cache"))
+        results = arena.compute(predictions=["alpha [1]. beta [2][9].", "No citations."], ids=ids,
+                                references=[r["answer"] for r in lfrqa_rows[:2]],
+                                questions=[r["question"] for r in lfrqa_rows[:2]], judge="openai:j", run=run,
+                                citations=str(cited_run["retrieved"]))
+        with pytest.raises(ValueError, match="give ids"):
+            arena.compute(predictions=["a [1]."], references=["r"], questions=["q"], judge="openai:j", run=run,
+                          citations=str(cited_run["retrieved"]))
+    cites = results["citations"]
+    assert cites["per_answer"][ids[0]]["invalid"] == pytest.approx(1 / 3)
+    assert cites["per_answer"][ids[1]]["reference_recall"] is None
+    assert cites["fields"]["invalid"]["n"] == 1 and any("carry no citations" in n for n in cites["notes"])
