@@ -1,6 +1,6 @@
 """The paper's prompts, read at run time from the pinned benchmark files, and its answer cleanup.
 
-Nothing of the prompts is stored in this package: every text comes from the pinned files
+Nothing of the paper's prompts is stored in this package: every text of theirs comes from the pinned files
 (:mod:`lfrqa._sources`, sha256-verified). Templates are rendered with one regular-expression
 pass over ``{x.<name>}`` placeholders (no ``eval``, no ``str.format``): a value that itself holds
 ``{x.response2}`` is inserted as it is, never substituted again.

@@ -337,3 +337,15 @@ def test_evaluate_metric_adds_citation_scores_on_request(cited_run, lfrqa_rows, 
     assert cites["per_answer"][ids[0]]["invalid"] == pytest.approx(1 / 3)
     assert cites["per_answer"][ids[1]]["reference_recall"] is None
     assert cites["fields"]["invalid"]["n"] == 1 and any("carry no citations" in n for n in cites["notes"])
+
+
+def test_a_run_cut_short_resumes_from_the_rows_it_wrote(cited_run, tmp_path):
+    tmp = cited_run["tmp"]
+    first = cite(tmp / "preds.jsonl", cited_run["retrieved"], out=tmp_path / "run")
+    path = tmp_path / "run" / "citations.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:2]) + lines[2][:40])  # a crash: two rows whole, the third torn
+    (tmp_path / "run" / "summary.json").unlink()
+    again = cite(tmp / "preds.jsonl", cited_run["retrieved"], out=tmp_path / "run")
+    assert again["n_resumed"] == 2 and [r["scores"] for r in again["rows"]] == [r["scores"] for r in first["rows"]]
+    assert len(read_jsonl(path)) == 4

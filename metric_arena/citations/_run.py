@@ -240,12 +240,12 @@ async def acite(predictions: str | os.PathLike, retrieved: str | os.PathLike, *,
                                                           and folder.rows[row["qid"]]["answer_key"] == answer_key(row))]
         n_resumed = len(inputs.predictions) - len(todo)
         entailer = make_entailment(config.entailment, run=run, options=config.options) if config.entailment else None
+        async def one(row: dict) -> None:
+            folder.write(await score_prediction(row, inputs, config, entailer))  # appended as soon as scored
+
         async with entailer if entailer is not None else contextlib.nullcontext():
             for start in range(0, len(todo), _CHUNK):
-                chunk = todo[start:start + _CHUNK]
-                scored = await _gather([score_prediction(row, inputs, config, entailer) for row in chunk])
-                for row in scored:
-                    folder.write(row)
+                await _gather([one(row) for row in todo[start:start + _CHUNK]])
         order = [row["qid"] for row in inputs.predictions]
         rows = [folder.rows[q] for q in order]
         summary = _summary(rows, n_resumed, intervals or Intervals())

@@ -29,6 +29,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from metric_arena.citations._parse import resolved
+
 __all__ = ["ALCE_FIELDS", "NO_CITATIONS", "REFERENCE_FIELDS", "alce_scores", "reference_scores", "score_answer",
            "score_references"]
 
@@ -97,8 +99,6 @@ def score_references(sentences: Sequence, passages, *, reference_docs: Sequence[
                      gold_docs: Sequence[str]) -> dict:
     """The reference scores alone (no entailer, no event loop): ``field -> value or None`` of
     :data:`REFERENCE_FIELDS` for one answer's :class:`~metric_arena.citations.ParsedSentence` list."""
-    from metric_arena.citations._parse import resolved
-
     return reference_scores(resolved(sentences, passages), reference_docs, gold_docs)[0]
 
 
@@ -116,8 +116,6 @@ async def score_answer(sentences: Sequence, passages, *, reference_docs: Sequenc
     >>> scores["reference_recall"], scores["reference_precision"], scores["invalid"]
     (1.0, 0.5, 0.5)
     """
-    from metric_arena.citations._parse import resolved
-
     rows = resolved(sentences, passages)
     scores = reference_scores(rows, reference_docs, gold_docs)[0]
     alce = dict.fromkeys(ALCE_FIELDS)
