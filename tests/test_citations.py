@@ -349,3 +349,13 @@ def test_a_run_cut_short_resumes_from_the_rows_it_wrote(cited_run, tmp_path):
     again = cite(tmp / "preds.jsonl", cited_run["retrieved"], out=tmp_path / "run")
     assert again["n_resumed"] == 2 and [r["scores"] for r in again["rows"]] == [r["scores"] for r in first["rows"]]
     assert len(read_jsonl(path)) == 4
+
+
+def test_failed_answers_are_counted_not_scored(cited_run, tmp_path):
+    preds = read_jsonl(cited_run["tmp"] / "preds.jsonl")
+    preds[0].update(answer=None, failed=True, error="timeout")
+    res = cite(write_jsonl(tmp_path / "p.jsonl", preds), cited_run["retrieved"], out=tmp_path / "run",
+               config=CiteConfig(system="sys"))
+    assert res["n_failed"] == 1 and res["rows"][0]["failed"] and res["rows"][0]["scores"] == {}
+    assert res["fields"]["invalid"]["n"] == 3 and any("failed to generate" in n for n in res["notes"])
+    assert {r["system"] for r in res["rows"]} == {"sys"}
