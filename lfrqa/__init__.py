@@ -11,12 +11,13 @@ Importing ``lfrqa`` is light: :func:`load`, :func:`audit` and :func:`dataset_sta
 
 from lfrqa.exports import export_names
 from lfrqa._domains import DOMAINS, PUBLISHED_DOMAINS, SPLITS
-from lfrqa._records import InvalidRecord
+from lfrqa._records import CITATION_GROUP, InvalidRecord, split_cited_sentences
 from lfrqa._sources import PINNED_COMMIT, ChecksumError
 from lfrqa._sources import read_text as read_pinned_text
 from lfrqa.errors import RagQaArenaError
 
 __all__ = [
+    "CITATION_GROUP",
     "DOMAINS",
     "PINNED_COMMIT",
     "PUBLISHED_DOMAINS",
@@ -29,6 +30,7 @@ __all__ = [
     "load",
     "read_pinned_text",
     "reference_rows",
+    "split_cited_sentences",
 ]
 
 export_names(globals())

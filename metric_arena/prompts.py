@@ -1,6 +1,6 @@
 """The paper's prompts, read at run time from the pinned benchmark files, and its answer cleanup.
 
-Nothing of the prompts is stored in this package: every text comes from the pinned files
+Nothing of the paper's prompts is stored in this package: every text of theirs comes from the pinned files
 (:mod:`lfrqa._sources`, sha256-verified). Templates are rendered with one regular-expression
 pass over ``{x.<name>}`` placeholders (no ``eval``, no ``str.format``): a value that itself holds
 ``{x.response2}`` is inserted as it is, never substituted again.
@@ -12,6 +12,11 @@ The judge request (what the reference implementation sends, byte for byte):
    pairwise template filled with the example's query, response_1, response_2) and an assistant
    turn ``<thinking>{thinking}</thinking><rating>{label}</rating>``;
 3. user: the pairwise template filled with the question and the two cleaned answers.
+
+Our own prompts, not the paper's (the paper's generation prompts ask for no citations): ``cite``
+(:data:`CITE_TEMPLATE`), an answer-generation prompt asking for ``[k]`` markers into the numbered
+passages, and :data:`ENTAILMENT_TEMPLATE`, the question an LLM answers to say whether passages
+entail a sentence (the citation scores' LLM path). Both live here as text, labelled as ours.
 
 Hostile text: the prompt's own tags inside a value (and look-alikes of them) are defused before it is
 inserted, and answers that address the judge are flagged (:mod:`metric_arena.delimiters`).
@@ -40,10 +45,15 @@ from metric_arena.delimiters import (
 __all__ = [
     "CONFUSABLES",
     "GENERATION_TAGS",
+    "CITE_TEMPLATE",
+    "ENTAILMENT_TEMPLATE",
+    "GENERATION_PROMPTS",
     "GENERATION_TEMPLATES",
+    "OUR_PROMPTS",
     "JUDGE_ADDRESS_RULES",
     "JUDGE_TAGS",
     "clean_response",
+    "entailment_messages",
     "generation_messages",
     "generation_prompt",
     "is_no_answer",
@@ -64,6 +74,34 @@ JUDGE_TEMPLATE_FILE = "templates/pairwise_lfrqa.cfg"
 JUDGE_EXAMPLES_FILE = "templates/pairwise_lfrqa_examples.json"
 #: Answer-generation prompts: v1 ends with the step-by-step "thinking" request, v2 does not (GPT-4o).
 GENERATION_TEMPLATES = {"v1": "templates/ans_generation_v1.cfg", "v2": "templates/ans_generation_v2.cfg"}
+
+#: OUR answer-generation prompt asking for citations (not the paper's: its prompts ask for none). The
+#: passages are rendered as the paper's are (``<passage1>``...), so a marker ``[k]`` names the k-th passage.
+CITE_TEMPLATE = """You are given numbered passages and a question. Answer the question in a few sentences, \
+using only what the passages say and combining what several passages say where they agree or differ.
+After each sentence, cite the passages that support it by their numbers in square brackets, such as [1] or \
+[1, 3]. Cite only passages that state what the sentence says; every sentence should carry a citation.
+If the passages do not answer the question, reply exactly "I couldn't find an answer."
+
+{x.passages}
+<query>{x.question}</query>
+Answer:"""
+#: Our prompts by version: the ``generate --prompt`` values that are not the paper's.
+OUR_PROMPTS = {"cite": CITE_TEMPLATE}
+#: Every ``generate --prompt`` value: the paper's v1, v2 and ours.
+GENERATION_PROMPTS = (*GENERATION_TEMPLATES, *OUR_PROMPTS)
+
+#: OUR entailment question for an LLM (the citation scores' ``llm:`` path): does the premise (the cited
+#: passages, joined) entail the hypothesis (one answer sentence, markers removed)? The reply is read by
+#: its first word: "yes" entails, "no" does not, anything else is no verdict.
+ENTAILMENT_TEMPLATE = """Premise:
+{x.premise}
+
+Hypothesis:
+{x.hypothesis}
+
+Does the premise entail the hypothesis, that is, would a careful reader of the premise alone accept \
+everything the hypothesis states as true? Reply with one word: yes or no."""
 
 NO_ANSWER = "I couldn't find an answer."
 _FAILURE_MARKER = "FAIL TO GENERATE ANS."
@@ -267,11 +305,12 @@ def generation_prompt(
     data_dir: str | os.PathLike | None = None,
     neutralize: bool = True,
 ) -> str:
-    """The paper's answer-generation prompt for a question and its ranked passages' texts
-    (their ``<passage…>``/``<query>`` tags defused unless ``neutralize=False``)."""
-    if version not in GENERATION_TEMPLATES:
-        raise RagQaArenaError(f"Unknown prompt version {version!r}. Available: {', '.join(GENERATION_TEMPLATES)}")
-    template = load_template(GENERATION_TEMPLATES[version], data_dir)
+    """The answer-generation prompt for a question and its ranked passages' texts (their
+    ``<passage…>``/``<query>`` tags defused unless ``neutralize=False``): the paper's ``v1``/``v2``, or
+    our ``cite`` (:data:`CITE_TEMPLATE`)."""
+    if version not in GENERATION_PROMPTS:
+        raise RagQaArenaError(f"Unknown prompt version {version!r}. Available: {', '.join(GENERATION_PROMPTS)}")
+    template = OUR_PROMPTS[version] if version in OUR_PROMPTS else load_template(GENERATION_TEMPLATES[version], data_dir)
     if neutralize:
         question = _defuse(question, GENERATION_TAGS)
         passages = [_defuse(p, GENERATION_TAGS) for p in passages]
@@ -289,6 +328,16 @@ def generation_messages(
     """The generation request as the reference sends it: one user message."""
     prompt = generation_prompt(question, passages, version, data_dir=data_dir, neutralize=neutralize)
     return [{"role": "user", "content": prompt}]
+
+
+def entailment_messages(premise: str, hypothesis: str) -> list[dict]:
+    """Our entailment question (:data:`ENTAILMENT_TEMPLATE`) as one user message.
+
+    >>> entailment_messages("Paris is in France.", "Paris is French.")[0]["content"].splitlines()[1]
+    'Paris is in France.'
+    """
+    return [{"role": "user", "content": render_template(ENTAILMENT_TEMPLATE,
+                                                        {"premise": premise, "hypothesis": hypothesis})}]
 
 
 def _defuse(value, tags: Sequence[str]):

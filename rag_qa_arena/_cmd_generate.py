@@ -42,7 +42,7 @@ examples:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from metric_arena.prompts import GENERATION_TEMPLATES
+    from metric_arena.prompts import GENERATION_PROMPTS
     from rag_qa_arena._options import (
         add_backend_flags,
         add_rate_limit_flags,
@@ -72,9 +72,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--model", required=True, metavar="BACKEND:MODEL",
                         help="the answering model as '<backend>:<model>': openai:MODEL (any OpenAI-compatible "
                              "server), hf:PATH_OR_HUB_ID (local transformers chat model), vllm:MODEL")
-    parser.add_argument("--prompt", choices=tuple(GENERATION_TEMPLATES), default="v1",
+    parser.add_argument("--prompt", choices=GENERATION_PROMPTS, default="v1",
                         help="prompt version: v1 asks for step-by-step <thinking> before the answer; v2 does not "
-                             "(the paper's choice for GPT-4o). Default: v1")
+                             "(the paper's choice for GPT-4o); cite is OURS, not the paper's: it asks for [k] "
+                             "markers into the numbered passages after each sentence (score them with "
+                             "`rag-qa-arena cite`). Default: v1")
     parser.add_argument("--passages", type=int, default=5, metavar="N",
                         help="top-ranked passages shown per question (default: 5, as in the paper)")
     parser.add_argument("--limit", type=int, metavar="N",
@@ -192,6 +194,8 @@ def run_generate(args: argparse.Namespace) -> int:
         print(failed, file=sys.stderr)
         return FATAL_EXIT
     print(f"next: rag-qa-arena judge --predictions {args.out} --judge BACKEND:MODEL --out runs/NAME")
+    if args.prompt == "cite":
+        print(f"      rag-qa-arena cite --predictions {args.out} --retrieved {args.retrieved} --out runs/NAME.cite")
     return 0
 
 

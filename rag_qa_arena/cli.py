@@ -17,7 +17,9 @@ from lfrqa.errors import RagQaArenaError
 from lfrqa.files import package_version
 
 # Order in which command groups appear in --help.
-_COMMAND_MODULES = ("data", "retrieve", "generate", "judge", "tournament", "report", "compare", "push")  # push: also `metric`
+_COMMAND_MODULES = ("data", "retrieve", "generate", "judge", "cite", "tournament", "report", "compare", "push")  # push: also `metric`
+#: Command groups whose module lives in rag_qa_arena/commands/ (the package's folder is full).
+_IN_COMMANDS = {"cite": "rag_qa_arena.commands.cite"}
 # Command groups in the sub-package (rag_qa_arena/ holds its twelve modules), after those above.
 _MORE_COMMAND_MODULES = ("rag_qa_arena.commands._cmd_requests",)
 
@@ -33,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     parser.add_argument("--debug", action="store_true", help="show the full traceback of every error")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for path in [f"rag_qa_arena._cmd_{name}" for name in _COMMAND_MODULES] + list(_MORE_COMMAND_MODULES):
+    for path in [_IN_COMMANDS.get(name, f"rag_qa_arena._cmd_{name}") for name in _COMMAND_MODULES] + list(_MORE_COMMAND_MODULES):
         importlib.import_module(path).register(subparsers)
     return parser
 

@@ -22,12 +22,12 @@ __all__ = ["expected_generation_reply_tokens", "format_generation_estimate", "ge
 #: Words of the reply each generation prompt asks for: v2 asks for at most 50-60 words; v1 asks for
 #: a <thinking> block under 50 words, then an answer with no stated limit, taken as LFRQA's mean
 #: answer length (79.5 words over the 14,020 test answers).
-_GENERATION_REPLY_WORDS = {"v1": (50, 80), "v2": (0, 60)}
+_GENERATION_REPLY_WORDS = {"v1": (50, 80), "v2": (0, 60), "cite": (0, 95)}  # cite: v1's answer + ~15 markers' words
 _TOKENS_PER_WORD = 4 / 3  # OpenAI's rule of thumb for English: 100 tokens ~ 75 words
 
 
 def expected_generation_reply_tokens(model: str, prompt: str) -> float:
-    """Expected tokens of one generated answer for the paper's prompt ``v1`` or ``v2`` (see above)."""
+    """Expected tokens of one generated answer for the paper's prompt ``v1`` or ``v2``, or our ``cite`` (see above)."""
     thinking_words, answer_words = _GENERATION_REPLY_WORDS[prompt]
     tokens = (thinking_words + answer_words) * _TOKENS_PER_WORD
     if thinking_words:

@@ -14,8 +14,8 @@ from lfrqa.errors import InvalidInputType, RagQaArenaError
 from lfrqa.files import iter_records, saved_dataset
 from metric_arena.llm import Backend, ChatRequest, parse_spec
 from metric_arena.prompts import (
+    GENERATION_PROMPTS,
     GENERATION_TAGS,
-    GENERATION_TEMPLATES,
     generation_messages,
     neutralize_delimiters,
 )
@@ -78,7 +78,8 @@ def retrieved_rows(retrieved, *, limit: int | None = None) -> list[Retrieved]:
 
 @dataclass(frozen=True, kw_only=True)
 class GenerationConfig:
-    """How answers are generated: the paper's prompt ``"v1"`` or ``"v2"``, the top ``n_passages``
+    """How answers are generated: the paper's prompt ``"v1"`` or ``"v2"`` (or our ``"cite"``, which asks
+    for ``[k]`` citation markers: :data:`metric_arena.prompts.CITE_TEMPLATE`), the top ``n_passages``
     passages shown, the reference's decoding (``max_tokens``, ``temperature``, ``top_p``),
     ``max_input_tokens`` (longer prompts are refused, never truncated) and ``options``, the
     backend's own settings (e.g. ``{"device": "cpu"}`` for hf, ``{"tensor_parallel_size": 4}`` for vllm).
@@ -96,8 +97,8 @@ class GenerationConfig:
     options: Mapping | None = None
 
     def __post_init__(self) -> None:
-        if self.prompt not in GENERATION_TEMPLATES:
-            raise RagQaArenaError(f"Unknown prompt version {self.prompt!r}. Available: {', '.join(GENERATION_TEMPLATES)}")
+        if self.prompt not in GENERATION_PROMPTS:
+            raise RagQaArenaError(f"Unknown prompt version {self.prompt!r}. Available: {', '.join(GENERATION_PROMPTS)}")
         check_int("GenerationConfig(n_passages)", self.n_passages, minimum=1)
         check_int("GenerationConfig(max_tokens)", self.max_tokens, minimum=1)
         for name in ("temperature", "top_p"):

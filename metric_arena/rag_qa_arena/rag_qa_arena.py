@@ -68,6 +68,10 @@ Args:
         for offline use; default `$LFRQA_DATA_DIR`, else the checksummed download.
     system, opponent (`str`, optional): names recorded in the verdicts (default: the run
         folder's name or "system", and "LFRQA").
+    citations (`str`, optional): the retrieved file the predictions were generated from (`retrieve
+        --out`); adds `citations`, the predictions' `[k]` markers scored against the documents LFRQA's
+        answers cite (`ids` must be LFRQA qids): each field's mean with its interval and count, the
+        notes, and each answer's scores by id (see `rag-qa-arena cite`; no entailment model).
 
 Returns:
     n: pairs given (failed ones included); n_failed: pairs without a valid verdict;
@@ -213,10 +217,11 @@ class RagQaArena(evaluate.Metric):
         opponent="LFRQA",
         progress=None,
         data_dir=None,
+        citations=None,
     ):
         """Judge the pairs given here, or those added with :meth:`add_batch` / :meth:`add`."""
         options = dict(judge=judge, run=run, out=out, system=system, opponent=opponent, progress=progress,
-                       data_dir=data_dir)
+                       data_dir=data_dir, citations=citations)
         try:
             if predictions is None and references is None and questions is None:
                 if ids is not None or domains is not None:
@@ -244,7 +249,11 @@ class RagQaArena(evaluate.Metric):
         opponent="LFRQA",
         progress=None,
         data_dir=None,
+        citations=None,
     ):
+        if citations is not None and ids is None:
+            raise ValueError("citations=RETRIEVED_FILE scores the markers against LFRQA's citations: give ids "
+                             "(LFRQA qids) with the predictions")
         inputs = JudgeInputs(
             predictions=list(predictions),
             references=list(references),
@@ -256,7 +265,26 @@ class RagQaArena(evaluate.Metric):
         )
         result = judge_pairs(inputs, judge=judge, run=run, out=out, progress=progress, data_dir=data_dir)
         result["outcomes"] = {verdict["qid"]: verdict["outcome"] for verdict in result["verdicts"]}
+        if citations is not None:
+            result["citations"] = _citation_scores(list(predictions), list(ids), citations, data_dir)
         return result
+
+
+def _citation_scores(predictions, ids, retrieved, data_dir):
+    """The predictions' citation scores (:func:`metric_arena.citations.cite` into a temporary run folder)."""
+    import json
+    import tempfile
+    from pathlib import Path
+
+    from metric_arena.citations import cite
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "predictions.jsonl"
+        path.write_text("".join(json.dumps({"qid": q, "answer": a}) + "\n" for q, a in zip(ids, predictions)),
+                        encoding="utf-8")
+        result = cite(path, retrieved, out=Path(folder) / "cite", data_dir=data_dir)
+    return {"fields": result["fields"], "notes": result["notes"],
+            "per_answer": {row["qid"]: row["scores"] for row in result["rows"]}}
 
 
 def _check_texts(columns, *, single=False):

@@ -31,7 +31,7 @@ from metric_arena.stats._length import (
 from metric_arena.stats._length_control import LengthControl, length_controlled_rates
 from metric_arena.stats._ppi import MIN_ANCHORS, anchor_size, anchored_rate
 from metric_arena.stats._paired import paired_bootstrap, paired_comparison, sign_test
-from metric_arena.stats._rates import bootstrap_interval, percentile_interval, summarize
+from metric_arena.stats._rates import bootstrap_interval, mean_interval, percentile_interval, summarize
 from metric_arena.stats._ratings import (
     BASE,
     INITIAL,
@@ -86,6 +86,7 @@ __all__ = [
     "load_human_labels",
     "majority_labels",
     "majority_vote",
+    "mean_interval",
     "normalized_difference",
     "paired_bootstrap",
     "paired_comparison",

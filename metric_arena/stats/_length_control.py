@@ -50,7 +50,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lfrqa.errors import RagQaArenaError
-from metric_arena.stats._rates import percentile_interval
+from metric_arena.stats._rates import expanded_level, percentile_interval
 from metric_arena.stats._sampling import wilson_interval
 
 __all__ = ["LengthControl", "length_controlled_rates"]
@@ -162,7 +162,7 @@ def length_controlled_rates(outcomes: Sequence[str | None], f: Sequence[float], 
     near = int((np.abs(f_arr) <= control.near + 1e-12).sum())
     result.update(win_rate=float((out == "win").mean()), win_tie_rate=float((out != "loss").mean()),
                   n_near_equal_length=near)
-    level = _expanded_level(confidence, n)
+    level = expanded_level(confidence, n)
     rng = np.random.default_rng(seed)
     rounds = [(rng.multinomial(n, np.full(n, 1.0 / n), size=min(_BLOCK, n_boot - k)).astype(float),
                rng.normal(0.0, sd, size=(min(_BLOCK, n_boot - k), p))) for k in range(0, n_boot, _BLOCK)]
@@ -217,26 +217,6 @@ def _gap_warning(result: dict) -> str | None:
     else:
         text += "; the length coefficient's interval holds 0, so this is no evidence that the judge rewards length"
     return text
-
-
-def _expanded_level(confidence: float, n: int) -> float:
-    """The percentile level of Hesterberg's expanded percentile interval: the bootstrap's central
-    ``1 - 2 Φ(-sqrt(n / (n - 1)) t_{n-1})`` share instead of ``confidence``, so that intervals from a
-    few dozen outcomes do not come out too narrow (0.968 for n = 20 at 95%; 0.951 for n = 600).
-    Standard library only (no scipy in the core install): t's quantile from the normal one by the
-    Cornish-Fisher expansion (error under 1e-4 from 9 degrees of freedom, 0.03 at 2).
-
-    >>> round(_expanded_level(0.95, 20), 3), round(_expanded_level(0.95, 600), 3)
-    (0.968, 0.951)
-    """
-    if n < 3:
-        return confidence
-    normal = statistics.NormalDist()
-    z, v = normal.inv_cdf(1 - (1 - confidence) / 2), n - 1
-    t = (z + (z ** 3 + z) / (4 * v) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * v ** 2)
-         + (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / (384 * v ** 3)
-         + (79 * z ** 9 + 776 * z ** 7 + 1482 * z ** 5 - 1920 * z ** 3 - 945 * z) / (92160 * v ** 4))
-    return float(1 - 2 * normal.cdf(-math.sqrt(n / (n - 1)) * t))
 
 
 def _holding(interval: list[float], estimate: float) -> list[float]:

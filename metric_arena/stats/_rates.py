@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import math
+import statistics
+
 import numpy as np
 
 from lfrqa.errors import RagQaArenaError
@@ -88,6 +91,55 @@ def bootstrap_interval(
     # Resampling n Bernoulli values with replacement = one binomial draw of their mean.
     means = rng.binomial(values.size, mean, size=n_boot) / values.size
     return percentile_interval(means, confidence)
+
+
+def mean_interval(values, *, n_boot: int = 1000, seed: int = 0, confidence: float = 0.95) -> list[float]:
+    """Interval ``[low, high]`` of the mean of per-item shares ``values`` in [0, 1] (seeded); NaNs for no values
+    or ``n_boot=0``. All 0s and 1s: :func:`bootstrap_interval`. Fewer than :data:`MIN_SHARES_FOR_BOOTSTRAP` values:
+    the Wilson interval of their sum over n (conservative, since a share's variance is at most
+    mean x (1 - mean)); else the expanded percentile bootstrap of the mean (:func:`expanded_level`).
+    Coverage on simulated shares: ``benchmarks/mean_interval_coverage.py``.
+
+    >>> [round(x, 2) for x in mean_interval([1.0] * 20)]
+    [0.84, 1.0]
+    """
+    values = np.asarray(values, dtype=float)
+    if values.size == 0 or n_boot < 1:
+        return [float("nan"), float("nan")]
+    if np.all((values == 0.0) | (values == 1.0)):
+        return bootstrap_interval(values, n_boot=n_boot, seed=seed, confidence=confidence)
+    if values.size < MIN_SHARES_FOR_BOOTSTRAP:
+        low, high = wilson_interval(min(float(values.sum()), values.size), int(values.size), confidence)
+        return [float(low), float(high)]
+    rng = np.random.default_rng(seed)
+    chunk = max(1, 2_000_000 // values.size)  # resamples drawn together: memory bounded for any n
+    means = np.concatenate([values[rng.integers(0, values.size, size=(min(chunk, n_boot - start), values.size))]
+                            .mean(axis=1) for start in range(0, n_boot, chunk)])
+    return percentile_interval(means, expanded_level(confidence, int(values.size)))
+
+
+def expanded_level(confidence: float, n: int) -> float:
+    """The percentile level of Hesterberg's expanded percentile interval: the bootstrap's central
+    ``1 - 2 Φ(-sqrt(n / (n - 1)) t_{n-1})`` share instead of ``confidence``, so that intervals from a
+    few dozen outcomes do not come out too narrow (0.968 for n = 20 at 95%; 0.951 for n = 600).
+    Standard library only (no scipy in the core install): t's quantile from the normal one by the
+    Cornish-Fisher expansion (error under 1e-4 from 9 degrees of freedom, 0.03 at 2).
+
+    >>> round(expanded_level(0.95, 20), 3), round(expanded_level(0.95, 600), 3)
+    (0.968, 0.951)
+    """
+    if n < 3:
+        return confidence
+    normal = statistics.NormalDist()
+    z, v = normal.inv_cdf(1 - (1 - confidence) / 2), n - 1
+    t = (z + (z ** 3 + z) / (4 * v) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * v ** 2)
+         + (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / (384 * v ** 3)
+         + (79 * z ** 9 + 776 * z ** 7 + 1482 * z ** 5 - 1920 * z ** 3 - 945 * z) / (92160 * v ** 4))
+    return float(1 - 2 * normal.cdf(-math.sqrt(n / (n - 1)) * t))
+
+
+#: Fewer per-item shares than this get the Wilson interval of their sum in :func:`mean_interval`.
+MIN_SHARES_FOR_BOOTSTRAP = 50
 
 
 #: Fewer 0/1 values than this get the Wilson interval instead of a percentile bootstrap.

@@ -6,6 +6,8 @@
 - :class:`ArenaCallback` is a ``transformers.TrainerCallback``: every N steps it answers a fixed,
   seeded, domain-stratified LFRQA sample (:func:`arena_sample`) with the model being trained, judges
   the answers and logs win and win+tie rates with 95% intervals into the trainer's logs.
+- :func:`citation_reward`, opt-in: a second reward term for completions with ``[k]`` markers, their
+  reference-citation F1 (or recall, precision) against LFRQA's cited documents; no request is sent.
 
 Both judge with :func:`metric_arena.judge_pairs` (the paper's prompt and order rule, the cache,
 concurrency, rate limits, retries), and neither ever takes training down: a judge that is down,
@@ -15,6 +17,7 @@ refuses the key or dies mid-call costs a bounded wait and scores None (reward) o
 """
 
 from lfrqa.exports import export_names
+from metric_arena.train._citations import CitationReward, citation_reward
 from metric_arena.train._judge import TRAINING_RETRY
 from metric_arena.train._reward import DEFAULT_SCORES, REWARD_DEADLINE, ArenaReward, completion_text, reward_function
 from metric_arena.train._sample import arena_sample, gold_passages
@@ -25,7 +28,9 @@ __all__ = [
     "TRAINING_RETRY",
     "ArenaCallback",
     "ArenaReward",
+    "CitationReward",
     "arena_sample",
+    "citation_reward",
     "completion_text",
     "gold_passages",
     "reward_function",

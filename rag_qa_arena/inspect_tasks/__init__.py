@@ -16,9 +16,11 @@ try:
 except ImportError as error:
     raise ImportError('The RAG-QA Arena Inspect task needs Inspect AI: pip install "rag-qa-arena[inspect]"') from error
 
+from rag_qa_arena.inspect_tasks._citations import citation_means, citation_scorer
 from rag_qa_arena.inspect_tasks._guard import NoRatingError, RatingGuard, TaskArgumentError
 from rag_qa_arena.inspect_tasks._scorer import arena_judge, judged, per_domain, win_rate, win_tie_rate
 from rag_qa_arena.inspect_tasks._task import TASK_ARGUMENTS, lfrqa, lfrqa_dataset, paper_answer
 
-__all__ = ["TASK_ARGUMENTS", "NoRatingError", "RatingGuard", "TaskArgumentError", "arena_judge", "judged", "lfrqa",
+__all__ = ["TASK_ARGUMENTS", "NoRatingError", "RatingGuard", "TaskArgumentError", "arena_judge", "citation_means",
+           "citation_scorer", "judged", "lfrqa",
            "lfrqa_dataset", "paper_answer", "per_domain", "win_rate", "win_tie_rate"]

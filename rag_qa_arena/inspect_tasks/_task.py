@@ -4,9 +4,10 @@ arena judge against LFRQA's answers.
 Task arguments (``-T name=value``): ``domain`` (a domain or ``all``), ``retrieved`` (needed: the
 prompt answers from its passages; a file written by ``rag-qa-arena retrieve --out``, or the NAME of a
 config ``retrieved-NAME`` of the exported dataset folder ``dataset``, default the current folder), ``prompt``
-(``v1`` or ``v2``), ``n_passages`` (top passages in the prompt, 5), ``parse`` (``strict`` or
-``reference``), ``judge`` (used when no ``grader`` model role is bound), ``split``, ``data_dir`` and
-``dataset``; any other name is
+(``v1`` or ``v2``, or our ``cite``, which asks for ``[k]`` markers), ``n_passages`` (top passages in the
+prompt, 5), ``parse`` (``strict`` or ``reference``), ``judge`` (used when no ``grader`` model role is bound),
+``split``, ``data_dir``, ``dataset`` and ``citations`` (also score the answers' citations against LFRQA's:
+:func:`~rag_qa_arena.inspect_tasks.citation_scorer`; default: on with ``prompt=cite``); any other name is
 refused (one line naming it and these).
 """
 
@@ -25,7 +26,8 @@ from lfrqa import DOMAINS
 from lfrqa import load as load_lfrqa
 from lfrqa.errors import RagQaArenaError
 from metric_arena.generate import generation_request, read_retrieved
-from metric_arena.prompts import GENERATION_TEMPLATES
+from metric_arena.prompts import GENERATION_PROMPTS
+from rag_qa_arena.inspect_tasks._citations import citation_scorer
 from rag_qa_arena.inspect_tasks._guard import RatingGuard, TaskArgumentError
 from rag_qa_arena.inspect_tasks._scorer import arena_judge
 from rag_qa_arena.inspect_tasks._tiktoken import provide_tiktoken_files
@@ -57,12 +59,16 @@ def lfrqa_dataset(
         row = rows.get(record["qid"])
         if row is None:
             continue
-        passages = [{"pid": p.get("pid"), "text": p["text"]} for p in row["passages"][:n_passages]]
+        passages = [{"pid": p["pid"], "doc_id": p.get("doc_id") or p["pid"].rsplit("-", 1)[0], "text": p["text"]}
+                    for p in row["passages"][:n_passages]]
+        gold = list(record["gold_doc_ids"])
+        cited = list(dict.fromkeys(gold[i - 1] for sentence in record["citations"] for i in sentence))
         samples.append(Sample(
             input=record["question"],
             target=record["answer"],
             id=record["qid"],
-            metadata={"domain": record["domain"], "question": record["question"], "passages": passages},
+            metadata={"domain": record["domain"], "question": record["question"], "passages": passages,
+                      "reference_docs": cited, "gold_docs": gold},
         ))
     if not samples:
         raise RagQaArenaError(
@@ -76,8 +82,8 @@ def lfrqa_dataset(
 def paper_answer(*, prompt: str = "v1", data_dir: str | None = None):
     """The evaluated model answers with the paper's generation prompt (one user message holding the
     passages and the question; the reference's decoding parameters)."""
-    if prompt not in GENERATION_TEMPLATES:
-        raise RagQaArenaError(f"Unknown prompt {prompt!r}. Available: {', '.join(GENERATION_TEMPLATES)} (-T prompt=v1)")
+    if prompt not in GENERATION_PROMPTS:
+        raise RagQaArenaError(f"Unknown prompt {prompt!r}. Available: {', '.join(GENERATION_PROMPTS)} (-T prompt=v1)")
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         row = {"question": state.metadata["question"], "passages": state.metadata["passages"]}
@@ -100,6 +106,7 @@ def lfrqa(
     split: str = "test",
     data_dir: str | None = None,
     dataset: str | None = None,
+    citations: bool | str | None = None,
     **unknown: Any,
 ) -> Task:
     """RAG-QA Arena on LFRQA: answer from retrieved passages with the paper's prompt, judged pairwise
@@ -117,11 +124,14 @@ def lfrqa(
                 "of the exported dataset folder (-T dataset=FOLDER, default the current folder)"
             )
         provide_tiktoken_files()  # Inspect counts tokens with tiktoken: its files from bpe-openai, not a download
+        scorers = [arena_judge(judge=judge, parse=parse, data_dir=data_dir)]
+        if _flag(citations, default=prompt == "cite"):
+            scorers.append(citation_scorer())
         return Task(
             dataset=lfrqa_dataset(domain=domain, retrieved=retrieved, n_passages=int(n_passages), split=split,
                                   data_dir=data_dir, dataset=dataset),
             solver=paper_answer(prompt=prompt, data_dir=data_dir),
-            scorer=arena_judge(judge=judge, parse=parse, data_dir=data_dir),
+            scorer=scorers,
             metadata={"benchmark": "RAG-QA Arena", "domain": domain, "prompt": prompt, "parse": parse},
             early_stopping=RatingGuard(),
         )
@@ -132,7 +142,20 @@ def lfrqa(
 
 
 #: The task's own arguments (``-T name=value``), in its signature's order.
-TASK_ARGUMENTS = ("domain", "retrieved", "prompt", "n_passages", "parse", "judge", "split", "data_dir", "dataset")
+TASK_ARGUMENTS = ("domain", "retrieved", "prompt", "n_passages", "parse", "judge", "split", "data_dir", "dataset",
+                  "citations")
+
+
+def _flag(value, *, default: bool) -> bool:
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        return value
+    if str(value).lower() in ("true", "1", "yes"):
+        return True
+    if str(value).lower() in ("false", "0", "no"):
+        return False
+    raise RagQaArenaError(f"citations={value!r} must be true or false (-T citations=true)")
 
 
 def _refuse_unknown(unknown: dict[str, Any]) -> None:

@@ -7,6 +7,7 @@ record              one line of                                  check
 :class:`Judgment`   a verdict's ``judgments`` (one judge call)   :func:`check_judgment`
 :class:`Prediction` a ``generate`` answer file                   :func:`check_prediction`
 :class:`Retrieved`  a ``retrieve`` output file                   :func:`check_retrieved`
+:class:`Citations`  a ``cite`` run folder's ``citations.jsonl``  :func:`check_citations`
 ==================  ===========================================  ===========================
 
 A check takes one row and ``where`` (``"runs/x/verdicts.jsonl:12"``, ``"retrieved[3]"``) and
@@ -33,11 +34,15 @@ from typing import Literal, TypedDict
 
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import json_line, lone_surrogate
+from metric_arena.records._citations import CitedSentence, Citations, ScoredSentence, check_citations
 
 __all__ = [
     "MAX_TEXT_CHARS",
     "OUTCOMES",
     "AnswerStyle",
+    "CitedSentence",
+    "Citations",
+    "ScoredSentence",
     "InjectionSigns",
     "Judgment",
     "Outcome",
@@ -45,6 +50,7 @@ __all__ = [
     "Retrieved",
     "RetrievedPassage",
     "Verdict",
+    "check_citations",
     "check_judgment",
     "check_prediction",
     "check_retrieved",
@@ -165,6 +171,7 @@ class Prediction(_PredictionFields, total=False):
     error: str  # why there is no answer
     oversized: int  # the reply's full length in characters when raw holds its first part
     neutralized: bool  # the question or a passage held the prompt's own tags (defused)
+    sentences: list[CitedSentence]  # citations given per sentence: read instead of the answer's [k] markers
 
 
 class _RetrievedPassageFields(TypedDict):
@@ -363,6 +370,8 @@ def prediction_schema():
         ("raw", pa.string()), ("model", pa.string()), ("prompt", pa.string()), ("passages", pa.list_(pa.string())),
         ("finish_reason", pa.string()), ("failed", pa.bool_()), ("error", pa.string()), ("oversized", pa.int64()),
         ("neutralized", pa.bool_()),
+        # citations as text: a passage number is its digits ("3"), as CitedSentence's reader takes it
+        ("sentences", pa.list_(pa.struct([("text", pa.string()), ("citations", pa.list_(pa.string()))]))),
     ])
 
 
