@@ -126,7 +126,13 @@ def _run(args: argparse.Namespace) -> int:
     if Path(args.out).exists() and not Path(args.out).is_dir():
         raise RagQaArenaError(f"--out {args.out} is a file: give a folder for the report (created if missing)")
     _refuse_outputs_over_inputs(args)
-    runs, skipped = load_runs(args.runs, lean=True)  # what the report counts, not the judges' reply texts
+    from metric_arena.report.sections import metric_only_folders
+
+    paths, scored = metric_only_folders(args.runs)  # e.g. `cite` folders: their metric's section only
+    if not paths and scored:
+        raise RagQaArenaError(f"{scored[0]} holds a metric's rows but no verdicts: a report needs at least one "
+                              "judge run folder (`rag-qa-arena judge --out DIR`); give it beside this one")
+    runs, skipped = load_runs(paths, lean=True)  # what the report counts, not the judges' reply texts
     backfill_styles(runs, predictions=_named_files(args.predictions), reference=args.reference,
                     data_dir=args.data_dir)
     err = Console(stderr=True)
@@ -142,7 +148,7 @@ def _run(args: argparse.Namespace) -> int:
             bar.update(tasks[stage], completed=done, total=total)
 
         board = write_report(
-            runs,
+            runs + scored,
             args.out,
             reference=args.reference,
             n_boot=args.n_boot,

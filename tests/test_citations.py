@@ -23,7 +23,7 @@ from metric_arena.citations import (
 )
 from metric_arena.metrics import Metric, MetricSummary
 from metric_arena.stats import Intervals
-from tests.openai_server import OpenAIServer
+from tests.openai_server import DEFAULT_REPLY, OpenAIServer
 from tests.robustness.helpers import cli, read_jsonl, write_jsonl
 
 KEY = "sk-test-cite-0123456789"
@@ -152,11 +152,14 @@ def test_nli_entailer_reads_the_entailment_label_of_a_local_checkpoint(tmp_path)
 
 
 def entailment_reply(body, attempt):
-    """The server's entailer: yes when every word of the hypothesis is in the premise; a cited answer otherwise."""
+    """The server's entailer: yes when every word of the hypothesis is in the premise; a judge's verdict to the
+    judge; a cited answer otherwise."""
     content = body["messages"][-1]["content"]
     if content.startswith("Premise:"):
         premise, hypothesis = re.match(r"Premise:\n(.*)\n\nHypothesis:\n(.*)\n\nDoes", content, re.S).groups()
         return "Yes." if set(re.findall(r"\w+", hypothesis)) <= set(re.findall(r"\w+", premise)) else "No"
+    if body.get("model") == "judge":
+        return DEFAULT_REPLY
     return "alpha [1]. alpha beta [1][2]. gamma [9]. delta."
 
 
@@ -359,3 +362,47 @@ def test_failed_answers_are_counted_not_scored(cited_run, tmp_path):
     assert res["n_failed"] == 1 and res["rows"][0]["failed"] and res["rows"][0]["scores"] == {}
     assert res["fields"]["invalid"]["n"] == 3 and any("failed to generate" in n for n in res["notes"])
     assert {r["system"] for r in res["rows"]} == {"sys"}
+
+
+def test_report_shows_the_citation_section_and_compare_gates_on_it(cited_run, capsys):
+    """generate --prompt cite -> cite -> report shows the citation section; a version whose every marker
+    points at the passage no reference cites (3, "gamma") fails `compare --metric citations --fail-if-worse`."""
+    from rag_qa_arena.cli import main
+
+    tmp, retrieved = cited_run["tmp"], cited_run["retrieved"]
+    worse = [{**row, "answer": re.sub(r"\[[\d,\s]+\]", "[3]", row["answer"])} for row in read_jsonl(tmp / "preds.jsonl")]
+    write_jsonl(tmp / "worse.jsonl", worse)
+    with OpenAIServer(entailment_reply) as server:
+        assert main(["cite", "--predictions", str(tmp / "worse.jsonl"), "--retrieved", str(retrieved), "--out",
+                     str(tmp / "worse-run"), "--system", "worse", "--entailment", "llm:openai:ent", "--base-url", server.base_url,
+                     "--api-key", KEY, "--cache-dir", str(tmp / "cache")]) == 0
+        # the same answers judged against LFRQA's: a report needs at least one judge run beside the cite folders
+        assert main(["judge", "--predictions", str(tmp / "preds.jsonl"), "--judge", "openai:judge", "--out",
+                     str(tmp / "judged"), "--base-url", server.base_url, "--api-key", KEY, "--cache-dir",
+                     str(tmp / "cache")]) == 0
+    capsys.readouterr()
+    code, out, err = cli(["report", tmp / "run", "--out", tmp / "alone"], capsys)
+    assert code == 2 and "holds a metric's rows but no verdicts" in err
+    code, out, err = cli(["report", tmp / "judged", tmp / "run", tmp / "worse-run", "--out", tmp / "board",
+                          "--n-boot", "50"], capsys)
+    assert code == 0, err
+    assert "Metric: citations" in out
+    page = (tmp / "board" / "leaderboard.html").read_text(encoding="utf-8")
+    assert "Metric: citations" in page
+    report = json.loads((tmp / "board" / "report.json").read_text())
+    [section] = [s for s in report["metrics"] if s["name"] == "citations"]
+    assert len(section["runs"]) == 2
+    recall = {row["system"]: row["fields"]["reference_recall"]["value"] for row in section["systems"]}
+    assert recall["worse"] < recall["openai:gen"]
+    code, out, err = cli(["compare", tmp / "run", tmp / "worse-run", "--metric", "citations", "--fail-if-worse",
+                          "--n-boot", "200"], capsys)
+    assert code == 1, out + err
+    assert "worse" in out.lower()
+    code, _, _ = cli(["compare", tmp / "run", tmp / "run", "--metric", "citations"], capsys)
+    assert code == 2  # the same folder twice
+    code, out, _ = cli(["compare", tmp / "worse-run", tmp / "run", "--metric", "citations", "--fail-if-worse",
+                        "--n-boot", "200", "--json"], capsys)
+    result = json.loads(out)
+    # the other way round: better on the reference scores; worse only on the invalid markers ([9]) it carries
+    assert "reference_recall" not in result["worse_on"] and result["fields"]["reference_recall"]["difference"] > 0
+    assert code == (1 if result["worse_on"] else 0) and set(result["worse_on"]) <= {"invalid"}

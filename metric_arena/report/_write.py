@@ -17,7 +17,7 @@ from metric_arena.report._leaderboard import (
 from metric_arena.report._plots import plot_length_ratio, plot_ratings, plot_win_matrix, plot_win_rates
 from metric_arena.report._retrieval import RetrievedFiles
 from metric_arena.report._runs import REFERENCE, Run, load_runs
-from metric_arena.report.sections import attach_metrics, metric_sections
+from metric_arena.report.sections import attach_metrics, metric_only_folders, metric_sections
 from metric_arena.report.views import ViewerOptions, anchored_entries, length_ratio_curves, verdict_view
 from metric_arena.stats import Intervals, agreement, load_human_labels
 
@@ -62,6 +62,10 @@ def write_report(
     # `report runs/* --out runs/leaderboard` run twice passes the report folder itself: skip it.
     runs = [r for r in runs if isinstance(r, Run) or os.path.realpath(r) != os.path.realpath(out)
             or (Path(r) / "verdicts.jsonl").is_file()]  # realpath: a symlink loop is no error here
+    runs, scored = metric_only_folders(runs)  # e.g. a `cite` folder: its metric's section, no verdicts
+    if not runs and scored:
+        raise RagQaArenaError(f"{scored[0]} holds a metric's rows but no verdicts: a report needs at least one "
+                              "judge run folder (`rag-qa-arena judge --out DIR`); give it beside this one")
     loaded, skipped = load_runs(runs, lean=True)  # what the report counts, not the judges' reply texts
     for run in loaded:
         if out.resolve() == run.path.resolve():
@@ -72,7 +76,7 @@ def write_report(
     board.warnings[:0] = skipped
     _attach_anchored(board, loaded)
     board.metrics = attach_metrics(board.entries, metric_sections(  # every registered metric the runs hold
-        [run.path for run in loaded], intervals=Intervals(n_boot=n_boot, seed=seed, confidence=confidence)))
+        [run.path for run in loaded] + scored, intervals=Intervals(n_boot=n_boot, seed=seed, confidence=confidence)))
     if labels is not None:
         verdicts = [v for run in loaded for v in run.verdicts]
         board.agreement = agreement(labels, verdicts, judge=agreement_judge)

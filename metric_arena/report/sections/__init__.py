@@ -15,6 +15,7 @@ from metric_arena.report.sections._registry import (
     UnknownMetric,
     attach_metrics,
     metric_named,
+    metric_only_folders,
     metric_sections,
     register_metric,
     summary_dict,
@@ -28,7 +29,7 @@ from metric_arena.report.sections._render import (
 )
 
 __all__ = ["METRICS", "SHOWN_BY_THE_LEADERBOARD", "UnknownMetric", "attach_metrics", "compare_metric", "comparison_lines", "estimate_text", "metric_named",
-           "metric_sections",
+           "metric_only_folders", "metric_sections",
            "register_metric", "sections_markdown", "sections_text", "summary_dict"]
 
 export_names(globals())

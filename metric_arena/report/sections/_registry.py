@@ -7,13 +7,16 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
+from metric_arena.citations import CITATIONS
 from metric_arena.metrics import ARENA, Estimate, Metric, MetricSummary
 from metric_arena.stats import Intervals
 
-__all__ = ["METRICS", "UnknownMetric", "attach_metrics", "metric_named", "metric_sections", "register_metric", "summary_dict"]
+__all__ = ["METRICS", "UnknownMetric", "attach_metrics", "metric_named", "metric_only_folders", "metric_sections",
+           "register_metric", "summary_dict"]
 
-#: The registry: metric name -> :class:`~metric_arena.metrics.Metric`. The arena's win/tie/loss is first.
-METRICS: dict[str, Metric] = {ARENA.name: ARENA}
+#: The registry: metric name -> :class:`~metric_arena.metrics.Metric`. The arena's win/tie/loss is first,
+#: the citation scores (a ``cite`` run folder) second.
+METRICS: dict[str, Metric] = {ARENA.name: ARENA, CITATIONS.name: CITATIONS}
 
 
 class UnknownMetric(RagQaArenaError):
@@ -39,6 +42,21 @@ def metric_named(name: str) -> Metric:
     if name not in METRICS:
         raise UnknownMetric(f"Unknown metric {name!r}. Known: {', '.join(sorted(METRICS))}")
     return METRICS[name]
+
+
+def metric_only_folders(runs: Sequence) -> tuple[list, list[Path]]:
+    """``runs`` split into what the leaderboard reads (judge run folders, and anything else, which is
+    named there) and the folders that hold only a registered metric's rows (no ``verdicts.jsonl``, e.g.
+    a ``cite`` folder), which add to that metric's section alone."""
+    judged, scored = [], []
+    for run in runs:
+        path = Path(run) if isinstance(run, (str, os.PathLike)) else None
+        if (path is not None and path.is_dir() and not (path / "verdicts.jsonl").is_file()
+                and any(metric.present(path) for metric in METRICS.values())):
+            scored.append(path)
+        else:
+            judged.append(run)
+    return judged, scored
 
 
 def metric_sections(runs: Sequence[str | os.PathLike], *, intervals: Intervals = Intervals(),
