@@ -70,6 +70,40 @@ PROMPT_CACHE_STEP = 128
 _DEFAULT_ENCODING = "o200k_base"
 _lock = threading.Lock()
 _encodings: dict = {}
+_wanted: set[str] = set()  # the models whose encodings every Session loads before its first request
+_loaded: set[str] = set()  # those of them loaded
+
+
+def count_tokens_with(model: str):
+    """The encoding of ``model`` (:func:`get_encoding`'s), and a note that every :class:`Session` loads it
+    before its first request (off the event loop's thread): code that counts tokens while replies come in
+    (a verdict's style counts) names its model here, at import, and calls what this returns.
+
+    >>> encode = count_tokens_with("gpt-4o")
+    >>> len(encode().encode("one two three"))
+    3
+    """
+    _wanted.add(model)
+    loaded: list = []
+
+    def encoding():
+        if not loaded:
+            loaded.append(get_encoding(model)[0])
+        return loaded[0]
+
+    return encoding
+
+
+def encodings_loaded() -> bool:
+    """Whether every encoding noted by :func:`count_tokens_with` is loaded in this process."""
+    return _wanted <= _loaded
+
+
+def load_encodings() -> None:
+    """Load every encoding noted by :func:`count_tokens_with` (once per process; slow the first time)."""
+    for model in sorted(_wanted - _loaded):
+        get_encoding(model)
+        _loaded.add(model)
 
 
 def encoding_name(model: str) -> tuple[str, bool]:
