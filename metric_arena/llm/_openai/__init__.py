@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 from builders import redact_reply, redact_secrets, shown_url
 from lfrqa.errors import RagQaArenaError
 from metric_arena.llm._openai._http import (
+    attempt_timeout,
     RAW_RESPONSE_HEADER,
     Balancer,
     dropped_connection,
@@ -227,7 +228,8 @@ class OpenAIBackend(Backend):
             return self._text(url, what, fix, detail)
 
         try:
-            raw = await asyncio.wait_for(client.post(body, max_body_bytes(max_tokens), describe), self.timeout)
+            async with attempt_timeout(self.timeout):  # no task made per request, as wait_for would
+                raw = await client.post(body, max_body_bytes(max_tokens), describe)
         except asyncio.TimeoutError:
             raise TransientBackendError(f"no complete reply within the {self.timeout:g} s timeout from "
                                         f"{url}", kind="timeout") from None

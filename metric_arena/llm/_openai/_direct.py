@@ -19,6 +19,7 @@ import json
 from urllib.parse import urlencode
 
 import aiohttp
+from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
 from metric_arena.llm._openai._http import ERROR_BODY_BYTES, retry_after_seconds, tls_context
@@ -103,6 +104,12 @@ class DirectClient:
             self.headers["OpenAI-Organization"] = organization
         self.timeout = timeout
         self._timeouts = aiohttp.ClientTimeout(total=None, connect=connect_timeout, sock_read=timeout)
+        # $HTTPS_PROXY/$HTTP_PROXY/$NO_PROXY read once here (aiohttp's trust_env would look them and ~/.netrc up
+        # in a thread for every request)
+        try:
+            self._proxy, self._proxy_auth = get_env_proxy_for_url(self.url)
+        except LookupError:
+            self._proxy, self._proxy_auth = None, None
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -112,7 +119,8 @@ class DirectClient:
         loop = asyncio.get_running_loop()
         if self._session is None or self._loop is not loop or self._session.closed:
             connector = aiohttp.TCPConnector(limit=0, ssl=tls_context(), enable_cleanup_closed=False)
-            self._session = aiohttp.ClientSession(connector=connector, timeout=self._timeouts, trust_env=True,
+            self._session = aiohttp.ClientSession(connector=connector, timeout=self._timeouts,
+                                                  cookie_jar=aiohttp.DummyCookieJar(),
                                                   skip_auto_headers=("Accept-Encoding",), auto_decompress=False)
             self._loop = loop
         return self._session
@@ -123,7 +131,8 @@ class DirectClient:
         error (:func:`status_error`, its body read at most ``ERROR_BODY_BYTES``)."""
         session = self._get_session()
         try:
-            async with session.post(self.url, data=body, headers=self.headers) as response:
+            async with session.post(self.url, data=body, headers=self.headers, proxy=self._proxy,
+                                    proxy_auth=self._proxy_auth) as response:
                 if response.status >= 400:
                     error_body = await _read_some(response, ERROR_BODY_BYTES)
                     raise status_error(response.status, error_body, response.headers, describe=describe)
