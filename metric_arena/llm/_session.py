@@ -32,7 +32,7 @@ from lfrqa.errors import InvalidInputType
 from metric_arena.llm._cache import CompletionCache
 from metric_arena.llm._ratelimit import RateLimiter
 from metric_arena.llm._runner import RequestResult, RetryPolicy, Runner
-from metric_arena.llm._specs import make_backends
+from metric_arena.llm._specs import make_backends, parse_spec
 from metric_arena.llm._tasks import Progress, gather_or_cancel, run_until_stopped
 from metric_arena.llm._tokens import encodings_loaded, load_encodings, make_budgets
 from metric_arena.llm._types import Backend, ChatRequest, Completion
@@ -223,6 +223,17 @@ class Session:
         """One set of ``max_concurrency`` request slots for every session opened inside ``with
         Session.pool(...)`` (see :class:`RequestPool`): many runs at once share one concurrency limit."""
         return RequestPool(max_concurrency=max_concurrency)
+
+    @staticmethod
+    def preload(models: Sequence[str | Backend] = ()) -> None:
+        """Load now what a session of ``models`` would load when it opens or sends its first request: the HTTP
+        client of the network backends (aiohttp) and the token encodings replies are counted with (once per
+        process). For code that opens sessions later, on a clock (a reward called by a trainer), so that its
+        first call costs what the next ones do."""
+        if any(isinstance(m, str) and parse_spec(m)[0] == "openai" for m in models):
+            import aiohttp  # noqa: F401 - what an openai backend posts with
+
+        load_encodings()
 
     @property
     def specs(self) -> list[str]:
