@@ -40,11 +40,40 @@ _UNREACHABLE = (aiohttp.ClientConnectorError, aiohttp.ServerDisconnectedError, a
                 aiohttp.ClientConnectionError, ConnectionError, OSError)
 
 
+# ASCII JSON: a lone surrogate in a text (half an emoji) is sent escaped, as it came, never an encoding error.
+_encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+# The encoded form of messages that recur in every request (a judge's system prompt and few-shot turns: all
+# but the last message), by role and content; emptied when it holds MESSAGES_KEPT of them.
+_messages: dict[tuple, bytes] = {}
+MESSAGES_KEPT = 256
+
+
 def encode_body(model: str, request) -> bytes:
-    """The JSON body of one chat-completions request, encoded once (UTF-8, compact)."""
-    return json.dumps({"model": model, "messages": request.messages, "max_tokens": request.max_tokens,
-                       "temperature": request.temperature, "top_p": request.top_p},
-                      ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+    """The JSON body of one chat-completions request, encoded once (compact ASCII JSON); the messages before the
+    last one are encoded once per process (a judge's few-shot prefix is most of every request).
+
+    >>> from metric_arena.llm import ChatRequest
+    >>> json.loads(encode_body("m", ChatRequest([{"role": "user", "content": "é"}], max_tokens=5)))["messages"]
+    [{'role': 'user', 'content': 'é'}]
+    """
+    *prefix, last = request.messages or [None]
+    parts = []
+    for message in prefix:
+        key = (message.get("role"), message.get("content")) if len(message) == 2 and isinstance(
+            message.get("content"), str) else None
+        encoded = _messages.get(key) if key is not None else None
+        if encoded is None:
+            encoded = _encode(message)
+            if key is not None:
+                if len(_messages) >= MESSAGES_KEPT:
+                    _messages.clear()
+                _messages[key] = encoded
+        parts.append(encoded)
+    if last is not None:
+        parts.append(_encode(last))
+    head = _encode({"model": model})[:-1]
+    tail = _encode({"max_tokens": request.max_tokens, "temperature": request.temperature, "top_p": request.top_p})
+    return f'{head},"messages":[{",".join(parts)}],{tail[1:]}'.encode("ascii")
 
 
 def status_error(status: int, body: bytes, headers, *, describe) -> BaseException:
