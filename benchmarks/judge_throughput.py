@@ -4,8 +4,9 @@ Each client runs in a child process of its own against a fast asyncio server (``
 process) that answers after ``latency`` seconds; the clients take turns (package without cache, plain loop,
 package with a fresh SQLite cache that writes every answer, again per ``--repeat``), so a busy machine
 slows them alike. Client CPU is the child's own (user + system, from its rusage, all its threads), for the
-judging call only (``run``) and for the whole child (``all``: interpreter start and imports too); CPU on a
-shared machine is what the client costs, whatever the wall time does.
+judging call only (``run``) and for the whole child (``all``: interpreter start, imports, the package's
+once-per-process loads and the plain loop's request building too); CPU on a shared machine is what the
+client costs, whatever the wall time does.
 
     python benchmarks/judge_throughput.py            # 14,020 pairs, latency 0, concurrency 256; 2,000 at 0.5 s, 64
     python benchmarks/judge_throughput.py --quick    # small sizes, seconds; exits 1 when a run fails
@@ -68,8 +69,10 @@ def _cpu() -> float:
 
 def child_package(n: int, url: str, concurrency: int, cache_dir: str | None) -> dict:
     from metric_arena import RunConfig, judge_pairs
+    from metric_arena.llm import Session
 
     data = _inputs(n)
+    Session.preload(["openai:bench-judge"])  # once per process, before any request (in "all", not in "run")
     run = RunConfig(base_url=url, api_key="sk-bench", max_concurrency=concurrency, use_cache=cache_dir is not None,
                     cache_dir=cache_dir)
     cpu, start = _cpu(), time.perf_counter()
