@@ -148,15 +148,18 @@ def scenario(n: int, latency: float, concurrency: int, repeat: int, tmp: str) ->
                 ok &= found["n_failed"] == 0 and found["received"] == found["n_sent"] == n
                 runs[client].append(found)
     print(f"\n{n:,} pairs, latency {latency:g} s, concurrency {concurrency} ({repeat} interleaved runs each)")
-    print(f"{'client':<15} {'wall s':>13} {'run CPU s':>13} {'ms/pair':>13} {'all CPU s':>13} {'x plain':>8}")
-    plain = min(r["cpu"] for r in runs["plain"]) / n
+    print(f"{'client':<15} {'wall s':>13} {'run CPU s':>13} {'ms/pair':>13} {'all CPU s':>13} {'x plain':>8} "
+          f"{'all x plain':>11}")
+    plain = min(r["cpu"] for r in runs["plain"])
+    plain_all = min(r["cpu_all"] for r in runs["plain"])
+    ratios = {}
     for client, found in runs.items():
         walls, cpus, alls = ([r[k] for r in found] for k in ("wall", "cpu", "cpu_all"))
         per = [c / n * 1e3 for c in cpus]
-        ratio = min(cpus) / n / plain
+        ratios[client] = (min(cpus) / plain, min(alls) / plain_all)
         print(f"{client:<15} {_span(walls, 2):>13} {_span(cpus, 2):>13} {_span(per, 3):>13} {_span(alls, 2):>13} "
-              f"{ratio:8.2f}")
-    return {client: min(r["cpu"] for r in found) / n / plain for client, found in runs.items()}, ok
+              f"{ratios[client][0]:8.2f} {ratios[client][1]:11.2f}")
+    return ratios, ok
 
 
 def _span(values: list[float], digits: int) -> str:
@@ -185,9 +188,11 @@ def main() -> int:
         for n, latency, concurrency in QUICK if args.quick else FULL:
             ratios, fine = scenario(n, latency, concurrency, repeat, tmp)
             ok &= fine
-            verdicts += [f"{n:,} pairs at {latency:g} s, {client}: {ratios[client]:.2f}x the plain loop's CPU per "
-                         f"pair (target <= {target:g}x: {'OK' if ratios[client] <= target else 'ABOVE TARGET'})"
-                         for client, target in TARGETS.items()]
+            verdicts += [f"{n:,} pairs at {latency:g} s, {client}: {run:.2f}x the plain loop's CPU per pair in the "
+                         f"judging call, {whole:.2f}x in the whole child (target <= {target:g}x: "
+                         f"{'OK' if run <= target else 'ABOVE TARGET'}, whole child "
+                         f"{'OK' if whole <= target else 'ABOVE TARGET'})"
+                         for client, target in TARGETS.items() for run, whole in [ratios[client]]]
     print("\n" + "\n".join(verdicts))
     if not ok:
         print("FAILED: a run lost requests or judgments", file=sys.stderr)
