@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from lfrqa.errors import RagQaArenaError
-from metric_arena.llm import count_tokens_with
+from metric_arena.llm import get_encoding
 from metric_arena.stats import length_controlled_rates, length_views, normalized_difference
 
 __all__ = ["STYLE_FEATURE_SETS", "STYLE_FIELDS", "TOKEN_ENCODING", "answer_style", "check_style_features",
@@ -38,8 +38,13 @@ _HEADER = re.compile(r"^ {0,3}#{1,6}\s+\S", re.M)
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+\S", re.M)
 _BOLD = re.compile(r"\*\*(?=\S)[^*\n]+?\*\*|__(?=\S)[^_\n]+?__")
 _CITATION = re.compile(r"\[\d{1,3}(?:\s*[,;–-]\s*\d{1,3})*\]")
-# The encoding of the counts: loaded by every Session before its first request, never while replies come in.
-_ENCODING = count_tokens_with("gpt-4o")
+_encoder: list = []  # the encoding of the counts, once found (every Session loads it before its first request)
+
+
+def _encoding():
+    if not _encoder:
+        _encoder.append(get_encoding("gpt-4o")[0])
+    return _encoder[0]
 
 
 def answer_style(text: str | None) -> dict[str, int]:
@@ -47,7 +52,7 @@ def answer_style(text: str | None) -> dict[str, int]:
     reads like a special token (``<|endoftext|>``) counts as text, and a text of any length is counted
     (:func:`~metric_arena.llm.get_encoding`)."""
     text = text or ""
-    return {"words": len(text.split()), "tokens": len(_ENCODING().encode(text, disallowed_special=())) if text else 0,
+    return {"words": len(text.split()), "tokens": len(_encoding().encode(text, disallowed_special=())) if text else 0,
             "headers": len(_HEADER.findall(text)), "list_items": len(_LIST_ITEM.findall(text)),
             "bold": len(_BOLD.findall(text)), "citations": len(_CITATION.findall(text))}
 

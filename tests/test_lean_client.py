@@ -143,10 +143,9 @@ def test_a_reward_loads_at_construction_what_its_first_call_would(tmp_path):
     code = textwrap.dedent("""
         import sys
         from metric_arena import RunConfig, reward_function
-        from metric_arena.llm import encodings_loaded
-        assert not encodings_loaded() and "aiohttp" not in sys.modules
+        assert "bpe_openai" not in sys.modules and "aiohttp" not in sys.modules
         reward_function(judge="openai:j", run=RunConfig(base_url="http://127.0.0.1:9/v1", api_key="sk-local"))
-        print(encodings_loaded(), "aiohttp" in sys.modules)
+        print("bpe_openai" in sys.modules, "aiohttp" in sys.modules)
     """)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,

@@ -20,11 +20,8 @@ from metric_arena.llm._tokens import (
     PRICES_2024,
     CostEstimate,
     InputBudget,
-    count_tokens_with,
-    encodings_loaded,
     estimate_cost,
     get_encoding,
-    load_encodings,
 )
 from metric_arena.llm._types import (
     AuthenticationFailed,
@@ -55,11 +52,8 @@ __all__ = [
     "Session",
     "backend_identity",
     "cache_key",
-    "count_tokens_with",
-    "encodings_loaded",
     "estimate_cost",
     "get_encoding",
-    "load_encodings",
     "make_backend",
     "model_backend",
     "parse_spec",

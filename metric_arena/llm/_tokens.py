@@ -70,40 +70,20 @@ PROMPT_CACHE_STEP = 128
 _DEFAULT_ENCODING = "o200k_base"
 _lock = threading.Lock()
 _encodings: dict = {}
-_wanted: set[str] = set()  # the models whose encodings every Session loads before its first request
-_loaded: set[str] = set()  # those of them loaded
-
-
-def count_tokens_with(model: str):
-    """The encoding of ``model`` (:func:`get_encoding`'s), and a note that every :class:`Session` loads it
-    before its first request (off the event loop's thread): code that counts tokens while replies come in
-    (a verdict's style counts) names its model here, at import, and calls what this returns.
-
-    >>> encode = count_tokens_with("gpt-4o")
-    >>> len(encode().encode("one two three"))
-    3
-    """
-    _wanted.add(model)
-    loaded: list = []
-
-    def encoding():
-        if not loaded:
-            loaded.append(get_encoding(model)[0])
-        return loaded[0]
-
-    return encoding
+# The model whose encoding (o200k_base, also the one of models tiktoken does not know) every Session loads
+# before its first request: what the verdicts' style counts use.
+_PRELOADED_MODEL = "gpt-4o"
 
 
 def encodings_loaded() -> bool:
-    """Whether every encoding noted by :func:`count_tokens_with` is loaded in this process."""
-    return _wanted <= _loaded
+    """Whether the encoding every Session loads before its first request is loaded in this process."""
+    return _DEFAULT_ENCODING in _encodings
 
 
 def load_encodings() -> None:
-    """Load every encoding noted by :func:`count_tokens_with` (once per process; slow the first time)."""
-    for model in sorted(_wanted - _loaded):
-        get_encoding(model)
-        _loaded.add(model)
+    """Load the encoding every Session needs before its first request (once per process; slow the first
+    time): ``o200k_base``, with tiktoken's model map that names it."""
+    get_encoding(_PRELOADED_MODEL)
 
 
 def encoding_name(model: str) -> tuple[str, bool]:
