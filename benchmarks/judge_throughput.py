@@ -1,33 +1,40 @@
-"""Judge throughput against a local OpenAI-compatible server with a fixed latency.
+"""Judge throughput and client CPU: ``judge_pairs`` against a plain aiohttp loop sending the same requests.
 
-Judges N synthetic pairs (answers of LFRQA-like length, the paper's full prompt) at several
-concurrency levels, each with a fresh cache, then re-runs one level from its warm cache, and
-prints wall times, requests/s, the speed-up over one request at a time and the requests the
-cached re-run sent (it must be 0). The server runs in this process (a conservative set-up: it
-competes with the client for the interpreter).
+Each client runs in a child process of its own against a fast asyncio server (``_fast_server.py``, a third
+process) that answers after ``latency`` seconds; the clients take turns (package without cache, plain loop,
+package with a fresh SQLite cache that writes every answer, again per ``--repeat``), so a busy machine
+slows them alike. Client CPU is the child's own (user + system, from its rusage, all its threads), for the
+judging call only (``run``) and for the whole child (``all``: interpreter start, imports, the package's
+once-per-process loads and the plain loop's request building too); CPU on a shared machine is what the
+client costs, whatever the wall time does.
 
-    python benchmarks/judge_throughput.py                     # 240 pairs, 0.25 s, concurrency 1/8/32/128
-    python benchmarks/judge_throughput.py --levels 32 128 --pairs 1000 --latency 0.5
-    python benchmarks/judge_throughput.py --rerun-pairs 14020 # also time a warm-cache re-run of 14,020 pairs
+    python benchmarks/judge_throughput.py            # 14,020 pairs, latency 0, concurrency 256; 2,000 at 0.5 s, 64
+    python benchmarks/judge_throughput.py --quick    # small sizes, seconds; exits 1 when a run fails
 
+Targets (full mode): the package's run CPU per pair at most 1.5x the plain loop's without cache, 2x with it.
 Needs the pinned benchmark files ($LFRQA_DATA_DIR, e.g. ../shared/lfrqa) or network access.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import random
-import resource
+import subprocess
+import sys
 import tempfile
 import time
 
 import _setup  # noqa: F401 - this checkout first on sys.path, and $LFRQA_DATA_DIR
 from _setup import quick_args  # noqa: E402
-from metric_arena import RunConfig, judge_pairs  # noqa: E402
-from tests.openai_server import OpenAIServer  # noqa: E402
 
 WORDS = ("the fund index market cost tax plan rate risk bond stock cash year account return fee "
          "water heat light energy cell gene protein theory model data code server network user").split()
+FULL = [(14_020, 0.0, 256), (2_000, 0.5, 64)]
+QUICK = [(300, 0.0, 32), (100, 0.05, 16)]
+CLIENTS = ("package", "plain", "package+cache")
+TARGETS = {"package": 1.5, "package+cache": 2.0}
 
 
 def synthetic_pairs(n: int, seed: int = 0) -> tuple[list[str], list[str], list[str]]:
@@ -47,58 +54,149 @@ def reply(body: dict, attempt: int) -> str:
     return f"<thinking>Both answers address the query; one is more complete.</thinking><rating>{rating}</rating>"
 
 
-def timed_run(server: OpenAIServer, data, concurrency: int, cache_dir: str) -> tuple[float, dict, int]:
-    server.clear()
-    start = time.perf_counter()
-    run = RunConfig(base_url=server.base_url, api_key="sk-bench", max_concurrency=concurrency, cache_dir=cache_dir)
-    result = judge_pairs(*data, judge="openai:bench-judge", run=run, progress=False, n_boot=200)
-    return time.perf_counter() - start, result, len(server.requests)
+def _inputs(n: int) -> dict:
+    predictions, references, questions = synthetic_pairs(n)
+    domains = ("fiqa", "science", "writing", "lifestyle", "recreation", "technology")
+    return {"predictions": predictions, "references": references, "questions": questions,
+            "ids": [f"q{i:05d}" for i in range(n)], "domains": [domains[i % 6] for i in range(n)]}
+
+
+def _cpu() -> float:
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def child_package(n: int, url: str, concurrency: int, cache_dir: str | None) -> dict:
+    from metric_arena import RunConfig, judge_pairs
+    from metric_arena.llm import Session
+
+    data = _inputs(n)
+    Session.preload(["openai:bench-judge"])  # once per process, before any request (in "all", not in "run")
+    run = RunConfig(base_url=url, api_key="sk-bench", max_concurrency=concurrency, use_cache=cache_dir is not None,
+                    cache_dir=cache_dir)
+    cpu, start = _cpu(), time.perf_counter()
+    result = judge_pairs(data["predictions"], data["references"], data["questions"], ids=data["ids"],
+                         domains=data["domains"], judge="openai:bench-judge", run=run, progress=False, n_boot=100)
+    return {"wall": time.perf_counter() - start, "cpu": _cpu() - cpu, "n_sent": result["n_sent"],
+            "n_failed": result["n_failed"]}
+
+
+def child_plain(n: int, url: str, concurrency: int) -> dict:
+    """The same request bodies (the package's Batch API lines) through one aiohttp session and a semaphore:
+    no cache, no retries, no parsing beyond reading the reply's text."""
+    import asyncio
+
+    import aiohttp
+
+    from metric_arena import RunConfig
+    from metric_arena.judge import judge_batch_requests
+
+    data = _inputs(n)
+    planned = judge_batch_requests(data["predictions"], data["references"], data["questions"], ids=data["ids"],
+                                   domains=data["domains"], judge="openai:bench-judge",
+                                   run=RunConfig(use_cache=False))
+    bodies = [body for plan in planned.values() for _, body in plan["requests"]]
+
+    async def send_all() -> int:
+        failed = 0
+        semaphore = asyncio.Semaphore(concurrency)
+        headers = {"Authorization": "Bearer sk-bench", "Content-Type": "application/json"}
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+            async def one(body: dict) -> None:
+                nonlocal failed
+                async with semaphore:
+                    async with session.post(f"{url}/chat/completions", data=json.dumps(body), headers=headers) as r:
+                        answer = await r.json()
+                        failed += r.status != 200 or not answer["choices"][0]["message"]["content"]
+
+            await asyncio.gather(*(one(body) for body in bodies))
+        return failed
+
+    cpu, start = _cpu(), time.perf_counter()
+    failed = asyncio.run(send_all())
+    return {"wall": time.perf_counter() - start, "cpu": _cpu() - cpu, "n_sent": len(bodies), "n_failed": failed}
+
+
+def run_child(client: str, n: int, url: str, concurrency: int, tmp: str) -> dict:
+    """One client in a fresh child process: its figures, and its whole CPU from ``wait4``'s rusage."""
+    cache = os.path.join(tmp, f"cache-{time.monotonic_ns()}") if client == "package+cache" else ""
+    process = subprocess.Popen([sys.executable, __file__, "--child", client, "--pairs", str(n), "--url", url,
+                                "--concurrency", str(concurrency), "--cache-dir", cache],
+                               stdout=subprocess.PIPE, text=True)
+    out = process.stdout.read()
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode != 0:
+        raise RuntimeError(f"the {client} client exited with {process.returncode}")
+    found = json.loads(out.strip().splitlines()[-1])
+    found["cpu_all"] = usage.ru_utime + usage.ru_stime
+    return found
+
+
+def scenario(n: int, latency: float, concurrency: int, repeat: int, tmp: str) -> tuple[dict, bool]:
+    from _fast_server import fast_server
+
+    runs: dict[str, list[dict]] = {client: [] for client in CLIENTS}
+    ok = True
+    with fast_server(latency=latency) as server:
+        for _ in range(repeat):
+            for client in CLIENTS:
+                before = server.count()
+                found = run_child(client, n, server.base_url, concurrency, tmp)
+                found["received"] = server.count() - before
+                ok &= found["n_failed"] == 0 and found["received"] == found["n_sent"] == n
+                runs[client].append(found)
+    print(f"\n{n:,} pairs, latency {latency:g} s, concurrency {concurrency} ({repeat} interleaved runs each)")
+    print(f"{'client':<15} {'wall s':>13} {'run CPU s':>13} {'ms/pair':>13} {'all CPU s':>13} {'x plain':>8} "
+          f"{'all x plain':>11}")
+    plain = min(r["cpu"] for r in runs["plain"])
+    plain_all = min(r["cpu_all"] for r in runs["plain"])
+    ratios = {}
+    for client, found in runs.items():
+        walls, cpus, alls = ([r[k] for r in found] for k in ("wall", "cpu", "cpu_all"))
+        per = [c / n * 1e3 for c in cpus]
+        ratios[client] = (min(cpus) / plain, min(alls) / plain_all)
+        print(f"{client:<15} {_span(walls, 2):>13} {_span(cpus, 2):>13} {_span(per, 3):>13} {_span(alls, 2):>13} "
+              f"{ratios[client][0]:8.2f} {ratios[client][1]:11.2f}")
+    return ratios, ok
+
+
+def _span(values: list[float], digits: int) -> str:
+    low, high = min(values), max(values)
+    return f"{low:.{digits}f}" if low == high else f"{low:.{digits}f}-{high:.{digits}f}"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--pairs", type=int, default=240, help="pairs judged at each level (default 240)")
-    parser.add_argument("--latency", type=float, default=0.25, help="server latency in seconds (default 0.25)")
-    parser.add_argument("--levels", type=int, nargs="+", default=[1, 8, 32, 128], help="concurrency levels")
-    parser.add_argument("--cached-level", type=int, default=32, help="level whose warm cache is re-run (default 32)")
-    parser.add_argument("--rerun-pairs", type=int, default=0,
-                        help="also fill a cache with this many pairs (latency 0) and time a warm re-run")
-    args = quick_args(parser, pairs=20, latency=0.01, levels=[1, 8], cached_level=8)
-
-    data = synthetic_pairs(args.pairs)
-    walls: dict[int, float] = {}
-    with tempfile.TemporaryDirectory() as tmp, OpenAIServer(reply, latency=args.latency) as server:
-        # warm up imports, the prompt files and the HTTP client outside the timings
-        judge_pairs(["a"], ["b"], ["q"], judge="openai:warm-up",
-                    run=RunConfig(base_url=server.base_url, api_key="sk-bench", cache_dir=f"{tmp}/warm"),
-                    progress=False, n_boot=10)
-        print(f"{args.pairs} pairs, server latency {args.latency:.2f} s, one judge request per pair (order 'paper')")
-        print(f"{'concurrency':>11} {'wall s':>8} {'req/s':>8} {'speed-up':>9} {'requests':>9} {'failed':>7}")
-        for level in args.levels:
-            wall, result, sent = timed_run(server, data, level, f"{tmp}/cache-{level}")
-            walls[level] = wall
-            base = walls.get(1)
-            speedup = f"{base / wall:8.1f}x" if base else f"{'-':>9}"
-            print(f"{level:>11} {wall:8.2f} {sent / wall:8.1f} {speedup} {sent:>9} {result['n_failed']:>7}")
-        if args.cached_level in walls:
-            wall, result, sent = timed_run(server, data, args.cached_level, f"{tmp}/cache-{args.cached_level}")
-            print(f"re-run at concurrency {args.cached_level} from its warm cache: {wall:.3f} s, "
-                  f"{sent} requests sent, {result['n_cached']} answered from the cache")
-        if 1 in walls and 32 in walls:
-            ratio = walls[1] / walls[32]
-            verdict = "OK" if ratio >= 16 else "BELOW TARGET"
-            print(f"speed-up at concurrency 32 vs one at a time: {ratio:.1f}x (target >= 16x: {verdict})")
-
-        if args.rerun_pairs:
-            big = synthetic_pairs(args.rerun_pairs, seed=1)
-            server.latency = 0.0
-            fill, _, sent = timed_run(server, big, 64, f"{tmp}/cache-big")
-            wall, result, resent = timed_run(server, big, 64, f"{tmp}/cache-big")
-            print(f"{args.rerun_pairs:,} pairs: filled the cache in {fill:.1f} s ({sent:,} requests, latency 0); "
-                  f"warm re-run {wall:.2f} s, {resent} requests sent, {result['n_cached']:,} from the cache")
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"peak memory (max RSS of this process): {peak_mb:.0f} MB")
-    return 0
+    parser.add_argument("--repeat", type=int, default=None, help="interleaved runs per client (default 2; quick 1)")
+    parser.add_argument("--child", choices=CLIENTS, help=argparse.SUPPRESS)
+    parser.add_argument("--pairs", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--url", help=argparse.SUPPRESS)
+    parser.add_argument("--concurrency", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--cache-dir", help=argparse.SUPPRESS)
+    args = quick_args(parser)  # --quick: the QUICK sizes below; exit 1 when a run fails
+    if args.child:
+        found = (child_plain(args.pairs, args.url, args.concurrency) if args.child == "plain" else
+                 child_package(args.pairs, args.url, args.concurrency, args.cache_dir or None))
+        print(json.dumps(found))
+        return 0
+    repeat = args.repeat or (1 if args.quick else 2)
+    ok, verdicts = True, []
+    with tempfile.TemporaryDirectory() as tmp:
+        for n, latency, concurrency in QUICK if args.quick else FULL:
+            ratios, fine = scenario(n, latency, concurrency, repeat, tmp)
+            ok &= fine
+            verdicts += [f"{n:,} pairs at {latency:g} s, {client}: {run:.2f}x the plain loop's CPU per pair in the "
+                         f"judging call, {whole:.2f}x in the whole child (target <= {target:g}x: "
+                         f"{'OK' if run <= target else 'ABOVE TARGET'}, whole child "
+                         f"{'OK' if whole <= target else 'ABOVE TARGET'})"
+                         for client, target in TARGETS.items() for run, whole in [ratios[client]]]
+    print("\n" + "\n".join(verdicts))
+    if not ok:
+        print("FAILED: a run lost requests or judgments", file=sys.stderr)
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -186,6 +186,8 @@ JUDGE_ADDRESS_RULES: tuple[tuple[str, str], ...] = (
                      r"|\b(?:new|updated)\s+instructions?\s*:|\byour\s+system\s+prompt\b"),
 )
 _ADDRESS = tuple((name, re.compile(pattern)) for name, pattern in JUDGE_ADDRESS_RULES)
+# Any of the rules, in one pass: most answers match none, and are then scanned once, not once per rule.
+_ANY_ADDRESS = re.compile("|".join(f"(?:{pattern})" for _, pattern in JUDGE_ADDRESS_RULES))
 
 
 def judge_address(text: str) -> list[str]:
@@ -199,6 +201,8 @@ def judge_address(text: str) -> list[str]:
     """
     folded = text if text.isascii() else _folded(text)[0]
     folded = " ".join(folded.lower().split())
+    if not _ANY_ADDRESS.search(folded):
+        return []
     return [name for name, pattern in _ADDRESS if pattern.search(folded)]
 
 

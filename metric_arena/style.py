@@ -38,6 +38,13 @@ _HEADER = re.compile(r"^ {0,3}#{1,6}\s+\S", re.M)
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+\S", re.M)
 _BOLD = re.compile(r"\*\*(?=\S)[^*\n]+?\*\*|__(?=\S)[^_\n]+?__")
 _CITATION = re.compile(r"\[\d{1,3}(?:\s*[,;–-]\s*\d{1,3})*\]")
+_encoder: list = []  # the encoding of the counts, once found (every Session loads it before its first request)
+
+
+def _encoding():
+    if not _encoder:
+        _encoder.append(get_encoding("gpt-4o")[0])
+    return _encoder[0]
 
 
 def answer_style(text: str | None) -> dict[str, int]:
@@ -45,8 +52,7 @@ def answer_style(text: str | None) -> dict[str, int]:
     reads like a special token (``<|endoftext|>``) counts as text, and a text of any length is counted
     (:func:`~metric_arena.llm.get_encoding`)."""
     text = text or ""
-    encoding, _ = get_encoding("gpt-4o")
-    return {"words": len(text.split()), "tokens": len(encoding.encode(text, disallowed_special=())) if text else 0,
+    return {"words": len(text.split()), "tokens": len(_encoding().encode(text, disallowed_special=())) if text else 0,
             "headers": len(_HEADER.findall(text)), "list_items": len(_LIST_ITEM.findall(text)),
             "bold": len(_BOLD.findall(text)), "citations": len(_CITATION.findall(text))}
 

@@ -55,9 +55,9 @@ class _PairJudge:
         planned = pair_requests(self.pairs.questions[i], self.pairs.predictions[i], self.pairs.references[i],
                                 qid=self.pairs.ids[i], order=config.order, seed=config.seed, data_dir=self.data_dir)
         jobs = [(backend, position, request) for backend in backends for position, request in planned.requests]
-        results = await asyncio.gather(*(self.session.ask(backend, request, validate=valid_reply,
-                                                          reask=reask_count(config.parse))
-                                         for backend, _, request in jobs))
+        asks = [self.session.ask(backend, request, validate=valid_reply, reask=reask_count(config.parse))
+                for backend, _, request in jobs]
+        results = [await asks[0]] if len(asks) == 1 else await asyncio.gather(*asks)  # one request: no task for it
         judgments = [_judgment(backend, position, result, config.parse)
                      for (backend, position, _), result in zip(jobs, results)]
         per_judge = [judge_outcome(judgments, backend.spec) for backend in backends]

@@ -139,14 +139,13 @@ def canonical_json(obj) -> str:
 
 def cache_key(identity: dict, request: ChatRequest, attempt: int = 0) -> str:
     """sha256 hex digest of (backend identity, decoding parameters, messages, attempt)."""
-    payload = {
-        "v": _KEY_VERSION,
-        "backend": identity,
-        "params": request.params(),
-        "messages": request.messages,
-        "attempt": int(attempt),
-    }
-    return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
+    return cache_keys(identity, request, [attempt])[0]
+
+
+def cache_keys(identity: dict, request: ChatRequest, attempts) -> list[str]:
+    """:func:`cache_key` of each of ``attempts``, the request serialized once (``attempt`` sorts first)."""
+    rest = canonical_json({"v": _KEY_VERSION, "backend": identity, "params": request.params(), "messages": request.messages})
+    return [hashlib.sha256(f'{{"attempt":{int(a)},{rest[1:]}'.encode("utf-8")).hexdigest() for a in attempts]
 
 
 class CacheCorrupt(RagQaArenaError):

@@ -49,7 +49,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from lfrqa.errors import RagQaArenaError
-from metric_arena.llm._cache import CompletionCache, cache_key, claim_owner
+from metric_arena.llm._cache import CompletionCache, cache_keys, claim_owner
 from metric_arena.llm._ratelimit import estimate_tokens
 from metric_arena.llm._retry import FirstContact, RetryPolicy, within
 from metric_arena.llm._tasks import Batcher, gather_or_cancel
@@ -172,12 +172,15 @@ class Runner:
                                  error=f"no answer within the run's deadline of {self.deadline:g} s")
 
     async def _run_one(self, backend: Backend, request: ChatRequest, validate, reask: int) -> RequestResult:
-        identity = backend.identity()
         last: Completion | None = None
         last_cached = False
         error: str | None = None
         attempts = 0
-        keys = [cache_key(identity, request, attempt) for attempt in range(int(reask) + 1)]
+        # (no cache: no keys, nothing to hash)
+        if self.cache is not None:
+            keys = cache_keys(backend.identity(), request, range(int(reask) + 1))
+        else:
+            keys = [None] * (int(reask) + 1)
         # every attempt's stored entry in one trip to the cache's thread (a fresh request is then sent at once)
         stored = await self.cache.off_loop(self.cache.get_many, keys) if self.cache is not None else {}
         for attempt in range(int(reask) + 1):

@@ -32,12 +32,12 @@ from lfrqa.errors import InvalidInputType
 from metric_arena.llm._cache import CompletionCache
 from metric_arena.llm._ratelimit import RateLimiter
 from metric_arena.llm._runner import RequestResult, RetryPolicy, Runner
-from metric_arena.llm._specs import make_backends
+from metric_arena.llm._specs import make_backends, parse_spec
 from metric_arena.llm._tasks import Progress, gather_or_cancel, run_until_stopped
-from metric_arena.llm._tokens import make_budgets
+from metric_arena.llm._tokens import encodings_loaded, load_encodings, make_budgets
 from metric_arena.llm._types import Backend, ChatRequest, Completion
 
-__all__ = ["RequestPool", "RunConfig", "Session"]
+__all__ = ["Concurrency", "RequestPool", "RunConfig", "Session"]
 
 T = TypeVar("T")
 
@@ -148,6 +148,49 @@ class RequestPool:
 _POOL: contextvars.ContextVar[RequestPool | None] = contextvars.ContextVar("request_pool", default=None)
 
 
+@dataclass(frozen=True)
+class Concurrency:
+    """How many requests one :class:`Session` has in flight, decided once when it opens: ``limit``, the
+    ``RunConfig``'s ``max_concurrency``, or the pool's when it is smaller (``shared``: the pool's limit,
+    which every session in it shares; None outside a pool); ``slots``, what each request holds while it
+    runs (the session's own slots and, in a pool, one of the pool's). The runner, :meth:`Session.run_all`
+    and :meth:`Session.run_until` read these, and nothing else."""
+
+    limit: int
+    shared: int | None
+    slots: object = field(repr=False, compare=False)
+
+    @staticmethod
+    def resolve(run: RunConfig, pool: RequestPool | None) -> Concurrency:
+        """The concurrency of a session of ``run`` opened inside ``pool`` (None: none)."""
+        if pool is None:
+            return Concurrency(run.max_concurrency, None, asyncio.Semaphore(run.max_concurrency))
+        if run.max_concurrency >= pool.max_concurrency:
+            return Concurrency(pool.max_concurrency, pool.max_concurrency, pool.slots)
+        return Concurrency(run.max_concurrency, pool.max_concurrency,
+                           _BothSlots(asyncio.Semaphore(run.max_concurrency), pool.slots))
+
+
+class _BothSlots:
+    """One of a session's own slots, then one of its pool's: a run asking for fewer requests in flight than
+    its pool allows keeps to its own number, and holds no pool slot while it waits for one of its own."""
+
+    def __init__(self, own: asyncio.Semaphore, shared: asyncio.Semaphore) -> None:
+        self.own, self.shared = own, shared
+
+    async def __aenter__(self) -> None:
+        await self.own.acquire()
+        try:
+            await self.shared.acquire()
+        except BaseException:
+            self.own.release()
+            raise
+
+    async def __aexit__(self, *exc_info) -> None:
+        self.shared.release()
+        self.own.release()
+
+
 class Session:
     """The machinery of one run, opened and closed together: backends, cache, runner, progress bars.
 
@@ -173,12 +216,24 @@ class Session:
         self._budgets = make_budgets(self.backends, max_input_tokens)
         self._bars: list[Progress] = []
         self.runner: Runner | None = None
+        self.concurrency: Concurrency | None = None  # decided when the session opens (Concurrency.resolve)
 
     @staticmethod
     def pool(*, max_concurrency: int) -> RequestPool:
         """One set of ``max_concurrency`` request slots for every session opened inside ``with
         Session.pool(...)`` (see :class:`RequestPool`): many runs at once share one concurrency limit."""
         return RequestPool(max_concurrency=max_concurrency)
+
+    @staticmethod
+    def preload(models: Sequence[str | Backend] = ()) -> None:
+        """Load now what a session of ``models`` would load when it opens or sends its first request: the HTTP
+        client of the network backends (aiohttp) and the token encodings replies are counted with (once per
+        process). For code that opens sessions later, on a clock (a reward called by a trainer), so that its
+        first call costs what the next ones do."""
+        if any(isinstance(m, str) and parse_spec(m)[0] == "openai" for m in models):
+            import aiohttp  # noqa: F401 - what an openai backend posts with
+
+        load_encodings()
 
     @property
     def specs(self) -> list[str]:
@@ -212,20 +267,23 @@ class Session:
         """``work(i)`` for every ``i`` of ``schedule``, pulled in order by twice ``max_concurrency`` workers
         (so a request always waits for each slot that frees): only the items being worked on exist at
         once, however long the schedule (bounded memory). The first error cancels the rest."""
-        await run_until_stopped(work, schedule, lambda: False, 2 * self.runner.max_concurrency)
+        await run_until_stopped(work, schedule, lambda: False, 2 * self.concurrency.limit)
 
     async def run_until(self, work: Callable[[int], Awaitable[None]], schedule: Sequence[int],
                         should_stop: Callable[[], bool]) -> None:
         """``work(i)`` for ``schedule`` in order, ``max_concurrency`` at a time, starting no new one
         once ``should_stop()`` is true (those in flight finish)."""
-        await run_until_stopped(work, schedule, should_stop, self.run.max_concurrency)
+        await run_until_stopped(work, schedule, should_stop, self.concurrency.limit)
 
     async def __aenter__(self) -> Session:
+        # What the replies' handling needs (the encodings of token counts) is loaded now, once per process and
+        # off the event loop's thread, so nothing loads while requests are in flight.
+        if not encodings_loaded():
+            await asyncio.to_thread(load_encodings)
         cache = CompletionCache(self.run.cache_dir) if self.run.use_cache else None
-        pool = _POOL.get()
-        self.runner = Runner(cache, max_concurrency=pool.max_concurrency if pool else self.run.max_concurrency,
-                             retry=self.run.retry, limiter=self.run.limiter, slots=pool.slots if pool else None,
-                             deadline=self.run.deadline)
+        self.concurrency = Concurrency.resolve(self.run, _POOL.get())
+        self.runner = Runner(cache, max_concurrency=self.concurrency.limit, retry=self.run.retry,
+                             limiter=self.run.limiter, slots=self.concurrency.slots, deadline=self.run.deadline)
         return self
 
     async def __aexit__(self, *exc_info) -> None:

@@ -70,6 +70,20 @@ PROMPT_CACHE_STEP = 128
 _DEFAULT_ENCODING = "o200k_base"
 _lock = threading.Lock()
 _encodings: dict = {}
+# The model whose encoding (o200k_base, also the one of models tiktoken does not know) every Session loads
+# before its first request: what the verdicts' style counts use.
+_PRELOADED_MODEL = "gpt-4o"
+
+
+def encodings_loaded() -> bool:
+    """Whether the encoding every Session loads before its first request is loaded in this process."""
+    return _DEFAULT_ENCODING in _encodings
+
+
+def load_encodings() -> None:
+    """Load the encoding every Session needs before its first request (once per process; slow the first
+    time): ``o200k_base``, with tiktoken's model map that names it."""
+    get_encoding(_PRELOADED_MODEL)
 
 
 def encoding_name(model: str) -> tuple[str, bool]:

@@ -12,8 +12,10 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
+from lfrqa.errors import RagQaArenaError
 from metric_arena.judge import JudgeInputs, JudgeSpec, judge_config, judge_pairs
-from metric_arena.llm import Backend, RetryPolicy, RunConfig, make_backend, parse_spec, synchronous
+from metric_arena.llm import Backend, RetryPolicy, RunConfig, Session, make_backend, parse_spec, synchronous
+from metric_arena.prompts import judge_messages
 
 __all__ = ["TRAINING_RETRY", "ArenaJudge", "training_run"]
 
@@ -41,6 +43,16 @@ async def _release(backends: list[Backend]) -> None:
 _release_all = synchronous(_release, name="release", doc="Close every backend in the list.")
 
 
+def _preload(specs: list[str], data_dir) -> None:
+    """What the first call would load, loaded now (clients, token encodings, the judge's prompt files), so
+    that it costs what later calls do; a prompt file that cannot be read now is reported by that call."""
+    Session.preload(specs)
+    try:
+        judge_messages("", "", "", data_dir=data_dir)
+    except RagQaArenaError:
+        pass
+
+
 class ArenaJudge:
     """The judge settings of a reward or a callback, and one method to judge a list of pairs."""
 
@@ -57,6 +69,7 @@ class ArenaJudge:
             judges.append(item)
         self.config = replace(config, judges=tuple(judges))
         self.data_dir = data_dir
+        _preload(self.config.specs, data_dir)
 
     @property
     def specs(self) -> list[str]:

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 from builders import redact_reply, redact_secrets, shown_url
 from lfrqa.errors import RagQaArenaError
 from metric_arena.llm._openai._http import (
+    attempt_timeout,
     RAW_RESPONSE_HEADER,
     Balancer,
     dropped_connection,
@@ -45,12 +46,14 @@ from metric_arena.llm._types import (
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 #: The longest wait for a connection (``--timeout`` bounds the whole attempt).
 CONNECT_TIMEOUT = 10.0
-#: The HTTP transports of the SDK (``transport=``): "auto" takes aiohttp when installed.
+#: How chat completions are sent (``transport=``): "auto" and "aiohttp" post them with aiohttp itself
+#: (:mod:`~metric_arena.llm._openai._direct`), "httpx" through the SDK's default httpx client.
 TRANSPORTS = ("auto", "aiohttp", "httpx")
 
 
 class OpenAIBackend(Backend):
-    """Chat completions over HTTP with ``openai.AsyncOpenAI``.
+    """Chat completions over HTTP: posted with aiohttp directly (one session per replica, kept alive), or
+    through ``openai.AsyncOpenAI`` with ``transport="httpx"``.
 
     >>> backend = OpenAIBackend("gpt-4o", base_url="http://127.0.0.1:8000/v1", api_key="EMPTY")
     >>> backend.identity()
@@ -113,9 +116,18 @@ class OpenAIBackend(Backend):
             raise RagQaArenaError(f"transport={transport!r} is not an HTTP transport: give one of "
                                   f"{', '.join(map(repr, TRANSPORTS))} ('auto': aiohttp when installed)")
         self.transport = transport
-        self._clients: list = [None] * len(self.replicas)
+        self._clients: list = [None] * len(self.replicas)  # the SDK's (uncommon endpoints; transport "httpx")
+        self._direct = None if transport == "httpx" else self._direct_clients(organization)
         self._balance = Balancer(len(self.replicas))
         self._models = [Counter() for _ in self.replicas]  # the models each replica's replies named
+
+    def _direct_clients(self, organization: str | None) -> list:
+        """The hot path's clients, one per replica (aiohttp imported now, before any request, never in the loop)."""
+        from metric_arena.llm._openai._direct import DirectClient
+
+        return [DirectClient(url, api_key=self._api_key, query=query, auth=auth, organization=organization,
+                             timeout=self.timeout, connect_timeout=min(self.timeout, CONNECT_TIMEOUT))
+                for (url, auth), query in zip(self.replicas, self._queries)]
 
     def identity(self) -> dict:
         """Backend, model and the server's URL (scheme, host, port and path; never credentials), or the
@@ -158,17 +170,19 @@ class OpenAIBackend(Backend):
         return self._clients[replica]
 
     async def complete(self, request: ChatRequest) -> Completion:
-        """One attempt, on the least-loaded replica that is not out; a replica that fails (connection,
+        """One attempt (its body encoded once, whichever replica takes it), on the least-loaded replica that is not out; a replica that fails (connection,
         timeout, 5xx) is taken out for a while and the next one is tried at once, so one dying replica
         slows a run without failing it while another answers. With several replicas, one whose reply names
         another model than the one requested (a dated snapshot of it is the same) is flagged and out for good:
         that reply and every later one of it is discarded and the request goes to the next replica."""
         last: BackendError | None = None
         balance = self._balance
+        body = self._direct[0].encode(self.model, request) if self._direct is not None else None
         for replica in balance.order():
             balance.started(replica)
             try:
-                completion = await self._complete_at(replica, request)
+                completion = await (self._complete_at(replica, request) if body is None
+                                    else self._post_direct(replica, body, request.max_tokens))
             except TransientBackendError as failure:
                 if len(self.replicas) == 1 or failure.kind == "429":
                     raise  # one server, or a rate limit: the runner's retry policy decides
@@ -205,7 +219,24 @@ class OpenAIBackend(Backend):
                  self._models[k].items(), key=lambda item: str(item[0]))}, "flagged": balance.flagged[k]}
             for k, (url, _) in enumerate(self.replicas)]}
 
+    async def _post_direct(self, replica: int, body: bytes, max_tokens: int) -> Completion:
+        """One attempt at ``replica`` on the hot path (aiohttp, no SDK): the whole attempt within ``timeout``."""
+        client = self._direct[replica]
+        url = client.shown
+
+        def describe(what: str, fix: str | None, detail: str) -> str:
+            return self._text(url, what, fix, detail)
+
+        try:
+            async with attempt_timeout(self.timeout):  # no task made per request, as wait_for would
+                raw = await client.post(body, max_body_bytes(max_tokens), describe)
+        except asyncio.TimeoutError:
+            raise TransientBackendError(f"no complete reply within the {self.timeout:g} s timeout from "
+                                        f"{url}", kind="timeout") from None
+        return parse_reply(raw, url, self.redact_reply)
+
     async def _complete_at(self, replica: int, request: ChatRequest) -> Completion:
+        """One attempt at ``replica`` through the SDK (``transport="httpx"``)."""
         import openai
 
         client = self._get_client(replica)
@@ -283,13 +314,18 @@ class OpenAIBackend(Backend):
         return BackendError(f"request failed at {url}: {type(error).__name__}")
 
     def _describe(self, url: str, error, what: str, fix: str | None = None) -> str:
-        detail = self.redact(getattr(error, "message", "") or str(error))
+        return self._text(url, what, fix, getattr(error, "message", "") or str(error))
+
+    def _text(self, url: str, what: str, fix: str | None, detail: str) -> str:
+        detail = self.redact(detail)
         text = f"{what} at {url} for model {self.model!r}"
         if fix:
             text += f": {fix}"
         return f"{text}. Server said: {detail}" if detail else text
 
     async def aclose(self) -> None:
+        for direct in self._direct or ():
+            await direct.aclose()
         for replica, client in enumerate(self._clients):
             if client is not None:
                 self._clients[replica] = None

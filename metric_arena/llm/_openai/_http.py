@@ -4,6 +4,7 @@ kept apart from what is shown."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import email.utils
 import functools
@@ -18,7 +19,7 @@ from lfrqa.errors import RagQaArenaError
 from metric_arena.llm._types import BadReply, Completion
 
 __all__ = [
-    "ERROR_BODY_BYTES", "HOOKS", "RAW_RESPONSE_HEADER", "Balancer", "bound_error_body", "clean_text",
+    "ERROR_BODY_BYTES", "HOOKS", "RAW_RESPONSE_HEADER", "Balancer", "attempt_timeout", "bound_error_body", "clean_text",
     "dropped_connection", "http_client", "http_library", "max_body_bytes", "message_text", "parse_reply",
     "query_secrets", "retry_after_seconds", "split_credentials", "split_query", "tls_context", "url_secrets",
 ]
@@ -82,6 +83,35 @@ class Balancer:
         self.failures[replica] += 1
         self.out_until[replica] = time.monotonic() + min(self.MAX_OUT_FOR, self.OUT_FOR * 2 ** self.strikes[replica])
         self.strikes[replica] += 1
+
+
+def attempt_timeout(seconds: float):
+    """A context manager raising ``asyncio.TimeoutError`` in the block after ``seconds``: ``asyncio.timeout``
+    (Python 3.11+: no task per call); before 3.11, a stand-in that cancels the task the same way."""
+    if hasattr(asyncio, "timeout"):
+        return asyncio.timeout(seconds)
+    return _Timeout(seconds)
+
+
+class _Timeout:
+    """``asyncio.timeout`` for Python 3.10: the current task cancelled after ``seconds``, seen as a timeout."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds, self.fired, self.handle = seconds, False, None
+
+    async def __aenter__(self) -> None:
+        task = asyncio.current_task()
+
+        def fire() -> None:
+            self.fired = True
+            task.cancel()
+
+        self.handle = asyncio.get_running_loop().call_later(self.seconds, fire)
+
+    async def __aexit__(self, kind, error, trace) -> None:
+        self.handle.cancel()
+        if self.fired and kind is asyncio.CancelledError:
+            raise asyncio.TimeoutError from None
 
 
 def dropped_connection(error: BaseException) -> bool:
