@@ -32,7 +32,7 @@ examples:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from metric_arena.judge import DEFAULT_JUDGE, ORDERS, PARSES
-    from rag_qa_arena._cmd_judge import add_exchange_flags
+    from rag_qa_arena.exchange import add_exchange_flags
     from rag_qa_arena._options import (
         add_backend_flags,
         add_rate_limit_flags,
@@ -140,7 +140,7 @@ def _warn_sample(sizes: list[int], n_common: int) -> None:
 
 def run_tournament(args: argparse.Namespace) -> int:
     from metric_arena.judge import DEFAULT_JUDGE, tournament
-    from rag_qa_arena._cmd_judge import export_requests
+    from rag_qa_arena.exchange import export_requests
     from rag_qa_arena._options import (
         FATAL_EXIT,
         check_backend_args,

@@ -101,9 +101,11 @@ from metric_arena.judge._plan import (
     judge_request,
 )
 from metric_arena.judge._exchange import (
+    EXPORT_CHUNK,
     EXPORT_FILE,
     MAX_RESULT_LINE_BYTES,
     ExpectedAnswers,
+    export_file,
     export_judge_requests,
     exported_request_ids,
     import_judge_results,
@@ -122,6 +124,7 @@ from metric_arena.judge._tournament import (
 
 __all__ = [
     "DEFAULT_JUDGE",
+    "EXPORT_CHUNK",
     "EXPORT_FILE",
     "MAX_RESULT_LINE_BYTES",
     "ORDERS",
@@ -138,6 +141,7 @@ __all__ = [
     "answer_positions",
     "check_system_names",
     "collect_judge_batch",
+    "export_file",
     "export_judge_requests",
     "exported_request_ids",
     "format_estimate",

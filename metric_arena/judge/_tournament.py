@@ -35,7 +35,7 @@ import math
 import os
 import re
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -367,16 +367,17 @@ def tournament_requests(
     seed: int = 0,
     sample: int | Sequence[int] = 700,
     data_dir: str | os.PathLike | None = None,
-) -> list[dict]:
+) -> Iterator[dict]:
     """The inputs of every match of the complete schedule (each system against LFRQA on all its questions,
-    every pair on the largest sample), one mapping per match as :func:`export_judge_requests` takes them;
-    pairs whose answer failed to generate are left out (never sent)."""
+    every pair on the largest sample), one mapping per match as :func:`export_judge_requests` takes them, made
+    as they are read (one match in memory at a time); pairs whose answer failed to generate are left out (never
+    sent). The predictions are read at once (a bad file is named before anything is written)."""
     plan = predictions if isinstance(predictions, Tournament) else load_tournament(predictions, seed=seed,
                                                                                      data_dir=data_dir)
     shared = plan.sample(min(max(_sample_sizes(sample)), plan.n_common))
     games = [(name, REFERENCE, list(answers)) for name, answers in plan.systems.items()]
     games += [(a, b, shared) for a, b in plan.pairs()]
-    return [_match_inputs(plan, a, b, qids) for a, b, qids in games]
+    return (_match_inputs(plan, a, b, qids) for a, b, qids in games)
 
 
 def tournament_dry_run(

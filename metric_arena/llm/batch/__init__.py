@@ -34,12 +34,17 @@ from metric_arena.llm.batch._files import (
     read_tagged_json,
     write_batch_files,
 )
+from metric_arena.llm.batch._shards import EXPORT_MAX_BYTES, FileLimits, SeenIds, SplitWriter
 
 __all__ = [
     "BATCH_DISCOUNT",
+    "EXPORT_MAX_BYTES",
+    "FileLimits",
     "MANIFEST",
     "MAX_BYTES",
     "MAX_REQUESTS",
+    "SeenIds",
+    "SplitWriter",
     "TERMINAL_STATUSES",
     "BatchNotReady",
     "batch_client",
