@@ -3,8 +3,9 @@ batch-format runner), and their answers read back into the judgment cache.
 
 :func:`export_judge_requests` writes the requests a judge run would send and the cache does not answer yet,
 in the OpenAI batch input format (one ``{"custom_id", "method", "url", "body"}`` line per request, the
-``custom_id`` the request's cache key: the lines the Batch API path uploads), split into ``shards`` files per
-judge, with ``requests.json`` listing them. :func:`import_judge_results` reads batch-format output files
+``custom_id`` the request's cache key: the lines the Batch API path uploads), written as they are planned and
+split into ``shards`` files per judge or more (none over the per-file limits), with ``requests.json`` listing
+them; ``part=(k, n)`` writes one of n parts, for n processes. :func:`import_judge_results` reads batch-format output files
 (``custom_id``, ``response.status_code``, ``response.body`` or ``error``) into the cache with the checks an
 online reply gets: strict JSON, a cache key as ``custom_id``, redaction of anything shaped like a key, the
 reply's size cap, and the validity flag (a valid ``<rating>``), and only for requests this judge asked
@@ -45,6 +46,9 @@ from metric_arena.llm.batch import (
     FileLimits,
     SeenIds,
     SplitWriter,
+    check_part,
+    part_of,
+    replaced_by,
     check_plain_name,
     checked_completion,
     import_source,
@@ -53,7 +57,7 @@ from metric_arena.llm.batch import (
     same_model,
 )
 
-__all__ = ["EXPORT_CHUNK", "EXPORT_FILE", "MAX_RESULT_LINE_BYTES", "ExpectedAnswers", "check_part", "export_file", "export_manifests",
+__all__ = ["EXPORT_CHUNK", "EXPORT_FILE", "MAX_RESULT_LINE_BYTES", "ExpectedAnswers", "export_file", "export_manifests",
            "export_judge_requests", "exported_request_ids", "import_judge_results", "judge_request_ids"]
 
 EXPORT_FILE = "requests.json"
@@ -120,7 +124,7 @@ def export_judge_requests(
                 "judges": judges}
     atomic_write(root / export_file(part), dumps_json(manifest))
     for old in root.glob("requests*.json"):
-        if old.name != export_file(part) and _replaced(old.name, part):
+        if old.name != export_file(part) and replaced_by(old.name, part):
             old.unlink(missing_ok=True)
     return manifest
 
@@ -129,35 +133,9 @@ def export_judge_requests(
 EXPORT_CHUNK = 2_000
 
 
-def check_part(part) -> tuple[int, int]:
-    """``(k, n)`` of ``part`` (k counted from 0), ``(0, 1)`` for None; a one-line error for anything else."""
-    if part is None:
-        return 0, 1
-    if not (isinstance(part, tuple) and len(part) == 2 and all(isinstance(v, int) and not isinstance(v, bool)
-                                                               for v in part) and 0 <= part[0] < part[1]):
-        raise RagQaArenaError(f"part={part!r}: give (k, n) with 0 <= k < n, e.g. (0, 4) for the first of 4 parts")
-    return part
-
-
 def export_file(part: tuple[int, int] | None) -> str:
     """The manifest's name: ``requests.json``, or ``requests.part-0000K-of-0000N.json`` for one part."""
     return EXPORT_FILE if part is None else f"requests.part-{part[0]:05d}-of-{part[1]:05d}.json"
-
-
-_PART = re.compile(r"\.part-(\d{5})-of-(\d{5})\.jsonl?$")
-
-
-def _part_of(name: str) -> tuple[int, int] | None:
-    """(k, n) of a part's file name (shard or manifest), None for a whole export's."""
-    found = _PART.search(name)
-    return (int(found.group(1)), int(found.group(2))) if found else None
-
-
-def _replaced(name: str, part: tuple[int, int] | None) -> bool:
-    """Whether an export of ``part`` replaces the file ``name`` an earlier export left: a whole export replaces
-    everything; a part replaces the whole export's files, its own, and those of another part count."""
-    theirs = _part_of(name)
-    return part is None or theirs is None or theirs[1] != part[1] or theirs[0] == part[0]
 
 
 def _chunks(match: Mapping, seed: int) -> Iterator[dict]:
@@ -207,7 +185,7 @@ class _JudgeShards:
         tail = "" if part is None else f".part-{part[0]:05d}-of-{part[1]:05d}"
         names = [f"shard-{i:05d}-of-{len(written):05d}{tail}.jsonl" for i in range(len(written))]
         for old in folder.glob("shard-*.jsonl"):
-            if old.name not in names and _replaced(old.name, part):
+            if old.name not in names and replaced_by(old.name, part):
                 old.unlink(missing_ok=True)
         for file, name in zip(written, names):
             os.replace(self.staging / file["name"], folder / name)
@@ -293,7 +271,7 @@ def export_manifests(root: Path) -> list[Path]:
     count (a missing part is named: its requests would be refused as never exported)."""
     if (root / EXPORT_FILE).is_file():
         return [root / EXPORT_FILE]
-    found = {_part_of(p.name): p for p in root.glob("requests.part-*-of-*.json") if _part_of(p.name)}
+    found = {part_of(p.name): p for p in root.glob("requests.part-*-of-*.json") if part_of(p.name)}
     if not found:
         raise RagQaArenaError(f"{root} holds no {EXPORT_FILE}: give the folder --export-requests wrote")
     counts = sorted({n for _, n in found})

@@ -35,9 +35,10 @@ def add_exchange_flags(parser: argparse.ArgumentParser, *, judge: bool) -> None:
                        help=f"with --export-requests: a new file past B bytes (default: {EXPORT_MAX_BYTES:,}, the "
                             "Batch API's 200 MB)")
     group.add_argument("--export-part", metavar="K/N",
-                       help="with --export-requests: write part K of N (1 <= K <= N: matches K, K+N, ...; one system "
-                            "or pair per part with N = the number of matches), so N processes export one folder in "
-                            "parallel; each writes requests.part-K-of-N.json, and --import-results reads them all")
+                       help="with --export-requests: write part K of N (0 <= K < N: matches K, K+N, ... of the schedule; "
+                            "one system or pair per process with N = the number of matches), so N processes export "
+                            "one folder in parallel; each writes requests.part-K-of-N.json and its own shards, and "
+                            "--import-results --export-dir reads them all (duplicates are removed within a part)")
     if judge:
         group.add_argument("--import-results", nargs="+", metavar="FILE",
                            help="read OpenAI batch-format output files into the judgment cache (checked as online "
@@ -54,17 +55,18 @@ def add_exchange_flags(parser: argparse.ArgumentParser, *, judge: bool) -> None:
 
 
 def export_part(text: str | None) -> tuple[int, int] | None:
-    """``--export-part K/N`` as ``(K - 1, N)`` (the library counts parts from 0); a one-line error otherwise.
+    """``--export-part K/N`` as ``(K, N)``, K counted from 0 as in the file names; a one-line error otherwise.
 
-    >>> export_part("2/8"), export_part(None)
+    >>> export_part("1/8"), export_part(None)
     ((1, 8), None)
     """
     if text is None:
         return None
     found = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
-    if not found or not 1 <= int(found.group(1)) <= int(found.group(2)):
-        raise RagQaArenaError(f"--export-part {text!r}: give K/N with 1 <= K <= N, e.g. --export-part 1/4")
-    return int(found.group(1)) - 1, int(found.group(2))
+    if not found or not 0 <= int(found.group(1)) < int(found.group(2)):
+        raise RagQaArenaError(f"--export-part {text!r}: give K/N with 0 <= K < N (counted from 0, as in the file "
+                              "names), e.g. --export-part 0/4 ... --export-part 3/4 for four processes")
+    return int(found.group(1)), int(found.group(2))
 
 
 def export_requests(args: argparse.Namespace, matches, judge, run) -> int:

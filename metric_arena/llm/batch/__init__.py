@@ -34,7 +34,15 @@ from metric_arena.llm.batch._files import (
     read_tagged_json,
     write_batch_files,
 )
-from metric_arena.llm.batch._shards import EXPORT_MAX_BYTES, FileLimits, SeenIds, SplitWriter
+from metric_arena.llm.batch._shards import (
+    EXPORT_MAX_BYTES,
+    FileLimits,
+    SeenIds,
+    SplitWriter,
+    check_part,
+    part_of,
+    replaced_by,
+)
 
 __all__ = [
     "BATCH_DISCOUNT",
@@ -50,6 +58,7 @@ __all__ = [
     "batch_client",
     "batch_status",
     "chat_body",
+    "check_part",
     "check_plain_name",
     "checked_completion",
     "collect",
@@ -57,8 +66,10 @@ __all__ = [
     "import_source",
     "output_records",
     "parse_output_lines",
+    "part_of",
     "read_manifest",
     "read_tagged_json",
+    "replaced_by",
     "same_model",
     "submit_batches",
     "wait_for_batches",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import sqlite3
 import tempfile
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from pathlib import Path
 from lfrqa.checks import check_int
 from lfrqa.errors import RagQaArenaError
 
-__all__ = ["EXPORT_MAX_BYTES", "FileLimits", "SeenIds", "SplitWriter"]
+__all__ = ["EXPORT_MAX_BYTES", "FileLimits", "SeenIds", "SplitWriter", "check_part", "part_of", "replaced_by"]
 
 #: The largest input file of OpenAI's Batch API: "up to 200 MB" (read as 10^6 bytes: the smaller reading).
 EXPORT_MAX_BYTES = 200_000_000
@@ -125,3 +126,29 @@ class SeenIds:
     def close(self) -> None:
         self._db.close()
         self._path.unlink(missing_ok=True)
+
+
+def check_part(part) -> tuple[int, int]:
+    """``(k, n)`` of ``part`` (k counted from 0), ``(0, 1)`` for None; a one-line error for anything else."""
+    if part is None:
+        return 0, 1
+    if not (isinstance(part, tuple) and len(part) == 2 and all(isinstance(v, int) and not isinstance(v, bool)
+                                                               for v in part) and 0 <= part[0] < part[1]):
+        raise RagQaArenaError(f"part={part!r}: give (k, n) with 0 <= k < n, e.g. (0, 4) for the first of 4 parts")
+    return part
+
+
+_PART = re.compile(r"\.part-(\d{5})-of-(\d{5})\.jsonl?$")
+
+
+def part_of(name: str) -> tuple[int, int] | None:
+    """(k, n) of a part's file name (shard or manifest), None for a whole export's."""
+    found = _PART.search(name)
+    return (int(found.group(1)), int(found.group(2))) if found else None
+
+
+def replaced_by(name: str, part: tuple[int, int] | None) -> bool:
+    """Whether an export of ``part`` replaces the file ``name`` an earlier export left: a whole export replaces
+    everything; a part replaces the whole export's files, its own, and those of another part count."""
+    theirs = part_of(name)
+    return part is None or theirs is None or theirs[1] != part[1] or theirs[0] == part[0]
