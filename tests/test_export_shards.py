@@ -64,18 +64,21 @@ def test_every_shard_respects_the_per_file_limits_and_holds_the_same_requests(sy
     line_bytes = sorted(len(line.encode()) + 1 for f in whole.glob("*/shard-*.jsonl")
                         for line in f.read_text().splitlines())
     max_bytes = 3 * line_bytes[-1]  # room for three of the longest lines
-    out = tmp_path / "split"
-    assert _export(systems, lfrqa_data_dir, out, "--max-requests-per-file", "7", "--max-bytes-per-file",
-                   str(max_bytes), "--shards", "2") == 0
-    [entry] = json.loads((out / "requests.json").read_text())["judges"]
-    shards = [out / f for f in entry["files"]]
-    assert len(shards) >= N_REQUESTS / 3 and len(shards) == len(list(out.glob("*/shard-*.jsonl")))
-    for k, shard in enumerate(shards):
-        assert shard.name == f"shard-{k:05d}-of-{len(shards):05d}.jsonl"
-        assert 1 <= len(shard.read_text().splitlines()) <= 7 and shard.stat().st_size <= max_bytes
-    assert sorted(_ids(out)) == sorted(ids)
-    assert [json.loads(line) for line in shards[0].read_text().splitlines()][0].keys() == {
-        "custom_id", "method", "url", "body"}
+    for name, flags, most_lines, most_bytes in (
+            ("count", ["--max-requests-per-file", "7", "--shards", "2"], 7, None),
+            ("bytes", ["--max-bytes-per-file", str(max_bytes)], None, max_bytes)):
+        out = tmp_path / name
+        assert _export(systems, lfrqa_data_dir, out, *flags) == 0
+        [entry] = json.loads((out / "requests.json").read_text())["judges"]
+        shards = [out / f for f in entry["files"]]
+        assert len(shards) == len(list(out.glob("*/shard-*.jsonl")))
+        assert len(shards) >= N_REQUESTS / (most_lines or 3)
+        for k, shard in enumerate(shards):
+            assert shard.name == f"shard-{k:05d}-of-{len(shards):05d}.jsonl"
+            assert 1 <= len(shard.read_text().splitlines()) <= (most_lines or N_REQUESTS)
+            assert shard.stat().st_size <= (most_bytes or 10**9)
+        assert sorted(_ids(out)) == sorted(ids)
+        assert json.loads(shards[0].read_text().splitlines()[0]).keys() == {"custom_id", "method", "url", "body"}
 
 
 def test_parts_exported_by_separate_runs_are_imported_together(systems, whole, lfrqa_data_dir, tmp_path, capsys):
