@@ -113,6 +113,7 @@ from metric_arena.judge._exchange import (
 )
 from metric_arena.judge._run import ajudge_pairs, judge_pairs
 from metric_arena.judge._tournament import (
+    MAX_EXPORT_SYSTEMS,
     MAX_TOURNAMENT_SYSTEMS,
     Tournament,
     atournament,
@@ -134,6 +135,7 @@ __all__ = [
     "JudgeConfig",
     "JudgeInputs",
     "JudgeSpec",
+    "MAX_EXPORT_SYSTEMS",
     "MAX_TOURNAMENT_SYSTEMS",
     "Tournament",
     "ajudge_pairs",

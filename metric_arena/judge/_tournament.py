@@ -55,7 +55,7 @@ from metric_arena.stats import BattleCounts, SequentialRanking, stratified_sampl
 if TYPE_CHECKING:
     from metric_arena.llm._session import RequestPool
 
-__all__ = ["MAX_TOURNAMENT_SYSTEMS", "Tournament", "atournament", "check_system_count", "load_tournament", "tournament",
+__all__ = ["MAX_EXPORT_SYSTEMS", "MAX_TOURNAMENT_SYSTEMS", "Tournament", "atournament", "check_system_count", "load_tournament", "tournament",
            "tournament_dry_run", "tournament_requests"]
 
 REFERENCE = "LFRQA"
@@ -64,6 +64,9 @@ REFERENCE = "LFRQA"
 #: every prompt's tokens takes ~25 minutes on 2 cores, in flat memory (benchmarks/tournament_scale.py).
 #: More are refused before any prediction file is read: judge each against LFRQA with `judge`, or split them.
 MAX_TOURNAMENT_SYSTEMS = 64
+#: The most systems of a tournament's request export (:func:`tournament_requests`), which is written as it is
+#: planned, in flat memory: 256 systems are 32,640 pairs (22.8 million requests on the 700-question sample).
+MAX_EXPORT_SYSTEMS = 256
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 
 
@@ -100,11 +103,13 @@ def _sample_sizes(sample: int | Sequence[int]) -> list[int]:
     return sorted(set(sizes))
 
 
-def check_system_count(n: int) -> None:
-    """Refuse a tournament of more than :data:`MAX_TOURNAMENT_SYSTEMS` systems (one line naming both)."""
-    if n > MAX_TOURNAMENT_SYSTEMS:
+def check_system_count(n: int, *, most: int = MAX_TOURNAMENT_SYSTEMS) -> None:
+    """Refuse a tournament of more than ``most`` systems (:data:`MAX_TOURNAMENT_SYSTEMS`; an export:
+    :data:`MAX_EXPORT_SYSTEMS`), in one line naming both."""
+    if n > most:
+        which = "MAX_TOURNAMENT_SYSTEMS" if most == MAX_TOURNAMENT_SYSTEMS else "MAX_EXPORT_SYSTEMS"
         raise RagQaArenaError(
-            f"A tournament takes at most {MAX_TOURNAMENT_SYSTEMS} systems (MAX_TOURNAMENT_SYSTEMS), got {n:,} prediction "
+            f"A tournament takes at most {most} systems ({which}), got {n:,} prediction "
             f"files: its pairs grow as n(n-1)/2 ({n * (n - 1) // 2:,} here). Judge each system against LFRQA with "
             "`rag-qa-arena judge`, or split them into tournaments of fewer systems")
 
@@ -114,9 +119,11 @@ def load_tournament(
     *,
     seed: int = 0,
     data_dir: str | os.PathLike | None = None,
+    max_systems: int = MAX_TOURNAMENT_SYSTEMS,
 ) -> Tournament:
-    """The systems of a tournament: prediction files named by their stems (or by the mapping's keys)."""
-    check_system_count(len(predictions))
+    """The systems of a tournament: prediction files named by their stems (or by the mapping's keys); more than
+    ``max_systems`` are refused before any is read."""
+    check_system_count(len(predictions), most=max_systems)
     named = dict(predictions) if isinstance(predictions, Mapping) else {Path(p).stem: p for p in predictions}
     if not isinstance(predictions, Mapping) and len(named) != len(predictions):
         stems = [Path(p).stem for p in predictions]
@@ -369,11 +376,12 @@ def tournament_requests(
     data_dir: str | os.PathLike | None = None,
 ) -> Iterator[dict]:
     """The inputs of every match of the complete schedule (each system against LFRQA on all its questions,
-    every pair on the largest sample), one mapping per match as :func:`export_judge_requests` takes them, made
+    every pair on the largest sample; up to :data:`MAX_EXPORT_SYSTEMS` systems), one mapping per match as
+    :func:`export_judge_requests` takes them, made
     as they are read (one match in memory at a time); pairs whose answer failed to generate are left out (never
     sent). The predictions are read at once (a bad file is named before anything is written)."""
-    plan = predictions if isinstance(predictions, Tournament) else load_tournament(predictions, seed=seed,
-                                                                                     data_dir=data_dir)
+    plan = predictions if isinstance(predictions, Tournament) else load_tournament(
+        predictions, seed=seed, data_dir=data_dir, max_systems=MAX_EXPORT_SYSTEMS)
     shared = plan.sample(min(max(_sample_sizes(sample)), plan.n_common))
     games = [(name, REFERENCE, list(answers)) for name, answers in plan.systems.items()]
     games += [(a, b, shared) for a, b in plan.pairs()]
