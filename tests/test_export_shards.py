@@ -130,3 +130,25 @@ def test_the_tournament_hands_its_matches_over_one_at_a_time(systems, lfrqa_data
     matches = tournament_requests(systems, sample=SAMPLE, data_dir=lfrqa_data_dir)
     assert not isinstance(matches, (list, tuple)) and len(next(matches)["predictions"]) == N_QUESTIONS
     assert sum(1 for _ in matches) == len(SYSTEMS) - 1 + 6
+
+
+@pytest.mark.slow
+def test_parts_exported_by_parallel_processes_into_one_folder(systems, whole, lfrqa_data_dir, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    out = tmp_path / "x"
+    argv = ["tournament", *systems, "--judge", "openai:judge", "--base-url", "http://127.0.0.1:9/v1", "--api-key",
+            "sk-local", "--endpoint-name", "pool", "--cache-dir", str(tmp_path / "cache"), "--data-dir",
+            str(lfrqa_data_dir), "--sample", str(SAMPLE), "--export-requests", str(out), "--max-requests-per-file", "4"]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    runs = [subprocess.Popen([sys.executable, "-m", "rag_qa_arena", *argv, "--export-part", f"{k}/3"], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE) for k in range(3)]
+    for run in runs:
+        _, err = run.communicate(timeout=300)
+        assert run.returncode == 0, err.decode()
+    ids = [i for k in range(3) for i in _ids(out, f"requests.part-{k:05d}-of-00003.json")]
+    assert set(ids) == set(_ids(whole))
+    assert all(len(f.read_text().splitlines()) <= 4 for f in out.glob("*/shard-*.jsonl"))
+    assert not list(out.glob(".export-staging-*"))  # each process cleaned up after itself
