@@ -152,3 +152,18 @@ def test_parts_exported_by_parallel_processes_into_one_folder(systems, whole, lf
     assert set(ids) == set(_ids(whole))
     assert all(len(f.read_text().splitlines()) <= 4 for f in out.glob("*/shard-*.jsonl"))
     assert not list(out.glob(".export-staging-*"))  # each process cleaned up after itself
+
+
+def test_a_match_planned_in_chunks_gives_the_requests_of_one_plan(lfrqa_data_dir, tmp_path, monkeypatch):
+    import metric_arena.judge._exchange as exchange
+    from metric_arena import RunConfig
+    from metric_arena.judge import judge_batch_requests
+
+    rows = lfrqa.load("fiqa", data_dir=str(lfrqa_data_dir))
+    match = dict(predictions=[f"A{i}" for i in range(40)], references=list(rows["answer"][:40]),
+                 questions=list(rows["question"][:40]), ids=list(rows["qid"][:40]), sample=7)
+    run = RunConfig(cache_dir=tmp_path / "c", base_url="http://127.0.0.1:9/v1", api_key="sk-local")
+    monkeypatch.setattr(exchange, "EXPORT_CHUNK", 3)
+    done = export_judge_requests([match], tmp_path / "x", judge="openai:judge", run=run, data_dir=lfrqa_data_dir)
+    [plan] = judge_batch_requests(**match, judge="openai:judge", run=run, data_dir=lfrqa_data_dir).values()
+    assert sorted(_ids(tmp_path / "x")) == sorted(key for key, _ in plan["requests"]) and done["n_requests"] == 7
