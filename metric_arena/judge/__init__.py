@@ -81,6 +81,8 @@ from metric_arena.judge._cost import (
     judge_dry_run,
 )
 from metric_arena.judge._inputs import (
+    MAX_EXPORT_SYSTEMS,
+    MAX_TOURNAMENT_SYSTEMS,
     JudgeInputs,
     lfrqa_rows,
     prepare_judge_inputs,
@@ -113,8 +115,6 @@ from metric_arena.judge._exchange import (
 )
 from metric_arena.judge._run import ajudge_pairs, judge_pairs
 from metric_arena.judge._tournament import (
-    MAX_EXPORT_SYSTEMS,
-    MAX_TOURNAMENT_SYSTEMS,
     Tournament,
     atournament,
     load_tournament,
