@@ -167,3 +167,18 @@ def test_a_match_planned_in_chunks_gives_the_requests_of_one_plan(lfrqa_data_dir
     done = export_judge_requests([match], tmp_path / "x", judge="openai:judge", run=run, data_dir=lfrqa_data_dir)
     [plan] = judge_batch_requests(**match, judge="openai:judge", run=run, data_dir=lfrqa_data_dir).values()
     assert sorted(_ids(tmp_path / "x")) == sorted(key for key, _ in plan["requests"]) and done["n_requests"] == 7
+
+
+def test_an_export_takes_more_systems_than_a_tournament_run_and_refuses_past_its_own_limit(tmp_path, capsys):
+    from metric_arena.judge import MAX_EXPORT_SYSTEMS, MAX_TOURNAMENT_SYSTEMS
+
+    assert MAX_EXPORT_SYSTEMS > MAX_TOURNAMENT_SYSTEMS
+    files = []
+    for i in range(MAX_EXPORT_SYSTEMS + 1):
+        files.append(tmp_path / f"s{i}.jsonl")
+        files[-1].write_text('{"qid": "x", "answer": "a"}\n' if i else "not json\n")  # never read
+    assert main(["tournament", *map(str, files), "--judge", "openai:judge", "--api-key", "sk-local",
+                 "--export-requests", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err
+    assert f"at most {MAX_EXPORT_SYSTEMS} systems (MAX_EXPORT_SYSTEMS), got {MAX_EXPORT_SYSTEMS + 1}" in err
+    assert not (tmp_path / "x").exists()
