@@ -134,3 +134,18 @@ def test_the_summary_records_each_replicas_requests_failures_retries_and_mean_la
     assert [r["n_requests"] for r in rows] == sent and sum(sent) == 12
     assert all(r["n_failures"] == r["n_retries"] == 0 for r in rows)
     assert all(r["mean_latency_s"] is None or r["mean_latency_s"] > 0 for r in rows)
+
+
+def test_a_replica_not_yet_known_is_tried_one_request_at_a_time_once_another_is_known():
+    clock = Clock()
+    balance = Balancer(2, clock=clock)
+    balance.load[:] = [1, 1]
+    assert set(balance.order()[:2]) == {0, 1}  # nothing known yet: both in service, in turn
+    balance.load[:] = [0, 0]
+    for _ in range(Balancer.WARM_UP + 10):
+        _answer(balance, clock, 0, 0.2)
+    balance.last_sent[:] = [clock.now] * 2
+    balance.load[:] = [3, 0]
+    assert balance.order()[0] == 1  # counted as the fastest known: it is tried
+    balance.load[:] = [3, 1]
+    assert balance.order()[0] == 0  # but one request at a time until its own answers are known

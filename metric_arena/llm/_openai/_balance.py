@@ -18,7 +18,7 @@ class Balancer:
     perfectly parallel). Replicas expected within ``TOLERANCE`` of the earliest count as equal and take turns
     by load (equal replicas share the load, whatever the noise of their estimates). A replica with no answer
     yet fitted (its first ``WARM_UP`` answers, which carry the connections' set-up, are not) counts as the
-    fastest known. A replica not sent to for ``PROBE_EVERY`` seconds gets the next request, so a slow one that became
+    fastest known, one request in flight at a time once another replica is fitted (before, all take turns). A replica not sent to for ``PROBE_EVERY`` seconds gets the next request, so a slow one that became
     fast is noticed.
 
     A replica that fails (connection, timeout, 5xx) is out for ``OUT_FOR`` seconds, twice as long after each
@@ -38,8 +38,8 @@ class Balancer:
     SMOOTHING = 0.1
     MIN_SLOPE = 0.02
     TOLERANCE = 0.25
-    WARM_UP = 8
-    PROBE_EVERY = 10.0
+    WARM_UP = 4
+    PROBE_EVERY = 30.0
 
     def __init__(self, n: int, clock: Callable[[], float] = time.monotonic) -> None:
         self.clock = clock
@@ -92,8 +92,9 @@ class Balancer:
         n = len(self.load)
         self._turn = (self._turn + 1) % n
         turns = [(self._turn + k) % n for k in range(n) if self.flagged[(self._turn + k) % n] is None]
-        up = [r for r in turns if self.out_until[r] <= now and (not self.strikes[r] or
-                                                                 self.load[r] <= self.clean[r])]
+        cold = all(fit is None for fit in self.fit)  # nothing known yet: in turn
+        up = [r for r in turns if self.out_until[r] <= now and (not self.strikes[r] or self.load[r] <= self.clean[r])
+              and (cold or self.fit[r] is not None or not self.load[r])]
         down = sorted((r for r in turns if r not in up), key=lambda r: max(self.out_until[r], now))
         expected = {r: self.expected(r) for r in up}
         best = min(expected.values(), default=0.0) * (1 + self.TOLERANCE)
