@@ -1,6 +1,7 @@
 """A fast OpenAI-compatible chat-completions server for benchmarks: asyncio (aiohttp.web) in its own process,
 so thousands of requests in flight cost it almost nothing and it never competes with the client for the
-interpreter. Every reply waits ``latency`` seconds, then gives a judge verdict: answers carrying
+interpreter. Every reply waits ``latency`` seconds, then gives a judge verdict (or, for ``failure_rate`` of
+them, evenly spread, an HTTP 500): answers carrying
 ``ANSWER[name:strength]`` win with the Bradley–Terry probability of their strengths (LFRQA's strength 1),
 drawn from a hash of the prompt (the same prompt, the same verdict).
 
@@ -41,15 +42,19 @@ def verdict(user: str) -> str:
     return f"<thinking>Compared both answers.</thinking><rating>{rating}</rating>"
 
 
-def serve(*, port: int, latency: float) -> None:
+def serve(*, port: int, latency: float, failure_rate: float = 0.0) -> None:
     from aiohttp import web
 
-    count = {"n": 0}
+    count = {"n": 0, "failed": 0}
 
     async def chat(request: web.Request) -> web.Response:
         body = await request.json()
         count["n"] += 1
+        n = count["n"]
         await asyncio.sleep(latency)
+        if int(n * failure_rate) != int((n - 1) * failure_rate):  # exactly that share, spread evenly
+            count["failed"] += 1
+            return web.json_response({"error": {"message": "scripted failure", "type": "server_error"}}, status=500)
         text = verdict(body["messages"][-1]["content"])
         reply = {"id": "chatcmpl-bench", "object": "chat.completion", "created": int(time.time()),
                  "model": body.get("model", "judge"),
@@ -90,10 +95,10 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def fast_server(*, latency: float, port: int | None = None) -> Iterator[FastServer]:
+def fast_server(*, latency: float, port: int | None = None, failure_rate: float = 0.0) -> Iterator[FastServer]:
     port = port or _free_port()
-    process = subprocess.Popen([sys.executable, __file__, "--port", str(port), "--latency", str(latency)],
-                               stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen([sys.executable, __file__, "--port", str(port), "--latency", str(latency),
+                                "--failure-rate", str(failure_rate)], stdout=subprocess.PIPE, text=True)
     try:
         line = process.stdout.readline()
         if line.strip() != "ready":
@@ -110,5 +115,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--port", type=int, default=8011)
     parser.add_argument("--latency", type=float, default=0.5)
+    parser.add_argument("--failure-rate", type=float, default=0.0, help="share of replies that are HTTP 500")
     args = parser.parse_args()
-    serve(port=args.port, latency=args.latency)
+    serve(port=args.port, latency=args.latency, failure_rate=args.failure_rate)

@@ -106,54 +106,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     # --cache-dir, --no-cache, --data-dir, --dry-run, --no-progress
     add_run_flags(parser, cache="judgment cache", cost="estimated cost")
     add_judge_scale_flags(parser)
+    from rag_qa_arena.exchange import add_exchange_flags
+
     add_exchange_flags(parser, judge=True)
     parser.set_defaults(func=run_judge)
-
-
-def add_exchange_flags(parser: argparse.ArgumentParser, *, judge: bool) -> None:
-    """``--export-requests DIR``, ``--shards K`` and (``judge``) ``--import-results FILE...``."""
-    group = parser.add_argument_group(
-        "Request files for other engines (vllm run-batch, Ray Data LLM; docs/scaling.md)",
-        "  1) --export-requests DIR writes the requests not yet cached, OpenAI batch format, custom_id = cache key;\n"
-        "  2) run them anywhere; 3) `judge --import-results OUT.jsonl... --out RUN` stores the answers in the\n"
-        "     judgment cache and finishes the run from it (online only for what is missing; nothing with --batch-only)",
-    )
-    group.add_argument("--export-requests", metavar="DIR",
-                       help="write the judge requests not yet cached to DIR (one folder per judge, --shards files "
-                            "each, and requests.json) and exit: nothing is sent")
-    group.add_argument("--shards", type=int, default=1, metavar="K",
-                       help="with --export-requests: split each judge's requests into K files (default: 1)")
-    if judge:
-        group.add_argument("--import-results", nargs="+", metavar="FILE",
-                           help="read OpenAI batch-format output files into the judgment cache (checked as online "
-                                "replies), then run the judge from the cache. Only answers to this judge's requests "
-                                "are stored (those of --predictions, or exported in --export-dir); every file is "
-                                "read before any is stored; lines over 1 MiB stop the import")
-        group.add_argument("--export-dir", metavar="DIR",
-                           help="with --import-results: the --export-requests folder the results answer; the "
-                                "answers to requests it holds for this judge may be stored (needed without "
-                                "--predictions, e.g. for a tournament's export)")
-        group.add_argument("--accept-model-alias", action="store_true",
-                           help="with --import-results: store replies naming another model than the one requested "
-                                "(a server that aliases names); they are counted, and recorded in the verdicts")
-
-
-def export_requests(args: argparse.Namespace, matches: list[dict], judge, run) -> int:
-    """Write the request files of ``matches`` for ``--export-requests`` and say what they hold."""
-    from metric_arena.judge import EXPORT_FILE, export_judge_requests
-
-    if args.shards < 1:
-        raise RagQaArenaError(f"--shards must be a positive number of files, got {args.shards}")
-    if args.no_cache:
-        raise RagQaArenaError("--export-requests leaves out what the judgment cache answers: drop --no-cache")
-    done = export_judge_requests(matches, args.export_requests, judge=judge, run=run, shards=args.shards,
-                                 data_dir=args.data_dir)
-    for entry in done["judges"]:
-        print(f"{entry['judge']}: {entry['n_requests']:,} requests in {len(entry['files'])} file(s) under "
-              f"{args.export_requests}/{entry['folder']} ({entry['n_cached']:,} already cached)")
-    print(f"written: {args.export_requests}/{EXPORT_FILE}; nothing sent. Run the shards (docs/scaling.md), then "
-          "`judge --import-results OUT.jsonl...` with this command's other flags", file=sys.stderr)
-    return 0
 
 
 def import_results(args: argparse.Namespace, run, judge, match: dict | None = None) -> None:
@@ -271,6 +227,8 @@ def run_judge(args: argparse.Namespace) -> int:
         return 0
 
     if args.export_requests:
+        from rag_qa_arena.exchange import export_requests
+
         return export_requests(args, [inputs], scale.judge_settings(judges, args, build=False), scale.run_settings(args))
     if args.import_results:
         import_results(args, scale.run_settings(args), scale.judge_settings(judges, args, build=False), inputs)

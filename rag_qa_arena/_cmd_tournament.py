@@ -19,7 +19,8 @@ LFRQA) and RUNS_DIR/<a>__vs__<b> (a pair), plus RUNS_DIR/tournament.json. Re-run
 command reuses finished matches, resumes an interrupted one from the cache and asks again the pairs
 that failed. RUNS_DIR holds one design: other systems, samples, judges, order, seed, parse or adaptive
 settings are refused (exit 2) unless --overwrite, which replaces the folder once the new tournament is
-complete. At most 64 systems (MAX_TOURNAMENT_SYSTEMS: the pairs grow as n(n-1)/2); more are refused
+complete. At most 64 systems (MAX_TOURNAMENT_SYSTEMS: the pairs grow as n(n-1)/2; 256 with --export-requests,
+which writes the requests as it plans them); more are refused
 before any file is read. Then:
   rag-qa-arena report RUNS_DIR/* --out leaderboard/ --battles battles.jsonl
 
@@ -32,7 +33,7 @@ examples:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from metric_arena.judge import DEFAULT_JUDGE, ORDERS, PARSES
-    from rag_qa_arena._cmd_judge import add_exchange_flags
+    from rag_qa_arena.exchange import add_exchange_flags
     from rag_qa_arena._options import (
         add_backend_flags,
         add_rate_limit_flags,
@@ -140,7 +141,7 @@ def _warn_sample(sizes: list[int], n_common: int) -> None:
 
 def run_tournament(args: argparse.Namespace) -> int:
     from metric_arena.judge import DEFAULT_JUDGE, tournament
-    from rag_qa_arena._cmd_judge import export_requests
+    from rag_qa_arena.exchange import export_requests
     from rag_qa_arena._options import (
         FATAL_EXIT,
         check_backend_args,

@@ -82,6 +82,8 @@ from metric_arena.judge._cost import (
 )
 from metric_arena.judge._inputs import (
     LFRQA_QID_HINT,
+    MAX_EXPORT_SYSTEMS,
+    MAX_TOURNAMENT_SYSTEMS,
     JudgeInputs,
     References,
     lfrqa_references,
@@ -105,17 +107,19 @@ from metric_arena.judge._plan import (
     judge_request,
 )
 from metric_arena.judge._exchange import (
+    EXPORT_CHUNK,
     EXPORT_FILE,
     MAX_RESULT_LINE_BYTES,
     ExpectedAnswers,
+    export_file,
     export_judge_requests,
+    export_manifests,
     exported_request_ids,
     import_judge_results,
     judge_request_ids,
 )
 from metric_arena.judge._run import ajudge_pairs, judge_pairs
 from metric_arena.judge._tournament import (
-    MAX_TOURNAMENT_SYSTEMS,
     Tournament,
     atournament,
     load_tournament,
@@ -126,6 +130,7 @@ from metric_arena.judge._tournament import (
 
 __all__ = [
     "DEFAULT_JUDGE",
+    "EXPORT_CHUNK",
     "EXPORT_FILE",
     "MAX_RESULT_LINE_BYTES",
     "ORDERS",
@@ -137,6 +142,7 @@ __all__ = [
     "LFRQA_QID_HINT",
     "References",
     "JudgeSpec",
+    "MAX_EXPORT_SYSTEMS",
     "MAX_TOURNAMENT_SYSTEMS",
     "Tournament",
     "ajudge_pairs",
@@ -144,7 +150,9 @@ __all__ = [
     "answer_positions",
     "check_system_names",
     "collect_judge_batch",
+    "export_file",
     "export_judge_requests",
+    "export_manifests",
     "exported_request_ids",
     "format_estimate",
     "import_judge_results",

@@ -3,8 +3,9 @@ batch-format runner), and their answers read back into the judgment cache.
 
 :func:`export_judge_requests` writes the requests a judge run would send and the cache does not answer yet,
 in the OpenAI batch input format (one ``{"custom_id", "method", "url", "body"}`` line per request, the
-``custom_id`` the request's cache key: the lines the Batch API path uploads), split into ``shards`` files per
-judge, with ``requests.json`` listing them. :func:`import_judge_results` reads batch-format output files
+``custom_id`` the request's cache key: the lines the Batch API path uploads), written as they are planned and
+split into ``shards`` files per judge or more (none over the per-file limits), with ``requests.json`` listing
+them; ``part=(k, n)`` writes one of n parts, for n processes. :func:`import_judge_results` reads batch-format output files
 (``custom_id``, ``response.status_code``, ``response.body`` or ``error``) into the cache with the checks an
 online reply gets: strict JSON, a cache key as ``custom_id``, redaction of anything shaped like a key, the
 reply's size cap, and the validity flag (a valid ``<rating>``), and only for requests this judge asked
@@ -25,8 +26,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+import tempfile
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,12 +38,18 @@ from lfrqa.errors import RagQaArenaError
 from lfrqa.files import atomic_write, bounded_lines, dumps_json, make_folder
 from metric_arena.judge._batch import judge_batch_requests, judge_identities
 from metric_arena.judge._config import JudgeSpec, judge_config
-from metric_arena.judge._inputs import as_judge_inputs
+from metric_arena.judge._inputs import JudgeInputs, as_judge_inputs
 from metric_arena.judge._parse import parse_rating, reask_count
-from metric_arena.judge._plan import DEFAULT_JUDGE, JUDGE_MAX_TOKENS, planned_requests
+from metric_arena.judge._plan import DEFAULT_JUDGE, JUDGE_MAX_TOKENS, check_pair_inputs, planned_requests
 from metric_arena.llm import CompletionCache, RunConfig, cache_key
 from metric_arena.llm.batch import (
     MAX_BYTES,
+    FileLimits,
+    SeenIds,
+    SplitWriter,
+    check_part,
+    part_of,
+    replaced_by,
     check_plain_name,
     checked_completion,
     import_source,
@@ -49,8 +58,8 @@ from metric_arena.llm.batch import (
     same_model,
 )
 
-__all__ = ["EXPORT_FILE", "MAX_RESULT_LINE_BYTES", "ExpectedAnswers", "export_judge_requests",
-           "exported_request_ids", "import_judge_results", "judge_request_ids"]
+__all__ = ["EXPORT_CHUNK", "EXPORT_FILE", "MAX_RESULT_LINE_BYTES", "ExpectedAnswers", "export_file", "export_manifests",
+           "export_judge_requests", "exported_request_ids", "import_judge_results", "judge_request_ids"]
 
 EXPORT_FILE = "requests.json"
 ENDPOINT = "/v1/chat/completions"
@@ -63,65 +72,127 @@ _EXAMPLES = 3  # ids named per kind of refused line
 
 
 def export_judge_requests(
-    matches: Sequence[Mapping],
+    matches: Iterable[Mapping],
     out: str | os.PathLike,
     *,
     judge: JudgeSpec = DEFAULT_JUDGE,
     run: RunConfig | None = None,
-    shards: int = 1,
+    shards: int | FileLimits = 1,
     data_dir: str | os.PathLike | None = None,
+    part: tuple[int, int] | None = None,
 ) -> dict:
-    """Write the requests of ``matches`` not yet cached as OpenAI batch-format JSONL under ``out``.
+    """Write the requests of ``matches`` not yet cached as OpenAI batch-format JSONL under ``out``, as they come.
 
-    ``matches``: one :class:`~metric_arena.judge.JudgeInputs` per judge run (or a mapping of its fields:
-    ``predictions``, ``references``, ``questions`` and optionally ``ids``, ``domains``, ``sample``,
-    ``generation_failed``). Requests shared by several matches are written once. Each judge gets a
-    sub-folder with ``shards`` files of nearly equal size (``shard-00000-of-0000K.jsonl``; none when nothing is
-    left to ask). Returns what ``out/requests.json`` records: per judge its model, cache identity, files,
-    requests written, and those the cache already answers.
+    ``matches``: one :class:`~metric_arena.judge.JudgeInputs` (or a mapping of its fields) per judge run (any
+    iterable, read once: a generator keeps one in memory), of :func:`~metric_arena.judge.judge_batch_requests`'s inputs (``predictions``, ``references``, ``questions`` and
+    optionally ``ids``, ``domains``, ``sample``, ``generation_failed``). Requests shared by several matches are
+    written once (the ids seen are kept in SQLite on disk). Each match is planned :data:`EXPORT_CHUNK` pairs at a
+    time and its lines written at once, so memory does not grow with the number of matches or questions. Each
+    judge gets a sub-folder of ``shard-00000-of-0000M.jsonl`` files split by ``shards`` (a count, or
+    :class:`~metric_arena.llm.batch.FileLimits`: at least that many files, none over its per-file requests and
+    bytes; none when nothing is left to ask). ``part=(k, n)`` writes the k-th of n parts (matches k, k + n, ...,
+    counted from 0), so n processes can export one folder together: its files are ``shard-...part-K-of-N.jsonl``
+    and ``requests.part-K-of-N.json`` (duplicates are then removed within a part only). Returns what the
+    manifest records: per judge its model, cache identity, files, requests written, and those already cached.
     """
-    check_int("shards", shards, minimum=1)
+    limits = shards if isinstance(shards, FileLimits) else FileLimits(shards=check_int("shards", shards, minimum=1))
+    k, n = check_part(part)
     config, run = judge_config(judge), run if run is not None else RunConfig()
-    merged: dict[str, dict] = {}
-    for match in matches:
-        plans = judge_batch_requests(as_judge_inputs(match), judge=config, run=run, data_dir=data_dir)
-        for spec, plan in plans.items():
-            mine = merged.setdefault(spec, {"model": plan["model"], "identity": plan["identity"], "requests": {},
-                                            "n_cached": 0, "n_refused": 0})
-            mine["requests"].update(plan["requests"])
-            mine["n_cached"] += plan["n_cached"]
-            mine["n_refused"] += plan["n_refused"]
     root = Path(out)
     make_folder(root)
-    judges = []
-    for k, (spec, plan) in enumerate(merged.items()):
-        folder = re.sub(r"[^A-Za-z0-9._-]+", "_", spec).strip("._") or "judge"
-        folder = folder if k == 0 or folder not in {j["folder"] for j in judges} else f"{folder}-{k}"
-        requests = sorted(plan["requests"].items())  # by cache key: the same export, the same files
-        files = _write_shards(root / folder, requests, shards) if requests else []
-        judges.append({"judge": spec, "model": plan["model"], "identity": plan["identity"], "folder": folder,
-                       "files": [str(Path(folder) / f) for f in files], "n_requests": len(requests),
-                       "n_cached": plan["n_cached"], "n_refused": plan["n_refused"]})
-    manifest = {"format": _FORMAT, "version": 1, "endpoint": ENDPOINT, "shards": shards,
-                "n_requests": sum(j["n_requests"] for j in judges), "judges": judges}
-    atomic_write(root / EXPORT_FILE, dumps_json(manifest))
+    staging = Path(tempfile.mkdtemp(prefix=".export-staging-", dir=root))
+    seen = SeenIds(staging)
+    try:
+        folders: list[str] = []
+        writers = {spec: _JudgeShards(spec, identity, model, folders, staging, limits)
+                   for spec, identity, model in judge_identities(config.judges, run.base_url, run.api_key,
+                                                                 run.endpoint_name)}
+        for index, match in enumerate(matches):
+            if index % n != k:
+                continue
+            for chunk in _chunks(match, config.seed):
+                inputs = JudgeInputs(**{key: value for key, value in chunk.items() if value is not None})
+                plans = judge_batch_requests(inputs, judge=config, run=run, data_dir=data_dir)
+                for spec, plan in plans.items():
+                    writers[spec].add(plan, seen)
+        judges = [writer.finish(root, part) for writer in writers.values()]
+    finally:
+        seen.close()
+        shutil.rmtree(staging, ignore_errors=True)
+    manifest = {"format": _FORMAT, "version": 1, "endpoint": ENDPOINT, "shards": limits.shards,
+                "max_requests_per_file": limits.max_requests, "max_bytes_per_file": limits.max_bytes,
+                "part": None if part is None else [k, n], "n_requests": sum(j["n_requests"] for j in judges),
+                "judges": judges}
+    atomic_write(root / export_file(part), dumps_json(manifest))
+    for old in root.glob("requests*.json"):
+        if old.name != export_file(part) and replaced_by(old.name, part):
+            old.unlink(missing_ok=True)
     return manifest
 
 
-def _write_shards(folder: Path, requests: list[tuple[str, dict]], shards: int) -> list[str]:
-    make_folder(folder)
-    for old in folder.glob("shard-*.jsonl"):  # an earlier export with another shard count
-        old.unlink()
-    n = min(shards, len(requests))
-    names = []
-    for s in range(n):
-        part = requests[s::n]  # round robin: shards within one request of each other
-        name = f"shard-{s:05d}-of-{n:05d}.jsonl"
-        atomic_write(folder / name, "".join(json.dumps({"custom_id": key, "method": "POST", "url": ENDPOINT,
-                                                        "body": body}, ensure_ascii=False,
-                                                       separators=(",", ":")) + "\n" for key, body in part))
-        names.append(name)
-    return names
+#: The most pairs of one match planned at once by :func:`export_judge_requests`.
+EXPORT_CHUNK = 2_000
+
+
+def export_file(part: tuple[int, int] | None) -> str:
+    """The manifest's name: ``requests.json``, or ``requests.part-0000K-of-0000N.json`` for one part."""
+    return EXPORT_FILE if part is None else f"requests.part-{part[0]:05d}-of-{part[1]:05d}.json"
+
+
+def _chunks(match: Mapping, seed: int) -> Iterator[dict]:
+    """The match's scheduled pairs (its ``sample``, or all) as inputs of at most :data:`EXPORT_CHUNK` pairs, each
+    with its ids (the cache keys do not depend on how the pairs are cut)."""
+    field = match.get if isinstance(match, Mapping) else lambda key: getattr(match, key, None)
+    columns = {key: field(key) for key in ("predictions", "references", "questions", "ids", "domains",
+                                           "generation_failed")}
+    pairs = check_pair_inputs(*columns.values())
+    rows = pairs.schedule(field("sample"), seed)
+    columns["ids"] = pairs.ids
+    for start in range(0, len(rows), EXPORT_CHUNK):
+        part = rows[start:start + EXPORT_CHUNK]
+        yield {key: None if values is None else [values[i] for i in part] for key, values in columns.items()}
+
+
+class _JudgeShards:
+    """One judge's request lines as they come, dealt in turn to ``limits.shards`` writers under ``staging``."""
+
+    def __init__(self, spec: str, identity: dict, model: str, taken: list[str], staging: Path,
+                 limits: FileLimits) -> None:
+        folder = re.sub(r"[^A-Za-z0-9._-]+", "_", spec).strip("._") or "judge"
+        self.folder = folder if folder not in taken else f"{folder}-{len(taken)}"
+        taken.append(self.folder)
+        self.entry = {"judge": spec, "model": model, "identity": identity, "folder": self.folder, "files": [],
+                      "n_requests": 0, "n_cached": 0, "n_refused": 0}
+        self.writers = [SplitWriter(staging, prefix=f"{len(taken)}-{s}-", max_requests=limits.max_requests,
+                                    max_bytes=limits.max_bytes) for s in range(limits.shards)]
+        self.staging = staging
+
+    def add(self, plan: dict, seen: SeenIds) -> None:
+        self.entry["n_cached"] += plan["n_cached"]
+        self.entry["n_refused"] += plan["n_refused"]
+        for key, body in plan["requests"]:
+            if seen.add(key):
+                line = json.dumps({"custom_id": key, "method": "POST", "url": ENDPOINT, "body": body},
+                                  ensure_ascii=False, separators=(",", ":")) + "\n"
+                self.writers[self.entry["n_requests"] % len(self.writers)].add(key, line.encode("utf-8"))
+                self.entry["n_requests"] += 1
+
+    def finish(self, root: Path, part: tuple[int, int] | None) -> dict:
+        """Move the files into the judge's folder under their final names, replacing what an earlier export of
+        the same scope left there (a part's own files; the other parts of the same count are kept)."""
+        folder = root / self.folder
+        make_folder(folder)
+        written = [file for writer in self.writers for file in writer.close() if file["n_requests"]]
+        tail = "" if part is None else f".part-{part[0]:05d}-of-{part[1]:05d}"
+        names = [f"shard-{i:05d}-of-{len(written):05d}{tail}.jsonl" for i in range(len(written))]
+        for old in folder.glob("shard-*.jsonl"):
+            if old.name not in names and replaced_by(old.name, part):
+                old.unlink(missing_ok=True)
+        for file, name in zip(written, names):
+            os.replace(self.staging / file["name"], folder / name)
+        self.entry["files"] = [str(Path(self.folder) / name) for name in names]
+        self.entry["file_sizes"] = [{"n_requests": f["n_requests"], "bytes": f["bytes"]} for f in written]
+        return self.entry
 
 
 @dataclass(frozen=True)
@@ -172,42 +243,71 @@ def exported_request_ids(
     this judge is refused, naming the judges it holds."""
     config, run = judge_config(judge), run if run is not None else RunConfig()
     root = Path(export_dir)
-    if not (root / EXPORT_FILE).is_file():
-        raise RagQaArenaError(f"{root} holds no {EXPORT_FILE}: give the folder --export-requests wrote")
-    manifest = read_tagged_json(root / EXPORT_FILE, format_tag=_FORMAT, what="a request export",
-                                entries="judges", name_field="folder")
     mine = {(spec, json.dumps(identity, sort_keys=True))
             for spec, identity, _ in judge_identities(config.judges, run.base_url, run.api_key, run.endpoint_name)}
     models: dict[str, str] = {}
     others: dict[str, str] = {}
-    for entry in manifest["judges"]:
-        ours = (entry.get("judge"), json.dumps(entry.get("identity"), sort_keys=True)) in mine
-        for name in entry.get("files") or []:
-            parts = str(name).split("/")
-            if len(parts) != 2 or parts[0] != entry["folder"]:
-                raise RagQaArenaError(f"{root / EXPORT_FILE} lists file {name!r} outside its judge's folder: "
-                                      "the file was edited; export again")
-            path = root / parts[0] / check_plain_name(parts[1], f"{root / EXPORT_FILE}")
-            if not path.is_file():
-                raise RagQaArenaError(f"{path}, listed in {root / EXPORT_FILE}, is missing: give the whole export "
-                                      "folder, or export again")
-            with open(path, "rb") as handle:
-                for number, raw in bounded_lines(handle, max_bytes=MAX_BYTES, name=str(path)):
-                    if not raw.strip():
-                        continue
-                    try:
-                        line = json.loads(raw)
-                        key, model = line["custom_id"], line["body"]["model"]
-                    except (ValueError, KeyError, TypeError, RecursionError):
-                        raise RagQaArenaError(f"{path} line {number} is not a request line of the export: the file "
-                                              "was edited; export again") from None
-                    (models if ours else others)[str(key)] = str(model) if ours else str(entry.get("judge"))
-    if not any((e.get("judge"), json.dumps(e.get("identity"), sort_keys=True)) in mine for e in manifest["judges"]):
-        held = ", ".join(f"{e.get('judge')} ({(e.get('identity') or {}).get('url')})" for e in manifest["judges"])
+    entries = []
+    for where in export_manifests(root):
+        manifest = read_tagged_json(where, format_tag=_FORMAT, what="a request export", entries="judges",
+                                    name_field="folder")
+        for entry in manifest["judges"]:
+            entries.append(entry)
+            ours = (entry.get("judge"), json.dumps(entry.get("identity"), sort_keys=True)) in mine
+            for path in _listed_files(root, where, entry):
+                for key, model in _request_models(path):
+                    (models if ours else others)[key] = model if ours else str(entry.get("judge"))
+    if not any((e.get("judge"), json.dumps(e.get("identity"), sort_keys=True)) in mine for e in entries):
+        held = ", ".join(f"{e.get('judge')} ({(e.get('identity') or {}).get('url')})" for e in entries)
         raise RagQaArenaError(f"{root / EXPORT_FILE} holds requests for {held or 'no judge'}, none for this judge "
                               f"({', '.join(config.specs)} at {run.endpoint_name or run.first_url or 'the default URL'}): "
                               "import with the --judge, --base-url and --endpoint-name of the export")
     return ExpectedAnswers(models, others)
+
+
+def export_manifests(root: Path) -> list[Path]:
+    """The manifests of an export folder: ``requests.json``, or every ``requests.part-K-of-N.json`` of one part
+    count (a missing part is named: its requests would be refused as never exported)."""
+    if (root / EXPORT_FILE).is_file():
+        return [root / EXPORT_FILE]
+    found = {part_of(p.name): p for p in root.glob("requests.part-*-of-*.json") if part_of(p.name)}
+    if not found:
+        raise RagQaArenaError(f"{root} holds no {EXPORT_FILE}: give the folder --export-requests wrote")
+    counts = sorted({n for _, n in found})
+    missing = [k for k in range(counts[-1]) if (k, counts[-1]) not in found]
+    if len(counts) > 1 or missing:
+        raise RagQaArenaError(f"{root} holds parts of an export of {' and '.join(map(str, counts))} parts, missing "
+                              f"part(s) {', '.join(map(str, missing)) or 'none'} of {counts[-1]}: run the missing "
+                              "--export-part K/N, or export again")
+    return [found[k, counts[-1]] for k in range(counts[-1])]
+
+
+def _listed_files(root: Path, where: Path, entry: dict) -> Iterator[Path]:
+    for name in entry.get("files") or []:
+        parts = str(name).split("/")
+        if len(parts) != 2 or parts[0] != entry["folder"]:
+            raise RagQaArenaError(f"{where} lists file {name!r} outside its judge's folder: the file was edited; "
+                                  "export again")
+        path = root / parts[0] / check_plain_name(parts[1], f"{where}")
+        if not path.is_file():
+            raise RagQaArenaError(f"{path}, listed in {where}, is missing: give the whole export folder, or "
+                                  "export again")
+        yield path
+
+
+def _request_models(path: Path) -> Iterator[tuple[str, str]]:
+    """(custom_id, model) of each request line of an exported shard."""
+    with open(path, "rb") as handle:
+        for number, raw in bounded_lines(handle, max_bytes=MAX_BYTES, name=str(path)):
+            if not raw.strip():
+                continue
+            try:
+                line = json.loads(raw)
+                key, model = line["custom_id"], line["body"]["model"]
+            except (ValueError, KeyError, TypeError, RecursionError):
+                raise RagQaArenaError(f"{path} line {number} is not a request line of the export: the file "
+                                      "was edited; export again") from None
+            yield str(key), str(model)
 
 
 def import_judge_results(

@@ -7,8 +7,9 @@ from __future__ import annotations
 import functools
 import inspect
 import os
+import sqlite3
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
@@ -18,8 +19,29 @@ from lfrqa.files import iter_records, saved_dataset
 from metric_arena.judge._plan import REFERENCE_NAME
 from metric_arena.records import check_prediction
 
-__all__ = ["LFRQA_QID_HINT", "JudgeInputs", "References", "as_judge_inputs", "judge_inputs", "lfrqa_references",
-           "lfrqa_rows", "old_input_form", "prepare_judge_inputs", "read_predictions", "read_references"]
+__all__ = ["LFRQA_QID_HINT", "MAX_EXPORT_SYSTEMS", "MAX_TOURNAMENT_SYSTEMS", "JudgeInputs", "References",
+           "SpilledAnswers", "as_judge_inputs", "check_system_count", "judge_inputs", "lfrqa_references",
+           "lfrqa_rows", "old_input_form", "prepare_judge_inputs", "read_predictions", "read_references",
+           "spill_predictions"]
+
+#: The most systems one tournament takes. Its complete schedule grows as n(n-1)/2 pairs: 64 systems are
+#: 2,016 pairs, 1.4 million pair judgments on the default 700-question sample, and a dry run that counts
+#: every prompt's tokens takes ~25 minutes on 2 cores, in flat memory (benchmarks/tournament_scale.py).
+#: More are refused before any prediction file is read: judge each against LFRQA with `judge`, or split them.
+MAX_TOURNAMENT_SYSTEMS = 64
+#: The most systems of a request export (:func:`tournament_requests`, written in flat memory): 32,640 pairs.
+MAX_EXPORT_SYSTEMS = 256
+
+
+def check_system_count(n: int, *, most: int = MAX_TOURNAMENT_SYSTEMS) -> None:
+    """Refuse a tournament of more than ``most`` systems (:data:`MAX_TOURNAMENT_SYSTEMS`; an export:
+    :data:`MAX_EXPORT_SYSTEMS`), in one line naming both."""
+    if n > most:
+        which = "MAX_TOURNAMENT_SYSTEMS" if most == MAX_TOURNAMENT_SYSTEMS else "MAX_EXPORT_SYSTEMS"
+        raise RagQaArenaError(
+            f"A tournament takes at most {most} systems ({which}), got {n:,} prediction "
+            f"files: its pairs grow as n(n-1)/2 ({n * (n - 1) // 2:,} here). Judge each system against LFRQA with "
+            "`rag-qa-arena judge`, or split them into tournaments of fewer systems")
 
 
 def read_predictions(path: str | os.PathLike) -> dict[str, dict]:
@@ -301,3 +323,44 @@ def judge_inputs(where: str, inputs, legacy: tuple, legacy_kw: dict) -> JudgeInp
     if fields.get("opponent") is None:
         fields.pop("opponent", None)
     return JudgeInputs(predictions=inputs, **fields)
+
+
+class SpilledAnswers(Mapping):
+    """One system's answers by qid, kept in SQLite on disk (:func:`spill_predictions`): read one at a time, in the
+    file's order, as ``{"answer"}`` or ``{"answer": "", "failed": True}``."""
+
+    def __init__(self, db: sqlite3.Connection, system: int) -> None:
+        self._db, self._system = db, system
+
+    def __getitem__(self, qid: str) -> dict:
+        row = self._db.execute("SELECT answer, failed FROM answers WHERE system = ? AND qid = ?",
+                               (self._system, qid)).fetchone()
+        if row is None:
+            raise KeyError(qid)
+        return {"answer": "", "failed": True} if row[1] else {"answer": row[0]}
+
+    def __iter__(self) -> Iterator[str]:
+        cursor = self._db.execute("SELECT qid FROM answers WHERE system = ? ORDER BY rowid", (self._system,))
+        return (qid for (qid,) in cursor.fetchall())
+
+    def __len__(self) -> int:
+        return self._db.execute("SELECT COUNT(*) FROM answers WHERE system = ?", (self._system,)).fetchone()[0]
+
+
+def spill_predictions(named: Mapping[str, str | os.PathLike], folder: str | os.PathLike
+                      ) -> tuple[dict[str, SpilledAnswers], sqlite3.Connection]:
+    """Every system's prediction file read (:func:`read_predictions`, one at a time) into one SQLite file under
+    ``folder``; the systems' answers as :class:`SpilledAnswers` and the connection (closed by the caller): memory
+    holds one file's answers at a time, however many systems."""
+    db = sqlite3.connect(Path(folder) / "answers.sqlite")
+    db.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; CREATE TABLE answers (system INTEGER, "
+                     "qid TEXT, answer TEXT, failed INTEGER); CREATE UNIQUE INDEX by_qid ON answers (system, qid);")
+    systems = {}
+    for k, (name, path) in enumerate(named.items()):
+        rows = read_predictions(path)
+        db.executemany("INSERT INTO answers VALUES (?, ?, ?, ?)",
+                       ((k, qid, row["answer"], bool(row.get("failed"))) for qid, row in rows.items()))
+        db.commit()
+        del rows
+        systems[name] = SpilledAnswers(db, k)
+    return systems, db

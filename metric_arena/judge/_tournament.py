@@ -1,26 +1,25 @@
 """A tournament over many systems, as the paper's Elo study does (Table 5).
 
 1. Against LFRQA: every system is judged against LFRQA on all its questions (``RUNS/<name>``).
-2. Complete pairs: every unordered pair of systems is judged on one shared, seeded, domain-stratified
-   sample of the questions all systems answered (``RUNS/<a>__vs__<b>``). Several sample sizes are
-   nested: one seeded stratified order of the shared questions, each sample a prefix of it; every pair
-   is judged once, on the largest, and the smaller samples' verdicts are the first of those
-   (``report`` then shows one Table 5 column per size).
+2. Complete pairs: every unordered pair of systems is judged on one shared, seeded, domain-stratified sample of the
+   questions all systems answered (``RUNS/<a>__vs__<b>``). Several sample sizes are nested: one seeded stratified
+   order of the shared questions, each sample a prefix of it; every pair is judged once, on the largest, and the
+   smaller samples' verdicts are the first of those (``report`` then shows one Table 5 column per size).
 
-Every match is an ordinary judge run (:func:`~metric_arena.judge.ajudge_pairs`) through one cache and
-one rate limiter, and all of them feed one request pool (``Session.pool``): the matches run at once under
-the run's one ``max_concurrency``, and each adaptive round plays all its pairs together, so no slot idles
-while work remains (verdict files are those of the matches run one after another). The tournament is resumable after a kill (finished matches are reused, the
-interrupted one continues from the cache; a match that still holds failed pairs asks them again) and
-``report RUNS/*`` links all battles by system name. A folder holds one design: see
+Every match is an ordinary judge run (:func:`~metric_arena.judge.ajudge_pairs`) through one cache and one rate
+limiter, and all of them feed one request pool (``Session.pool``): the matches run at once under the run's one
+``max_concurrency``, and each adaptive round plays all its pairs together, so no slot idles while work remains
+(verdict files are those of the matches run one after another). The tournament is resumable after a kill (finished
+matches are reused, the interrupted one continues from the cache; a match that still holds failed pairs asks them
+again) and ``report RUNS/*`` links all battles by system name. A folder holds one design: see
 :mod:`metric_arena.judge._tournament_folder`.
 
-With ``adaptive=True`` the pairs are judged in rounds instead (:class:`~metric_arena.stats.SequentialRanking`):
-each round ranks the systems by their Bradley–Terry ratings on every battle so far and spends
-``round_size`` questions on the neighbouring pairs whose anytime-valid confidence sequence of the win
-probability still holds 1/2, until every neighbouring pair is separated, ``max_judgments`` pair
-judgments are spent (never more), or no question is left. The chance of ever declaring a wrong order
-between any two systems is at most ``alpha``, however many rounds are looked at.
+With ``adaptive=True`` the pairs are judged in rounds instead (:class:`~metric_arena.stats.SequentialRanking`): each
+round ranks the systems by their Bradley–Terry ratings on every battle so far and spends ``round_size`` questions on
+the neighbouring pairs whose anytime-valid confidence sequence of the win probability still holds 1/2, until every
+neighbouring pair is separated, ``max_judgments`` pair judgments are spent (never more), or no question is left. The
+chance of ever declaring a wrong order between any two systems is at most ``alpha``, however many rounds are looked
+at.
 
 >>> result = tournament(["runs/a.jsonl", "runs/b.jsonl", "runs/c.jsonl"], out="runs/arena",
 ...                     judge="openai:gpt-4o", sample=[700, 1400])  # doctest: +SKIP
@@ -35,7 +34,8 @@ import math
 import os
 import re
 import shutil
-from collections.abc import Mapping, Sequence
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -45,7 +45,16 @@ from lfrqa.errors import RagQaArenaError
 from lfrqa.files import iter_jsonl
 from metric_arena.judge._config import JudgeConfig, JudgeSpec, judge_config
 from metric_arena.judge._cost import judge_dry_run
-from metric_arena.judge._inputs import JudgeInputs, References, lfrqa_references, read_predictions
+from metric_arena.judge._inputs import (
+    MAX_EXPORT_SYSTEMS,
+    MAX_TOURNAMENT_SYSTEMS,
+    JudgeInputs,
+    References,
+    check_system_count,
+    lfrqa_references,
+    read_predictions,
+    spill_predictions,
+)
 from metric_arena.judge._plan import DEFAULT_JUDGE
 from metric_arena.judge._run import ajudge_pairs
 from metric_arena.judge._tournament_folder import TournamentFolder
@@ -55,15 +64,11 @@ from metric_arena.stats import BattleCounts, SequentialRanking, stratified_sampl
 if TYPE_CHECKING:
     from metric_arena.llm._session import RequestPool
 
-__all__ = ["MAX_TOURNAMENT_SYSTEMS", "Tournament", "atournament", "check_system_count", "load_tournament", "tournament",
+__all__ = ["Tournament", "atournament", "load_tournament", "tournament",
            "tournament_dry_run", "tournament_requests"]
 
 REFERENCE = "LFRQA"
-#: The most systems one tournament takes. Its complete schedule grows as n(n-1)/2 pairs: 64 systems are
-#: 2,016 pairs, 1.4 million pair judgments on the default 700-question sample, and a dry run that counts
-#: every prompt's tokens takes ~25 minutes on 2 cores, in flat memory (benchmarks/tournament_scale.py).
-#: More are refused before any prediction file is read: judge each against LFRQA with `judge`, or split them.
-MAX_TOURNAMENT_SYSTEMS = 64
+
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 
 
@@ -100,25 +105,20 @@ def _sample_sizes(sample: int | Sequence[int]) -> list[int]:
     return sorted(set(sizes))
 
 
-def check_system_count(n: int) -> None:
-    """Refuse a tournament of more than :data:`MAX_TOURNAMENT_SYSTEMS` systems (one line naming both)."""
-    if n > MAX_TOURNAMENT_SYSTEMS:
-        raise RagQaArenaError(
-            f"A tournament takes at most {MAX_TOURNAMENT_SYSTEMS} systems (MAX_TOURNAMENT_SYSTEMS), got {n:,} prediction "
-            f"files: its pairs grow as n(n-1)/2 ({n * (n - 1) // 2:,} here). Judge each system against LFRQA with "
-            "`rag-qa-arena judge`, or split them into tournaments of fewer systems")
-
-
 def load_tournament(
     predictions: Sequence[str | os.PathLike] | Mapping[str, str | os.PathLike],
     *,
     seed: int = 0,
     data_dir: str | os.PathLike | None = None,
     references: References | None = None,
+    max_systems: int = MAX_TOURNAMENT_SYSTEMS,
+    spill_to: str | os.PathLike | None = None,
 ) -> Tournament:
     """The systems of a tournament: prediction files named by their stems (or by the mapping's keys), with
-    the benchmark's ``references`` (default: LFRQA's, read from ``data_dir``)."""
-    check_system_count(len(predictions))
+    the benchmark's ``references`` (default: LFRQA's, read from ``data_dir``); more than ``max_systems`` are
+    refused before any is read; with ``spill_to`` (a folder) the answers are kept in SQLite there, not in
+    memory."""
+    check_system_count(len(predictions), most=max_systems)
     named = dict(predictions) if isinstance(predictions, Mapping) else {Path(p).stem: p for p in predictions}
     if not isinstance(predictions, Mapping) and len(named) != len(predictions):
         stems = [Path(p).stem for p in predictions]
@@ -133,7 +133,10 @@ def load_tournament(
         if "__vs__" in name:
             raise RagQaArenaError(f"System name {name!r} holds '__vs__', which names the folder of a match between two "
                                   "systems: rename it with --name FILE=NAME (e.g. a name without '__vs__')")
-    systems = {name: read_predictions(path) for name, path in named.items()}
+    if spill_to is None:
+        systems = {name: read_predictions(path) for name, path in named.items()}
+    else:
+        systems, _ = spill_predictions(named, spill_to)
     every = list(dict.fromkeys(q for answers in systems.values() for q in answers))
     rows = {q: dict(row) for q, row in (references or lfrqa_references(data_dir)).pick(every).items()}
     common = [q for q in every if all(q in s and not s[q].get("failed") for s in systems.values())]
@@ -369,16 +372,28 @@ def tournament_requests(
     seed: int = 0,
     sample: int | Sequence[int] = 700,
     data_dir: str | os.PathLike | None = None,
-) -> list[JudgeInputs]:
+) -> Iterator[JudgeInputs]:
     """The inputs of every match of the complete schedule (each system against LFRQA on all its questions,
-    every pair on the largest sample), one :class:`JudgeInputs` per match as :func:`export_judge_requests` takes them;
-    pairs whose answer failed to generate are left out (never sent)."""
-    plan = predictions if isinstance(predictions, Tournament) else load_tournament(predictions, seed=seed,
-                                                                                     data_dir=data_dir)
-    shared = plan.sample(min(max(_sample_sizes(sample)), plan.n_common))
-    games = [(name, REFERENCE, list(answers)) for name, answers in plan.systems.items()]
-    games += [(a, b, shared) for a, b in plan.pairs()]
-    return [_match_inputs(plan, a, b, qids) for a, b, qids in games]
+    every pair on the largest sample; up to :data:`MAX_EXPORT_SYSTEMS` systems), one :class:`JudgeInputs` per match as
+    :func:`export_judge_requests` takes them, made one at a time (the answers in SQLite in a temporary folder);
+    pairs whose answer failed to generate are left out (never sent). The files are read at once."""
+    spill = None if isinstance(predictions, Tournament) else tempfile.mkdtemp(prefix="rag-qa-arena-answers-")
+    try:  # the answers in SQLite under a temporary folder, removed once the last match is made (or on an error)
+        plan = predictions if spill is None else load_tournament(predictions, seed=seed, data_dir=data_dir,
+                                                                 max_systems=MAX_EXPORT_SYSTEMS, spill_to=spill)
+        return _made(plan, plan.sample(min(max(_sample_sizes(sample)), plan.n_common)), spill)
+    except BaseException:
+        shutil.rmtree(spill or "", ignore_errors=True)
+        raise
+
+
+def _made(plan: Tournament, shared: list[str], spill: str | None) -> Iterator[JudgeInputs]:
+    try:
+        yield from (_match_inputs(plan, name, REFERENCE, list(plan.systems[name])) for name in plan.systems)
+        yield from (_match_inputs(plan, a, b, shared) for a, b in plan.pairs())
+    finally:
+        if spill is not None:
+            shutil.rmtree(spill, ignore_errors=True)
 
 
 def tournament_dry_run(

@@ -16,10 +16,10 @@ from urllib.parse import urlsplit
 
 from builders import redact_reply, redact_secrets, shown_url
 from lfrqa.errors import RagQaArenaError
+from metric_arena.llm._openai._balance import Balancer
 from metric_arena.llm._openai._http import (
     attempt_timeout,
     RAW_RESPONSE_HEADER,
-    Balancer,
     dropped_connection,
     http_client,
     http_library,
@@ -170,19 +170,21 @@ class OpenAIBackend(Backend):
         return self._clients[replica]
 
     async def complete(self, request: ChatRequest) -> Completion:
-        """One attempt (its body encoded once, whichever replica takes it), on the least-loaded replica that is not out; a replica that fails (connection,
-        timeout, 5xx) is taken out for a while and the next one is tried at once, so one dying replica
-        slows a run without failing it while another answers. With several replicas, one whose reply names
+        """One attempt (its body encoded once, whichever replica takes it), on the replica expected to answer
+        first (:class:`Balancer`: its speed estimate × its requests in flight + 1); a replica that fails (connection, timeout, 5xx) is taken out on a growing
+        back-off and the next one is tried at once, so one dying replica slows a run without failing it
+        while another answers. With several replicas, one whose reply names
         another model than the one requested (a dated snapshot of it is the same) is flagged and out for good:
         that reply and every later one of it is discarded and the request goes to the next replica."""
         last: BackendError | None = None
         balance = self._balance
         body = self._direct[0].encode(self.model, request) if self._direct is not None else None
         for replica in balance.order():
-            balance.started(replica)
+            token, answered = balance.started(replica, retry=last is not None), False
             try:
                 completion = await (self._complete_at(replica, request) if body is None
                                     else self._post_direct(replica, body, request.max_tokens))
+                answered = True
             except TransientBackendError as failure:
                 if len(self.replicas) == 1 or failure.kind == "429":
                     raise  # one server, or a rate limit: the runner's retry policy decides
@@ -190,7 +192,7 @@ class OpenAIBackend(Backend):
                 last = failure
                 continue
             finally:
-                balance.finished(replica)
+                balance.finished(replica, token, answered=answered)
             self._models[replica][completion.model] += 1
             if len(self.replicas) > 1 and not same_model(self.model, completion.model):
                 balance.flag(replica, f"replies as model {completion.model!r}, not {self.model!r}")
@@ -210,11 +212,12 @@ class OpenAIBackend(Backend):
 
     def endpoints(self) -> dict:
         """The endpoint name and each replica's URL (scheme, host, port, path: no credentials, no query),
-        with its answers used, failed attempts, answers discarded, the models its replies named, and
-        ``flagged`` (why it was taken out, or None)."""
+        with its answers used, failed attempts, answers discarded, requests sent, retries (attempts for a
+        request that had just failed at another replica), mean latency of its answers (s), recent error rate,
+        the models its replies named, and ``flagged`` (why it was taken out, or None)."""
         balance = self._balance
         return {"endpoint_name": self.endpoint_name, "replicas": [
-            {"url": shown_url(url), "n_answered": balance.served[k], "n_failed": balance.failures[k],
+            {"url": shown_url(url), **balance.figures(k), "n_answered": balance.served[k], "n_failed": balance.failures[k],
              "n_discarded": balance.discarded[k], "models": {str(m): n for m, n in sorted(
                  self._models[k].items(), key=lambda item: str(item[0]))}, "flagged": balance.flagged[k]}
             for k, (url, _) in enumerate(self.replicas)]}

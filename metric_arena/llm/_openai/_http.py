@@ -1,6 +1,6 @@
-"""The HTTP side of the OpenAI-compatible backend: transports (aiohttp or httpx, one TLS context), replicas
-balanced by load, reply bodies read within bounds and parsed strictly, and the server URL's credentials
-kept apart from what is shown."""
+"""The HTTP side of the OpenAI-compatible backend: transports (aiohttp or httpx, one TLS context), reply bodies
+read within bounds and parsed strictly, and the server URL's credentials kept apart from what is shown (which
+replica takes a request: :mod:`metric_arena.llm._openai._balance`)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from lfrqa.errors import RagQaArenaError
 from metric_arena.llm._types import BadReply, Completion
 
 __all__ = [
-    "ERROR_BODY_BYTES", "HOOKS", "RAW_RESPONSE_HEADER", "Balancer", "attempt_timeout", "bound_error_body", "clean_text",
+    "ERROR_BODY_BYTES", "HOOKS", "RAW_RESPONSE_HEADER", "attempt_timeout", "bound_error_body", "clean_text",
     "dropped_connection", "http_client", "http_library", "max_body_bytes", "message_text", "parse_reply",
     "query_secrets", "retry_after_seconds", "split_credentials", "split_query", "tls_context", "url_secrets",
 ]
@@ -30,59 +30,6 @@ ERROR_BODY_BYTES = 1 << 16
 RAW_RESPONSE_HEADER = "X-Stainless-Raw-Response"
 # Query parameters of --base-url whose value is a credential (gateway style: ?api-key=..., ?sig=...).
 _SECRET_PARAM = re.compile(r"key|token|secret|sig|pass|auth|cred|session|code", re.IGNORECASE)
-
-
-class Balancer:
-    """Which replica of one judge takes the next request: the least loaded of those not taken out (ties in
-    turn). A replica that fails is out for ``OUT_FOR`` seconds, twice as long after each further failure
-    (up to ``MAX_OUT_FOR``), then tried again; one answer brings it back for good. When every replica is
-    out, the one back soonest is tried. A replica :meth:`flag`-ged (it replied as another model) is out for
-    good. ``served``, ``failures`` and ``discarded`` count each replica's answers, failed attempts and the
-    answers not used (from a flagged replica)."""
-
-    OUT_FOR = 2.0
-    MAX_OUT_FOR = 60.0
-
-    def __init__(self, n: int) -> None:
-        self.load = [0] * n
-        self.served = [0] * n
-        self.failures = [0] * n
-        self.discarded = [0] * n
-        self.flagged: list[str | None] = [None] * n
-        self.out_until = [0.0] * n
-        self.strikes = [0] * n
-        self._turn = 0
-
-    def flag(self, replica: int, why: str) -> None:
-        """Take ``replica`` out for good (its answers are not used), recording ``why``."""
-        self.flagged[replica] = self.flagged[replica] or why
-
-    def order(self) -> list[int]:
-        """The replicas to try for one attempt, best first: those in service by load, then those out (never
-        a flagged one)."""
-        now = time.monotonic()
-        n = len(self.load)
-        self._turn = (self._turn + 1) % n
-        turns = [(self._turn + k) % n for k in range(n) if self.flagged[(self._turn + k) % n] is None]
-        up = sorted((r for r in turns if self.out_until[r] <= now), key=lambda r: self.load[r])
-        down = sorted((r for r in turns if self.out_until[r] > now), key=lambda r: self.out_until[r])
-        return up + down[:1] if up else down
-
-    def started(self, replica: int) -> None:
-        self.load[replica] += 1
-
-    def finished(self, replica: int) -> None:
-        self.load[replica] -= 1
-
-    def answered(self, replica: int) -> None:
-        self.served[replica] += 1
-        self.strikes[replica] = 0
-        self.out_until[replica] = 0.0
-
-    def failed(self, replica: int) -> None:
-        self.failures[replica] += 1
-        self.out_until[replica] = time.monotonic() + min(self.MAX_OUT_FOR, self.OUT_FOR * 2 ** self.strikes[replica])
-        self.strikes[replica] += 1
 
 
 def attempt_timeout(seconds: float):

@@ -37,13 +37,26 @@ from metric_arena.llm.batch._files import (
 )
 from metric_arena.llm.batch._passes import PASSES_FILE
 from metric_arena.llm.batch._ray import HttpEndpoints, VllmEngine, run_requests
+from metric_arena.llm.batch._shards import (
+    EXPORT_MAX_BYTES,
+    FileLimits,
+    SeenIds,
+    SplitWriter,
+    check_part,
+    part_of,
+    replaced_by,
+)
 
 __all__ = [
     "BATCH_DISCOUNT",
+    "EXPORT_MAX_BYTES",
+    "FileLimits",
     "MANIFEST",
     "MAX_BYTES",
     "MAX_REQUESTS",
     "PASSES_FILE",
+    "SeenIds",
+    "SplitWriter",
     "TERMINAL_STATUSES",
     "BatchNotReady",
     "HttpEndpoints",
@@ -51,6 +64,7 @@ __all__ = [
     "batch_client",
     "batch_status",
     "chat_body",
+    "check_part",
     "check_plain_name",
     "checked_completion",
     "collect",
@@ -58,9 +72,11 @@ __all__ = [
     "import_source",
     "output_records",
     "parse_output_lines",
+    "part_of",
     "read_manifest",
     "read_tagged_json",
     "run_requests",
+    "replaced_by",
     "same_model",
     "submit_batches",
     "wait_for_batches",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import tempfile
@@ -16,6 +15,7 @@ from lfrqa.errors import RagQaArenaError
 from lfrqa.files import atomic_write, dumps_json, make_folder, read_json_file
 from metric_arena.llm._runner import max_reply_chars
 from metric_arena.llm._types import Completion
+from metric_arena.llm.batch._shards import SplitWriter
 
 __all__ = ["MANIFEST", "MAX_BYTES", "MAX_REQUESTS", "chat_body", "check_plain_name", "checked_completion",
            "output_records", "parse_output_lines", "read_manifest", "read_tagged_json", "write_batch_files"]
@@ -79,27 +79,12 @@ def _request_lines(requests: Sequence[tuple[str, dict]], endpoint: str, max_byte
 def _write_chunks(lines: Iterable[tuple[str, bytes]], staging: Path, max_requests: int, max_bytes: int) -> list[dict]:
     """Write the lines into ``batch-NNNNN.jsonl`` files under ``staging``, a new file whenever the
     next line would pass either limit; return one manifest entry per file."""
-    written: list[dict] = []
-    current: dict | None = None
-    handle = None
+    writer = SplitWriter(staging, prefix="batch-", max_requests=max_requests, max_bytes=max_bytes)
     try:
         for custom_id, line in lines:
-            if current is None or current["n_requests"] + 1 > max_requests or current["bytes"] + len(line) > max_bytes:
-                if handle is not None:
-                    handle.close()
-                current = {"name": f"batch-{len(written):05d}.jsonl", "n_requests": 0, "bytes": 0,
-                           "sha256": hashlib.sha256(), "first_custom_id": custom_id}
-                written.append(current)
-                handle = open(staging / current["name"], "wb")
-            handle.write(line)
-            current["sha256"].update(line)
-            current["n_requests"] += 1
-            current["bytes"] += len(line)
+            writer.add(custom_id, line)
     finally:
-        if handle is not None:
-            handle.close()
-    for entry in written:
-        entry["sha256"] = entry["sha256"].hexdigest()
+        written = writer.close()
     return written
 
 

@@ -1,0 +1,152 @@
+"""Which replica of one judge takes the next request: the one expected to answer first, from running estimates
+of each replica's speed, with replicas that fail kept out on a growing back-off until they answer cleanly."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+__all__ = ["Balancer"]
+
+
+class Balancer:
+    """Routes each attempt to the replica with the earliest expected completion: a running estimate of its
+    latency at the load it would have, ``mean + slope × (requests in flight + 1 − mean load)``, from an
+    exponentially weighted line through (requests in flight when sent, latency) of its answers. A server that
+    queues has latency ∝ load, so this is its latency estimate × (in flight + 1); one that answers many at once
+    has a flat line, and its load counts ``MIN_SLOPE`` of its latency per request in flight (no server is
+    perfectly parallel). Replicas expected within ``TOLERANCE`` of the earliest count as equal and take turns
+    by load (equal replicas share the load, whatever the noise of their estimates). A replica with no answer
+    yet fitted (its first ``WARM_UP`` answers, which carry the connections' set-up, are not) counts as the
+    fastest known, one request in flight at a time once another replica is fitted (before, all take turns). A replica not sent to for ``PROBE_EVERY`` seconds gets the next request, so a slow one that became
+    fast is noticed.
+
+    A replica that fails (connection, timeout, 5xx) is out for ``OUT_FOR`` seconds, twice as long after each
+    further failure (up to ``MAX_OUT_FOR``); back, it is on probation: at most 1 + (answers in a row) requests in
+    flight, and a failure sends it out for the next, longer back-off. Only ``CLEAN_AFTER`` answers in a row clear
+    its record (one answer no longer does). When every replica is out, the one back soonest is tried. A replica
+    :meth:`flag`-ged (it replied as another model) is out for good.
+
+    Counts per replica: ``attempts`` (requests sent), ``served`` (answers used), ``failures`` (failed attempts),
+    ``retries`` (attempts for a request that had just failed at another replica), ``discarded`` (answers of a
+    flagged replica), ``latency_sum`` and ``timed`` (seconds and number of answered attempts) and ``error_rate``
+    (weighted recent share of failed attempts)."""
+
+    OUT_FOR = 2.0
+    MAX_OUT_FOR = 60.0
+    CLEAN_AFTER = 20
+    SMOOTHING = 0.1
+    MIN_SLOPE = 0.02
+    TOLERANCE = 0.25
+    WARM_UP = 4
+    PROBE_EVERY = 30.0
+
+    def __init__(self, n: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.load = [0] * n
+        self.attempts = [0] * n
+        self.served = [0] * n
+        self.failures = [0] * n
+        self.retries = [0] * n
+        self.discarded = [0] * n
+        self.latency_sum = [0.0] * n
+        self.timed = [0] * n
+        self.error_rate = [0.0] * n
+        self.flagged: list[str | None] = [None] * n
+        self.out_until = [0.0] * n
+        self.strikes = [0] * n
+        self.clean = [0] * n
+        self.fit: list[list[float] | None] = [None] * n  # weighted means of load, latency, load², load × latency
+        self.last_sent = [clock()] * n
+        self._turn = 0
+
+    def flag(self, replica: int, why: str) -> None:
+        """Take ``replica`` out for good (its answers are not used), recording ``why``."""
+        self.flagged[replica] = self.flagged[replica] or why
+
+    def line(self, replica: int) -> tuple[float, float, float] | None:
+        """(mean load, mean latency, slope) of ``replica``'s answers, None before the first fitted one."""
+        fit = self.fit[replica]
+        if fit is None:
+            return None
+        x, y, xx, xy = fit
+        var = xx - x * x
+        slope = (xy - x * y) / var if var > 0.05 else 0.0
+        return x, y, max(slope, self.MIN_SLOPE * y)
+
+    def expected(self, replica: int) -> float:
+        """When a request sent now to ``replica`` is expected to be answered, in seconds from now."""
+        line = self.line(replica)
+        if line is None:
+            known = [fit[1] for fit in self.fit if fit is not None]
+            y = min(known, default=1.0)
+            line = (1.0, y, self.MIN_SLOPE * y)
+        x, y, slope = line
+        return max(y + slope * (self.load[replica] + 1 - x), 0.0)
+
+    def order(self) -> list[int]:
+        """The replicas to try for one attempt, best first: those in service by expected completion (a replica
+        not tried for ``PROBE_EVERY`` seconds first), then the one out that is back soonest (never a flagged
+        one)."""
+        now = self.clock()
+        n = len(self.load)
+        self._turn = (self._turn + 1) % n
+        turns = [(self._turn + k) % n for k in range(n) if self.flagged[(self._turn + k) % n] is None]
+        cold = all(fit is None for fit in self.fit)  # nothing known yet: in turn
+        up = [r for r in turns if self.out_until[r] <= now and (not self.strikes[r] or self.load[r] <= self.clean[r])
+              and (cold or self.fit[r] is not None or not self.load[r])]
+        down = sorted((r for r in turns if r not in up), key=lambda r: max(self.out_until[r], now))
+        expected = {r: self.expected(r) for r in up}
+        best = min(expected.values(), default=0.0) * (1 + self.TOLERANCE)
+        # a stale replica first (a probe); then those within TOLERANCE of the best, least loaded first; the rest
+        up.sort(key=lambda r: (now - self.last_sent[r] < self.PROBE_EVERY, expected[r] > best,
+                               self.load[r] if expected[r] <= best else expected[r]))
+        return up + down[:1] if up else down
+
+    def started(self, replica: int, *, retry: bool = False) -> tuple[float, int]:
+        """Count an attempt sent to ``replica``; the token :meth:`finished` takes."""
+        self.load[replica] += 1
+        self.attempts[replica] += 1
+        self.retries[replica] += retry
+        self.last_sent[replica] = now = self.clock()
+        return now, self.load[replica]
+
+    def finished(self, replica: int, token: tuple[float, int], *, answered: bool) -> None:
+        """The attempt of ``token`` is over; an answer updates the replica's speed estimate."""
+        self.load[replica] -= 1
+        if answered:
+            sent, in_flight = token
+            latency = max(self.clock() - sent, 0.0)
+            self.latency_sum[replica] += latency
+            self.timed[replica] += 1
+            fitted = self.timed[replica] - self.WARM_UP
+            if fitted <= 0:  # the first answers carry the connections' set-up: not the replica's speed
+                return
+            point = (in_flight, latency, in_flight * in_flight, in_flight * latency)
+            fit = self.fit[replica] or list(point)
+            weight = max(self.SMOOTHING, 1 / fitted)  # a plain mean of the first 1 / SMOOTHING answers
+            self.fit[replica] = [m + weight * (p - m) for m, p in zip(fit, point)]
+
+    def answered(self, replica: int) -> None:
+        self.served[replica] += 1
+        self.error_rate[replica] *= 1 - self.SMOOTHING
+        self.out_until[replica] = 0.0
+        if self.strikes[replica]:
+            self.clean[replica] += 1
+            if self.clean[replica] >= self.CLEAN_AFTER:
+                self.strikes[replica] = self.clean[replica] = 0
+
+    def failed(self, replica: int) -> None:
+        self.failures[replica] += 1
+        self.error_rate[replica] += self.SMOOTHING * (1 - self.error_rate[replica])
+        self.out_until[replica] = self.clock() + min(self.MAX_OUT_FOR, self.OUT_FOR * 2 ** self.strikes[replica])
+        self.strikes[replica] += 1
+        self.clean[replica] = 0
+
+    def figures(self, replica: int) -> dict:
+        """What the run's summary records of ``replica``: requests sent, failed, retried, mean latency."""
+        timed = self.timed[replica]
+        return {"n_requests": self.attempts[replica], "n_failures": self.failures[replica],
+                "n_retries": self.retries[replica],
+                "mean_latency_s": round(self.latency_sum[replica] / timed, 4) if timed else None,
+                "error_rate": round(self.error_rate[replica], 4)}

@@ -1,0 +1,151 @@
+"""Replicas routed by speed: each attempt goes to the replica expected to answer first (a queueing server by its
+latency × (requests in flight + 1), one that answers many at once by its latency), a failing replica stays out on
+a growing back-off until it answers cleanly for a while (one answer no longer clears it), and the run's summary
+records each replica's requests, failures, retries and mean latency. The routing rules are checked on the
+Balancer with a scripted clock; the run on real local servers, by counts."""
+
+from __future__ import annotations
+
+import json
+
+import lfrqa
+from metric_arena import RunConfig, judge_pairs
+from metric_arena.llm._openai._balance import Balancer
+from rag_qa_arena.cli import main
+from tests.openai_server import DEFAULT_REPLY, OpenAIServer, Reply
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _answer(balance: Balancer, clock: Clock, replica: int, latency: float, *, load: int = 1) -> None:
+    """One answered attempt at ``replica`` sent with ``load`` requests in flight there, ``latency`` s long."""
+    balance.load[replica] += load - 1
+    token = balance.started(replica)
+    clock.now += latency
+    balance.finished(replica, token, answered=True)
+    balance.answered(replica)
+    balance.load[replica] -= load - 1
+
+
+def _trained(latency_of) -> tuple[Balancer, Clock]:
+    """Two replicas past their warm-up, answering with ``latency_of(replica, load)`` at loads 1 to 8."""
+    clock = Clock()
+    balance = Balancer(2, clock=clock)
+    for replica in (0, 1):
+        for k in range(Balancer.WARM_UP + 40):
+            _answer(balance, clock, replica, latency_of(replica, 1 + k % 8), load=1 + k % 8)
+    balance.last_sent[:] = [clock.now] * 2
+    return balance, clock
+
+
+def test_the_replica_expected_to_answer_first_takes_the_request():
+    # replica 0 answers many at once in 0.2 s, replica 1 in 1.0 s: 0 is first however many it has in flight
+    balance, _ = _trained(lambda r, load: 0.2 if r == 0 else 1.0)
+    balance.load[:] = [15, 0]
+    assert balance.order()[0] == 0
+    # replica 0 queues (0.2 s a request in flight): with 6 in flight it is expected in 1.4 s, replica 1 in 1.0 s
+    balance, _ = _trained(lambda r, load: 0.2 * load if r == 0 else 1.0)
+    balance.load[:] = [1, 0]
+    assert balance.order()[0] == 0 and 0.35 < balance.expected(0) < 0.45
+    balance.load[:] = [6, 0]
+    assert balance.order()[0] == 1 and 1.3 < balance.expected(0) < 1.5
+    # equal replicas (noise within TOLERANCE) take turns by load
+    balance, _ = _trained(lambda r, load: 0.2 if r == 0 else 0.22)
+    balance.load[:] = [5, 2]
+    assert balance.order()[0] == 1
+
+
+def test_a_replica_not_sent_to_for_a_while_gets_a_probe():
+    balance, clock = _trained(lambda r, load: 0.2 if r == 0 else 1.0)
+    balance.load[:] = [4, 0]
+    assert balance.order()[0] == 0
+    clock.now += Balancer.PROBE_EVERY / 2
+    balance.started(0)  # replica 0 keeps being sent to; replica 1 is not
+    assert balance.order()[0] == 0
+    clock.now += Balancer.PROBE_EVERY / 2 + 0.1
+    assert balance.order()[0] == 1
+
+
+def test_a_failing_replica_stays_out_on_a_growing_back_off_until_it_answers_cleanly_for_a_while():
+    balance, clock = _trained(lambda r, load: 0.2 if r == 0 else 0.1)
+    balance.load[:] = [0, 0]
+    assert balance.order()[0] == 1  # the faster one
+    balance.failed(1)
+    assert balance.order()[0] == 0  # out for OUT_FOR seconds (tried only if replica 0 fails too)
+    clock.now += Balancer.OUT_FOR + 0.01
+    assert balance.order()[0] == 1  # back, on probation
+    _answer(balance, clock, 1, 0.1)
+    assert balance.strikes[1] == 1  # one answer does not clear it
+    balance.load[1] = 2  # on probation: at most 1 + (answers in a row) requests in flight
+    assert balance.order()[0] == 0
+    balance.load[1] = 0
+    balance.failed(1)
+    clock.now += Balancer.OUT_FOR + 0.01
+    assert balance.order()[0] == 0  # the second failure: out twice as long
+    clock.now += Balancer.OUT_FOR
+    assert balance.order()[0] == 1
+    for _ in range(Balancer.CLEAN_AFTER - 1):
+        _answer(balance, clock, 1, 0.1)
+    assert balance.strikes[1] == 2
+    _answer(balance, clock, 1, 0.1)
+    assert balance.strikes[1] == 0 and balance.error_rate[1] < 0.05  # answered cleanly for a while: back for good
+    figures = balance.figures(1)
+    assert figures["n_failures"] == 2 and figures["n_requests"] == Balancer.WARM_UP + 40 + 1 + Balancer.CLEAN_AFTER
+    assert abs(figures["mean_latency_s"] - 0.1) < 1e-6
+
+
+def _pairs(n: int) -> tuple[list[str], list[str], list[str]]:
+    return ([f"Answer {i} of the system." for i in range(n)], [f"Reference {i}." for i in range(n)],
+            [f"Question {i}?" for i in range(n)])
+
+
+def test_a_replica_failing_a_third_of_its_requests_is_kept_out_and_every_retry_is_counted(tmp_path):
+    def flaky_reply(body, attempt):
+        return Reply(status=500) if len(flaky.requests) % 3 == 0 else DEFAULT_REPLY
+
+    flaky = OpenAIServer(flaky_reply, latency=0.02)
+    with flaky, OpenAIServer(latency=0.02) as good:
+        run = RunConfig(base_url=[flaky.base_url, good.base_url], max_concurrency=4, cache_dir=tmp_path / "c")
+        result = judge_pairs(*_pairs(90), judge="openai:judge", run=run, progress=False, n_boot=10)
+        sent = [len(flaky.requests), len(good.requests)]
+    rows = result["endpoints"]["openai:judge"]["replicas"]
+    assert result["n_failed"] == 0 and [r["n_requests"] for r in rows] == sent
+    assert rows[0]["n_failures"] >= 1 and sent[0] <= 20, sent  # one answer brought it back before: ~a third
+    assert sum(r["n_retries"] for r in rows) == sum(r["n_failures"] for r in rows)  # each failure sent elsewhere
+    assert sum(r["n_answered"] for r in rows) == 90 and rows[1]["mean_latency_s"] > 0
+
+
+def test_the_summary_records_each_replicas_requests_failures_retries_and_mean_latency(lfrqa_data_dir, tmp_path):
+    qids = lfrqa.load("fiqa", data_dir=str(lfrqa_data_dir))["qid"][:12]
+    preds = tmp_path / "p.jsonl"
+    preds.write_text("".join(json.dumps({"qid": q, "answer": f"A{i}"}) + "\n" for i, q in enumerate(qids)))
+    with OpenAIServer(latency=0.01) as one, OpenAIServer(latency=0.01) as two:
+        assert main(["judge", "--predictions", str(preds), "--data-dir", str(lfrqa_data_dir), "--judge",
+                     "openai:judge", "--base-url", one.base_url, "--base-url", two.base_url, "--api-key", "sk-local",
+                     "--out", str(tmp_path / "run"), "--cache-dir", str(tmp_path / "c"), "--no-progress"]) == 0
+        sent = [len(one.requests), len(two.requests)]
+    rows = json.loads((tmp_path / "run" / "summary.json").read_text())["endpoints"]["openai:judge"]["replicas"]
+    assert [r["n_requests"] for r in rows] == sent and sum(sent) == 12
+    assert all(r["n_failures"] == r["n_retries"] == 0 for r in rows)
+    assert all(r["mean_latency_s"] is None or r["mean_latency_s"] > 0 for r in rows)
+
+
+def test_a_replica_not_yet_known_is_tried_one_request_at_a_time_once_another_is_known():
+    clock = Clock()
+    balance = Balancer(2, clock=clock)
+    balance.load[:] = [1, 1]
+    assert set(balance.order()[:2]) == {0, 1}  # nothing known yet: both in service, in turn
+    balance.load[:] = [0, 0]
+    for _ in range(Balancer.WARM_UP + 10):
+        _answer(balance, clock, 0, 0.2)
+    balance.last_sent[:] = [clock.now] * 2
+    balance.load[:] = [3, 0]
+    assert balance.order()[0] == 1  # counted as the fastest known: it is tried
+    balance.load[:] = [3, 1]
+    assert balance.order()[0] == 0  # but one request at a time until its own answers are known
