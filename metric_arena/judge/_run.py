@@ -149,7 +149,33 @@ async def ajudge_pairs(
     generation_failed: Sequence[bool] | None = None,
     overwrite: bool = False,
 ) -> dict:
-    """Async form of :func:`judge_pairs` (same arguments, same result)."""
+    """Judge each prediction against its reference answer; return win rates and verdicts
+    (:func:`judge_pairs`; this async form takes the same arguments and returns the same result).
+
+    ``judge``: what judges and how, a :class:`~metric_arena.JudgeConfig` (judges, order, seed, parse,
+    max_input_tokens, backend options), or just a ``"<backend>:<model>"`` spec, a
+    :class:`~metric_arena.llm.Backend` or a list of them (several judges vote) with the default
+    settings. ``run``: how the requests run, a :class:`~metric_arena.RunConfig` (server, key,
+    timeout, concurrency, rate limiter, retries, cache). ``system``/``opponent``: names in the
+    verdicts. ``out``: a run folder (``verdicts.jsonl`` as pairs finish, ``summary.json`` at the
+    end; locked while the run lasts). A folder holding a run with other settings (system,
+    opponent, judges, order) is refused unless ``overwrite=True``; its verdicts are then replaced
+    only once the new set is complete. ``data_dir``: the pinned benchmark files.
+    ``sample``: judge a seeded, domain-stratified sub-sample of that many pairs. ``target_width``:
+    stop once the win+tie rate's 95% interval is that narrow (e.g. 0.04). ``generation_failed``: one
+    bool per pair, True fails the pair without judging it.
+
+    Returns the fields of :func:`metric_arena.stats.summarize` (``n``, ``n_failed``, ``win_rate``,
+    ``tie_rate``, ``loss_rate``, ``win_tie_rate``, their ``_ci``, ``no_answer_rate``,
+    ``per_domain``), ``position_flip_rate`` (order "both"), ``per_judge`` (several judges), ``parse``
+    (with "reference": ``n_differ_from_strict``), error counters, and ``verdicts`` (one dict per
+    pair, in input order).
+
+    >>> judge = JudgeConfig("openai:gpt-4o-mini", order="both", parse="reference")       # doctest: +SKIP
+    >>> res = judge_pairs(["Paris."], ["Paris is the capital of France."], ["Capital of France?"],
+    ...                   judge=judge, run=RunConfig(max_concurrency=64))               # doctest: +SKIP
+    >>> res["win_rate"], res["verdicts"][0]["judgments"][0]["raw"]                       # doctest: +SKIP
+    """
     config = judge_config(judge)
     pairs = check_pair_inputs(predictions, references, questions, ids, domains, generation_failed)
     stopper = IntervalStopper(target_width) if target_width is not None else None
@@ -214,32 +240,4 @@ def _schedule_fields(n_planned: int, sample: int | None, stopper: IntervalStoppe
     return fields
 
 
-JUDGE_PAIRS_DOC = """Judge each prediction against its reference answer; return win rates and verdicts.
-
-    ``judge``: what judges and how, a :class:`~metric_arena.JudgeConfig` (judges, order, seed, parse,
-    max_input_tokens, backend options), or just a ``"<backend>:<model>"`` spec, a
-    :class:`~metric_arena.llm.Backend` or a list of them (several judges vote) with the default
-    settings. ``run``: how the requests run, a :class:`~metric_arena.RunConfig` (server, key,
-    timeout, concurrency, rate limiter, retries, cache). ``system``/``opponent``: names in the
-    verdicts. ``out``: a run folder (``verdicts.jsonl`` as pairs finish, ``summary.json`` at the
-    end; locked while the run lasts). A folder holding a run with other settings (system,
-    opponent, judges, order) is refused unless ``overwrite=True``; its verdicts are then replaced
-    only once the new set is complete. ``data_dir``: the pinned benchmark files.
-    ``sample``: judge a seeded, domain-stratified sub-sample of that many pairs. ``target_width``:
-    stop once the win+tie rate's 95% interval is that narrow (e.g. 0.04). ``generation_failed``: one
-    bool per pair, True fails the pair without judging it.
-
-    Returns the fields of :func:`metric_arena.stats.summarize` (``n``, ``n_failed``, ``win_rate``,
-    ``tie_rate``, ``loss_rate``, ``win_tie_rate``, their ``_ci``, ``no_answer_rate``,
-    ``per_domain``), ``position_flip_rate`` (order "both"), ``per_judge`` (several judges), ``parse``
-    (with "reference": ``n_differ_from_strict``), error counters, and ``verdicts`` (one dict per
-    pair, in input order).
-
-    >>> judge = JudgeConfig("openai:gpt-4o-mini", order="both", parse="reference")       # doctest: +SKIP
-    >>> res = judge_pairs(["Paris."], ["Paris is the capital of France."], ["Capital of France?"],
-    ...                   judge=judge, run=RunConfig(max_concurrency=64))               # doctest: +SKIP
-    >>> res["win_rate"], res["verdicts"][0]["judgments"][0]["raw"]                       # doctest: +SKIP
-    """
-
-
-judge_pairs = synchronous(ajudge_pairs, name="judge_pairs", doc=JUDGE_PAIRS_DOC)
+judge_pairs = synchronous(ajudge_pairs, name="judge_pairs")

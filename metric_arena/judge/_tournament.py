@@ -35,6 +35,7 @@ import math
 import os
 import re
 import shutil
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -85,7 +86,11 @@ class Tournament:
 
     def sample(self, n: int, seed: int | None = None) -> list[str]:
         """The shared sample of ``n`` questions for every pair: the first ``n`` of the seeded stratified
-        order, so that a smaller sample is always inside a larger one (``seed`` is the order's own)."""
+        order, so that a smaller sample is always inside a larger one. The order's seed is the one
+        :func:`load_tournament` was given; ``seed`` here never took effect and is deprecated."""
+        if seed is not None:
+            warnings.warn("Tournament.sample(n, seed=...) is deprecated and the seed was never used: the order's "
+                          "seed is load_tournament(..., seed=); call sample(n)", DeprecationWarning, stacklevel=2)
         return self.order[:n]
 
 

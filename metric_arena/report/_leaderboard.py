@@ -31,7 +31,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from itertools import combinations
 from pathlib import Path
 
@@ -97,29 +97,7 @@ class Leaderboard:
 
     def to_dict(self) -> dict:
         """Everything as plain JSON-ready data."""
-        return {
-            "entries": self.entries,
-            "reference": self.reference,
-            "judges": self.judges,
-            "n_queries": self.n_queries,
-            "domains": self.domains,
-            "head_to_head": self.head_to_head,
-            "paired": self.paired,
-            "components": self.components,
-            "settings": self.settings,
-            "warnings": self.warnings,
-            "runs": self.runs,
-            "agreement": self.agreement,
-            "elo_study": self.elo_study,
-            "created_at": self.created_at,
-            "package_version": self.package_version,
-            "question_sets": self.question_sets,
-            "no_answer": self.no_answer,
-            "retrieval": self.retrieval,
-            "judge_agreement": self.judge_agreement,
-            "length": self.length,
-            "injection": self.injection,
-        }
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 def build_leaderboard(
