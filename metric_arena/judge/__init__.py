@@ -88,10 +88,16 @@ from metric_arena.judge._inputs import (
 )
 from metric_arena.judge._parse import (
     PARSES,
+    REASKS,
+    Ask,
+    judge_one,
+    judgment_record,
     outcome_of,
     parse_rating,
+    plain_ask,
     reask_count,
     reference_rating,
+    valid_reply,
 )
 from metric_arena.judge._plan import (
     DEFAULT_JUDGE,
@@ -126,6 +132,8 @@ __all__ = [
     "MAX_RESULT_LINE_BYTES",
     "ORDERS",
     "PARSES",
+    "REASKS",
+    "Ask",
     "CacheOnlyBackend",
     "ExpectedAnswers",
     "JudgeConfig",
@@ -146,13 +154,16 @@ __all__ = [
     "judge_batch_status",
     "judge_config",
     "judge_dry_run",
+    "judge_one",
     "judge_pairs",
     "judge_request",
     "judge_request_ids",
+    "judgment_record",
     "lfrqa_rows",
     "load_tournament",
     "outcome_of",
     "parse_rating",
+    "plain_ask",
     "prepare_judge_inputs",
     "read_predictions",
     "reask_count",
@@ -161,6 +172,7 @@ __all__ = [
     "tournament",
     "tournament_dry_run",
     "tournament_requests",
+    "valid_reply",
 ]
 
 export_names(globals())

@@ -40,6 +40,7 @@ from metric_arena.judge._config import JudgeSpec, judge_config
 from metric_arena.judge._parse import parse_rating, reask_count
 from metric_arena.judge._plan import DEFAULT_JUDGE, planned_requests
 from metric_arena.llm import (
+    OPENAI,
     Backend,
     BackendError,
     ChatRequest,
@@ -92,7 +93,7 @@ def judge_identities(judges, base_url, api_key: str | None, endpoint_name: str |
         if not isinstance(spec, str):
             raise InvalidInputType(f"judge {spec!r}: the batch path takes '<backend>:<model>' specs")
         backend, model = parse_spec(spec)
-        if backend != "openai":
+        if backend != OPENAI:
             raise RagQaArenaError(
                 f"The Batch API is OpenAI's: judge {spec!r} is not an openai judge. Local judges (hf, vllm) "
                 "batch on the GPU already: run them without --batch"

@@ -13,7 +13,7 @@ import os
 from dataclasses import replace
 
 from metric_arena.judge import JudgeSpec, judge_config, judge_pairs
-from metric_arena.llm import Backend, RetryPolicy, RunConfig, make_backend, parse_spec, synchronous
+from metric_arena.llm import OPENAI, Backend, RetryPolicy, RunConfig, make_backend, parse_spec, synchronous
 
 __all__ = ["TRAINING_RETRY", "ArenaJudge", "training_run"]
 
@@ -51,7 +51,7 @@ class ArenaJudge:
         self._local: list[Backend] = []
         judges: list[str | Backend] = []
         for item in config.judges:
-            if isinstance(item, str) and parse_spec(item)[0] != "openai":
+            if isinstance(item, str) and parse_spec(item)[0] != OPENAI:
                 item = make_backend(item, options=config.options)  # loaded once, kept across calls
                 self._local.append(item)
             judges.append(item)
