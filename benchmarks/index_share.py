@@ -49,7 +49,7 @@ def bench(n_docs: int, n_queries: int, work: Path) -> None:
     import datasets
 
     from builders import load_corpus
-    from retrieval import export_index, load_index, retrieve
+    from retrieval import IndexOptions, RetrieveRun, export_index, load_index, retrieve
 
     datasets.disable_progress_bars()
     data_dir = _write_corpus(work / "data", n_docs)
@@ -58,8 +58,8 @@ def bench(n_docs: int, n_queries: int, work: Path) -> None:
     index_dir = work / "index"
 
     start = time.perf_counter()
-    retrieve("writing", work / "built.jsonl", retriever="bm25", index_dir=index_dir, data_dir=data_dir,
-             questions=questions, show_progress=False)
+    retrieve("writing", work / "built.jsonl", retriever="bm25", index=IndexOptions(index_dir=index_dir),
+             corpus_dir=data_dir, questions=questions, run=RetrieveRun(show_progress=False))
     built = time.perf_counter() - start
     manifest = json.loads((index_dir / "manifest.json").read_text())
     size = sum(entry["size"] for entry in manifest["files"].values())
@@ -85,10 +85,12 @@ def bench(n_docs: int, n_queries: int, work: Path) -> None:
     searched = time.perf_counter() - start
 
     start = time.perf_counter()
-    retrieve("writing", work / "shared.jsonl", index_from=work / "shared", data_dir=data_dir, questions=questions,
-             show_progress=False)
+    retrieve("writing", work / "shared.jsonl", index=IndexOptions(index_from=work / "shared"), corpus_dir=data_dir,
+             questions=questions, run=RetrieveRun(show_progress=False))
     from_shared = time.perf_counter() - start
     same = (work / "shared.jsonl").read_bytes() == (work / "built.jsonl").read_bytes()
+    if not same:
+        raise SystemExit("retrieve --index-from wrote another output than the build")
 
     print(f"{n_docs:,} documents -> {manifest['corpus']['n_passages']:,} passages, {n_queries:,} queries")
     print(f"  index size                       : {_mib(size)} in {len(manifest['files'])} files "
@@ -105,7 +107,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--docs", type=int, nargs="+", default=[200, 20_000], help="corpus sizes in documents")
     parser.add_argument("--queries", type=int, default=500, help="questions searched (default: 500)")
+    parser.add_argument("--quick", action="store_true", help="one 200-document corpus, 50 questions (seconds)")
     args = parser.parse_args()
+    if args.quick:
+        args.docs, args.queries = [200], 50
     for n_docs in args.docs:
         with tempfile.TemporaryDirectory() as tmp:
             bench(n_docs, args.queries, Path(tmp))

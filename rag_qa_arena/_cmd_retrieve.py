@@ -88,8 +88,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="folder of the raw corpora (default: $LFRQA_DATA_DIR, else their download)")
     parser.add_argument("--data-dir", metavar="DIR",
                         help="LFRQA's pinned files, for the questions and gold documents, as in every command "
-                             "(default: $LFRQA_DATA_DIR, else the checksummed download). Without --corpus-dir it "
-                             "still means the raw corpora, as it used to (deprecated: a note says so)")
+                             "(default: $LFRQA_DATA_DIR, else the checksummed download); the raw corpora are "
+                             "--corpus-dir's")
     parser.add_argument("--split", default="test", choices=("test", "dev"), help="LFRQA split / LoTTE collection (default: test)")
     parser.add_argument("--limit", type=int, help="only the first N questions (for a quick check)")
     parser.add_argument(
@@ -162,10 +162,6 @@ def run(args: argparse.Namespace) -> int:
     for written in (args.out, Path(args.out).with_name(Path(args.out).stem + ".metrics.json")):
         refuse_output_over_input(("--out", written), [("--questions", args.questions)])
     corpus_dir, data_dir = args.corpus_dir, args.data_dir
-    if corpus_dir is None and data_dir is not None:
-        print(f"rag-qa-arena: note: --data-dir for the raw corpora is deprecated: use --corpus-dir {data_dir} "
-              "(--data-dir names LFRQA's files, as in every other command)", file=sys.stderr)
-        corpus_dir, data_dir = data_dir, None
     import warnings
 
     with warnings.catch_warnings(record=True) as caught:
@@ -181,26 +177,21 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _retrieve(args: argparse.Namespace, options: dict, corpus_dir, data_dir) -> dict:
+    from retrieval import IndexOptions, RetrieveRun
+
     return retrieve(
         args.domain,
         args.out,
         retriever=args.retriever,
         k=args.k,
-        index_dir=args.index_dir,
-        checkpoint=args.checkpoint,
+        index=IndexOptions(index_dir=args.index_dir, index_from=args.index_from, revision=args.index_revision,
+                           trust=args.trust_index, checkpoint=args.checkpoint, options=options),
         corpus_dir=corpus_dir,
         data_dir=data_dir,
         split=args.split,
-        limit=args.limit,
         questions=None if args.questions is None else _read_questions(args.questions),
-        resume=args.resume,
-        overwrite=args.overwrite,
-        batch_size=args.batch_size,
-        retriever_options=options,
-        show_progress=not args.no_progress,
-        index_from=args.index_from,
-        index_revision=args.index_revision,
-        trust_index=args.trust_index,
+        run=RetrieveRun(batch_size=args.batch_size, limit=args.limit, resume=args.resume, overwrite=args.overwrite,
+                        show_progress=not args.no_progress),
     )
 
 

@@ -32,3 +32,33 @@ def test_judge_pairs_docstring_is_the_async_functions_own():
 
     assert judge_pairs.__doc__ == ajudge_pairs.__doc__
     assert "Judge each prediction" in judge_pairs.__doc__
+
+
+@pytest.mark.filterwarnings("ignore:the writing corpus is incomplete")
+def test_retrieve_takes_its_options_grouped_and_its_old_keywords_for_one_release(tmp_path):
+    import inspect
+
+    from retrieval import IndexOptions, RetrieveRun, retrieve
+
+    assert len(inspect.signature(retrieve).parameters) <= 10
+    collection = tmp_path / "data" / "lotte" / "writing" / "test" / "collection.tsv"
+    collection.parent.mkdir(parents=True)
+    collection.write_text("".join(f"{i}\tword{i} text{i % 3} filler\n" for i in range(20)), encoding="utf-8")
+    questions = [{"qid": "w1", "question": "word4 text1"}, {"qid": "w2", "question": "word7"}, {"qid": "w3", "question": "x"}]
+    common = {"retriever": "bm25", "k": 3, "corpus_dir": tmp_path / "data", "questions": questions}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        new = retrieve("writing", tmp_path / "new.jsonl", **common, index=IndexOptions(index_dir=tmp_path / "i1"),
+                       run=RetrieveRun(limit=2, batch_size=1, show_progress=False))
+    with pytest.warns(DeprecationWarning, match=r"pass index=IndexOptions\(index_dir=...\)"):
+        with pytest.warns(DeprecationWarning, match=r"pass run=RetrieveRun\(limit=..., batch_size=..., show_progress="):
+            old = retrieve("writing", tmp_path / "old.jsonl", **common, index_dir=tmp_path / "i2", limit=2,
+                           batch_size=1, show_progress=False)
+    assert (tmp_path / "i2" / "manifest.json").is_file() and old == new
+    assert len((tmp_path / "new.jsonl").read_text().splitlines()) == 2
+    assert (tmp_path / "old.jsonl").read_text() == (tmp_path / "new.jsonl").read_text()
+    with pytest.raises(ValueError, match=r"index= and the old keyword\(s\) index_dir"):
+        retrieve("writing", tmp_path / "x.jsonl", **common, index=IndexOptions(), index_dir=tmp_path)
+    with pytest.warns(DeprecationWarning, match=r"retrieve\(lfrqa_data_dir=...\) is deprecated: pass data_dir="):
+        with pytest.raises(ValueError, match="split"):
+            retrieve("writing", tmp_path / "y.jsonl", lfrqa_data_dir=tmp_path, split="nope")
