@@ -55,6 +55,7 @@ from metric_arena.stats import (
     INITIAL,
     SCALE,
     BattleCounts,
+    Intervals,
     bootstrap_bradley_terry,
     cohen_kappa,
     judge_outcomes,
@@ -233,7 +234,7 @@ def _ratings(loaded: list[Run], reference: str, warnings: list[str], progress: P
     if not counts.n_battles:
         return anchor, components, {}
     ratings = bootstrap_bradley_terry(
-        counts, anchor=anchor, n_boot=n_boot, seed=seed, confidence=confidence,
+        counts, anchor=anchor, intervals=Intervals(n_boot=n_boot, seed=seed, confidence=confidence),
         progress=(lambda done, total: progress("Bootstrap ratings", done, total)) if progress else None,
     )
     return anchor, components, ratings

@@ -31,8 +31,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from lfrqa.checks import grouped_keywords
 from lfrqa.errors import RagQaArenaError
 from metric_arena.stats._length import style_controlled_bradley_terry
+from metric_arena.stats._settings import INTERVAL_KEYWORDS, Intervals
 
 SCALE = 400.0
 BASE = 10.0
@@ -166,13 +168,12 @@ def fit_bradley_terry(
     return dict(zip(counts.players, _to_elo(theta, anchor_index, scale, base, initial).tolist()))
 
 
+@grouped_keywords("intervals", Intervals, INTERVAL_KEYWORDS)
 def bootstrap_bradley_terry(
     counts: BattleCounts,
     *,
     anchor: str | None = None,
-    n_boot: int = 1000,
-    seed: int = 0,
-    confidence: float = 0.95,
+    intervals: Intervals | None = None,
     scale: float = SCALE,
     base: float = BASE,
     initial: float = INITIAL,
@@ -187,8 +188,11 @@ def bootstrap_bradley_terry(
     :data:`MIN_BATTLES_FOR_INTERVAL` battles, or whose resampled ratings do not vary (say, one
     judged pair, or every battle won), gets ``"rating_ci": None``: resampling so few outcomes gives
     a zero-width interval that would claim a certainty the battles cannot give. ``progress(done, total)`` is
-    called after each chunk of bootstrap rounds when given.
+    called after each chunk of bootstrap rounds when given. ``intervals``: resamples, seed and level
+    (:class:`Intervals`; ``n_boot=``, ``seed=``, ``confidence=`` alone are deprecated).
     """
+    intervals = intervals if intervals is not None else Intervals()
+    n_boot, seed, confidence = intervals.n_boot, intervals.seed, intervals.confidence
     _check_scale(scale, base)
     if n_boot < 1:
         raise RagQaArenaError(f"n_boot={n_boot} must be >= 1")
@@ -293,8 +297,8 @@ def style_controlled_ratings(
         matrix = matrix / matrix.std(axis=0)
     fit_names = [names[k] for k in kept] or ["(none)"]
     fit = style_controlled_bradley_terry(battles, matrix if kept else np.zeros((len(battles), 1)),
-                                         feature_names=fit_names, anchor=anchor, n_boot=n_boot, seed=seed,
-                                         confidence=confidence)
+                                         feature_names=fit_names, anchor=anchor,
+                                         intervals=Intervals(n_boot=n_boot, seed=seed, confidence=confidence))
     dropped = [names[k] for k in constant]
     note = (f"{', '.join(dropped)}: the same in every battle, so not controlled for (dropped)" if dropped else None)
     coefficients = {n: fit["coefficients"][n] for n in fit_names if kept}

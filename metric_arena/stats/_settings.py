@@ -2,7 +2,10 @@
 
 from dataclasses import dataclass
 
-__all__ = ["Intervals"]
+__all__ = ["INTERVAL_KEYWORDS", "Intervals"]
+
+#: The loose keywords :class:`Intervals` groups (accepted, deprecated, by the entry points that take it).
+INTERVAL_KEYWORDS = ("n_boot", "seed", "confidence")
 
 
 @dataclass(frozen=True, kw_only=True)
