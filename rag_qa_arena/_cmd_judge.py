@@ -12,6 +12,7 @@ from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
 from rag_qa_arena._options import BATCH_NOT_READY_EXIT, api_key, judge_settings, run_settings
+from metric_arena.records import RUN_FILES
 
 _EPILOG = """\
 prediction files: JSON Lines, one {"qid": "...", "answer": "..."} per line (LFRQA qids), or
@@ -236,7 +237,7 @@ def run_judge(args: argparse.Namespace) -> int:
     from lfrqa.files import refuse_output_over_input
 
     refuse_output_over_input(("--out", args.out), [("--predictions", args.predictions), ("--versus", args.versus)],
-                             written=("verdicts.jsonl", "summary.json", ".verdicts.replacing.jsonl"))
+                             written=RUN_FILES)
     inputs = prepare_judge_inputs(args.predictions, versus=args.versus, versus_name=args.versus_name,
                                   data_dir=args.data_dir)
     if args.dry_run:  # (--batch/--batch-collect skip failed lines like the online run)

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from lfrqa.files import make_folder
+from metric_arena.records import SUMMARY_FILE, VERDICTS_FILE
 
 _DESCRIPTION = """\
 Upload a run folder written by `rag-qa-arena judge --out DIR` to a Hugging Face dataset repo:
@@ -136,8 +137,8 @@ def _run(args: argparse.Namespace) -> int:
         from lfrqa.files import refuse_output_over_input
 
         refuse_output_over_input(("--dry-run", args.dry_run), [("RUN_DIR", args.run)] + [
-            ("RUN_DIR", Path(args.run) / name) for name in ("verdicts.jsonl", "summary.json")],
-            written=("summary.json", "README.md", "data/verdicts.parquet"))
+            ("RUN_DIR", Path(args.run) / name) for name in (VERDICTS_FILE, SUMMARY_FILE)],
+            written=(SUMMARY_FILE, "README.md", "data/verdicts.parquet"))
         with err.status("Preparing files"):
             files = build_push_files(args.run, repo_id=args.repo)
             results = _eval_result_files(args, None)

@@ -69,8 +69,10 @@ def add_backend_flags(parser: argparse.ArgumentParser, kind: str) -> None:
     parser.add_argument("--api-key", metavar="KEY",
                         help=f"API key for openai {kind} (default: $OPENAI_API_KEY; prefer the environment "
                              "variable: command lines end up in shell history). Never written anywhere.")
-    parser.add_argument("--max-concurrency", type=int, default=16, metavar="N",
-                        help="requests in flight at once (default: 16)")
+    from metric_arena.llm import DEFAULT_MAX_CONCURRENCY
+
+    parser.add_argument("--max-concurrency", type=int, default=DEFAULT_MAX_CONCURRENCY, metavar="N",
+                        help=f"requests in flight at once (default: {DEFAULT_MAX_CONCURRENCY})")
     parser.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
                         help=f"the longest one attempt at a request to openai {kind} may take, start to last "
                              "byte (default: 120)")

@@ -13,6 +13,7 @@ from pathlib import Path
 from builders import check_repo_id, check_secrets, resolve_token, upload_files
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import atomic_write, dumps_json, loads_json, make_folder
+from metric_arena.stats import OUTCOMES
 
 __all__ = ["CARD_JSON", "CARD_MD", "card_markdown", "card_push_files", "card_summary", "push_card", "write_card"]
 
@@ -71,8 +72,8 @@ def card_markdown(card: dict) -> str:
         "",
         "| reference \\ candidate | win | tie | loss |",
         "|---|---|---|---|",
-        *(f"| {r} | " + " | ".join(f"{card['confusion'][r][c]:,}" for c in ("win", "tie", "loss")) + " |"
-          for r in ("win", "tie", "loss")),
+        *(f"| {r} | " + " | ".join(f"{card['confusion'][r][c]:,}" for c in OUTCOMES) + " |"
+          for r in OUTCOMES),
         "",
         "## Win rates per system",
         "",

@@ -75,7 +75,7 @@ from metric_arena.judge._batch import (
     judge_batch_status,
     submit_judge_batch,
 )
-from metric_arena.judge._config import JudgeConfig, JudgeSpec, judge_config
+from metric_arena.judge._config import JudgeConfig, JudgeSpec, TournamentSchedule, judge_config
 from metric_arena.judge._cost import (
     format_estimate,
     judge_dry_run,
@@ -141,6 +141,7 @@ __all__ = [
     "JudgeSpec",
     "MAX_TOURNAMENT_SYSTEMS",
     "Tournament",
+    "TournamentSchedule",
     "ajudge_pairs",
     "atournament",
     "answer_positions",

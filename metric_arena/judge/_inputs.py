@@ -8,7 +8,7 @@ from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import iter_records, saved_dataset
-from metric_arena.records import check_prediction
+from metric_arena.records import REFERENCE, check_prediction
 
 __all__ = ["JudgeInputs", "lfrqa_rows", "prepare_judge_inputs", "read_predictions"]
 
@@ -68,7 +68,7 @@ class JudgeInputs:
     questions: list[str]
     domains: list[str] | None
     failed: list[bool]  # a side's line is marked "failed" (generation gave no answer): never judged
-    opponent: str = "LFRQA"
+    opponent: str = REFERENCE
 
     def without_failed(self) -> JudgeInputs:
         """The same inputs less the failed pairs (what a dry run counts)."""
@@ -93,14 +93,14 @@ def prepare_judge_inputs(
     """
     mine = read_predictions(predictions)
     qids = list(mine)
-    opponent, other = "LFRQA", None
+    opponent, other = REFERENCE, None
     if versus is not None:
         other = read_predictions(versus)
         qids = [q for q in qids if q in other]
         if not qids:
             raise RagQaArenaError(f"{predictions} and {versus} share no qid: nothing to judge")
         opponent = versus_name or Path(versus).stem
-        if opponent == "LFRQA":
+        if opponent == REFERENCE:
             raise RagQaArenaError(f"The --versus system would be named 'LFRQA', the name of LFRQA's reference answers: "
                                   f"pass --versus-name with another name (the file is {versus})")
     if other is not None and all("question" in mine[q] for q in qids):

@@ -19,7 +19,7 @@ from metric_arena.judge._plan import DEFAULT_JUDGE, PairInputs, check_pair_input
 from metric_arena.judge._records import RunWriter, summarize_verdicts
 from metric_arena.llm import RunConfig, Session, synchronous
 from metric_arena.prompts import is_no_answer, is_no_answer_reference
-from metric_arena.records import Verdict, injection_counts
+from metric_arena.records import REFERENCE, Verdict, injection_counts
 from metric_arena.stats import IntervalStopper, reference_vote, majority_vote
 from metric_arena.style import verdict_style
 
@@ -113,7 +113,7 @@ async def ajudge_pairs(
     run: RunConfig | None = None,
     out: str | os.PathLike | None = None,
     system: str | None = None,
-    opponent: str = "LFRQA",
+    opponent: str = REFERENCE,
     progress: bool | None = None,
     n_boot: int = 1000,
     data_dir: str | os.PathLike | None = None,

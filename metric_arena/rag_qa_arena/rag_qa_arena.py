@@ -15,6 +15,7 @@ import datasets
 import evaluate
 
 from metric_arena import DEFAULT_JUDGE, judge_pairs  # From: rag-qa-arena
+from metric_arena.records import REFERENCE  # From: rag-qa-arena
 
 _CITATION = """\
 @article{han2024ragqaarena,
@@ -210,7 +211,7 @@ class RagQaArena(evaluate.Metric):
         run=None,
         out=None,
         system=None,
-        opponent="LFRQA",
+        opponent=REFERENCE,
         progress=None,
         data_dir=None,
     ):
@@ -241,7 +242,7 @@ class RagQaArena(evaluate.Metric):
         run=None,
         out=None,
         system=None,
-        opponent="LFRQA",
+        opponent=REFERENCE,
         progress=None,
         data_dir=None,
     ):

@@ -13,10 +13,10 @@ from lfrqa.files import loads_json
 from metric_arena.report._runs import Run
 from metric_arena.report.views import adaptive_pairs, win_matrix
 from metric_arena.stats import BattleCounts, Intervals, bootstrap_bradley_terry, intervals_separated
+from metric_arena.records import TOURNAMENT_FILE
 
 __all__ = ["elo_study"]
 
-TOURNAMENT_FILE = "tournament.json"
 
 
 def _view(runs: list[Run], reference: str, *, n_boot: int, seed: int, confidence: float,

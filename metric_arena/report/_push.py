@@ -22,7 +22,7 @@ from pathlib import Path
 from builders import check_repo_id, check_secrets, resolve_token, upload_files
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import package_version
-from metric_arena.records import Verdict, verdicts_table
+from metric_arena.records import REFERENCE, SUMMARY_FILE, VERDICTS_FILE, Verdict, verdicts_table
 from metric_arena.report._runs import Run, load_run, run_rates
 
 __all__ = ["build_push_files", "card_data", "dataset_card", "push_run", "verdicts_parquet"]
@@ -34,17 +34,17 @@ def build_push_files(run_dir: str | Path, *, repo_id: str, extra_secrets: Iterab
     run_dir = Path(run_dir)
     run = load_run(run_dir)
     if not run.verdicts:
-        raise RagQaArenaError(f"{run_dir / 'verdicts.jsonl'} has no verdicts: judge some pairs before pushing")
-    sources = {"verdicts.jsonl": (run_dir / "verdicts.jsonl").read_text(encoding="utf-8")}
-    if run.summary and (run_dir / "summary.json").is_file():  # a stale summary (load_run warns) stays home
-        sources["summary.json"] = (run_dir / "summary.json").read_text(encoding="utf-8")
+        raise RagQaArenaError(f"{run_dir / VERDICTS_FILE} has no verdicts: judge some pairs before pushing")
+    sources = {VERDICTS_FILE: (run_dir / VERDICTS_FILE).read_text(encoding="utf-8")}
+    if run.summary and (run_dir / SUMMARY_FILE).is_file():  # a stale summary (load_run warns) stays home
+        sources[SUMMARY_FILE] = (run_dir / SUMMARY_FILE).read_text(encoding="utf-8")
     card = dataset_card(run, repo_id=repo_id)
     sources["README.md (generated)"] = card
     check_secrets(sources, what=str(run_dir), extra=extra_secrets)
 
     files = {"data/verdicts.parquet": verdicts_parquet(run.verdicts), "README.md": card.encode("utf-8")}
-    if "summary.json" in sources:
-        files["summary.json"] = sources["summary.json"].encode("utf-8")
+    if SUMMARY_FILE in sources:
+        files[SUMMARY_FILE] = sources[SUMMARY_FILE].encode("utf-8")
     return files
 
 
@@ -128,7 +128,7 @@ def dataset_card(run: Run, *, repo_id: str) -> str:
         template_path=str(CARD_TEMPLATE),
         system=_md(run.system),
         opponent=_md(run.opponent),
-        reference=run.opponent == "LFRQA",
+        reference=run.opponent == REFERENCE,
         judges=_md(judges),
         version=_md(summary.get("package_version") or package_version()),
         n=f"{len(run.verdicts):,}",

@@ -19,6 +19,7 @@ from metric_arena.report._retrieval import RetrievedFiles
 from metric_arena.report._runs import REFERENCE, Run, load_runs
 from metric_arena.report.views import ViewerOptions, length_ratio_curves, verdict_view
 from metric_arena.stats import agreement, load_human_labels
+from metric_arena.records import LEADERBOARD_FILE, REPORT_FILE, VERDICTS_FILE
 
 __all__ = ["write_report"]
 
@@ -59,7 +60,7 @@ def write_report(
     out = Path(out)
     # `report runs/* --out runs/leaderboard` run twice passes the report folder itself: skip it.
     runs = [r for r in runs if isinstance(r, Run) or os.path.realpath(r) != os.path.realpath(out)
-            or (Path(r) / "verdicts.jsonl").is_file()]  # realpath: a symlink loop is no error here
+            or (Path(r) / VERDICTS_FILE).is_file()]  # realpath: a symlink loop is no error here
     loaded, skipped = load_runs(runs, lean=True)  # what the report counts, not the judges' reply texts
     for run in loaded:
         if out.resolve() == run.path.resolve():
@@ -80,8 +81,8 @@ def write_report(
         board.length["win_rate_by_length_ratio"] = length_ratio_curves(loaded, reference=reference,
                                                                        confidence=confidence)
     make_folder(out)
-    atomic_write(out / "leaderboard.json", dumps_json(board.entries))
-    atomic_write(out / "report.json", dumps_json(board.to_dict()))
+    atomic_write(out / LEADERBOARD_FILE, dumps_json(board.entries))
+    atomic_write(out / REPORT_FILE, dumps_json(board.to_dict()))
     images: dict[str, bytes] = {}
     if plots:
         if any(e["rating"] is not None for e in board.entries):

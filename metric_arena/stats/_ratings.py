@@ -34,12 +34,11 @@ import numpy as np
 from lfrqa.checks import grouped_keywords
 from lfrqa.errors import RagQaArenaError
 from metric_arena.stats._length import style_controlled_bradley_terry
-from metric_arena.stats._settings import INTERVAL_KEYWORDS, Intervals
+from metric_arena.stats._settings import INTERVAL_KEYWORDS, OUTCOMES, Intervals
 
 SCALE = 400.0
 BASE = 10.0
 INITIAL = 1000.0
-_OUTCOMES = ("win", "tie", "loss")
 
 
 @dataclass
@@ -85,7 +84,7 @@ class BattleCounts:
         wins = np.zeros((len(names), len(names)))
         ties = np.zeros((len(names), len(names)))
         for k, (a, b, outcome) in enumerate(rows):
-            if outcome not in _OUTCOMES:
+            if outcome not in OUTCOMES:
                 raise RagQaArenaError(f"Unknown outcome {outcome!r} in battle {k} ({a!r} vs {b!r}). Allowed: win, tie, loss")
             if a == b:
                 raise RagQaArenaError(f"Battle {k} pits {a!r} against itself: a battle needs two different players")
