@@ -81,9 +81,9 @@ def grouped_keywords(group: str, options: type | None, names: Mapping[str, str] 
             new = f"{group}=..." if options is None or build is not None else \
                 f"{group}={options.__name__}({', '.join(f'{moves[key]}=...' for key in old)})"
             if kwargs.get(group) is not None:
-                raise RagQaArenaError(f"{function.__name__}() got {group}= and the old keyword(s) "
+                raise RagQaArenaError(f"{function.__qualname__}() got {group}= and the old keyword(s) "
                                       f"{', '.join(old)}: give {new} only")
-            warnings.warn(f"{function.__name__}({', '.join(f'{key}=...' for key in old)}) is deprecated: pass "
+            warnings.warn(f"{function.__qualname__}({', '.join(f'{key}=...' for key in old)}) is deprecated: pass "
                           f"{new}", DeprecationWarning, stacklevel=3)
             kwargs[group] = build(old) if build is not None else \
                 options(**{**(defaults or {}), **{moves[key]: value for key, value in old.items()}})

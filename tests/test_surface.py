@@ -62,3 +62,22 @@ def test_retrieve_takes_its_options_grouped_and_its_old_keywords_for_one_release
     with pytest.warns(DeprecationWarning, match=r"retrieve\(lfrqa_data_dir=...\) is deprecated: pass data_dir="):
         with pytest.raises(ValueError, match="split"):
             retrieve("writing", tmp_path / "y.jsonl", lfrqa_data_dir=tmp_path, split="nope")
+
+
+def test_arena_callback_takes_questions_and_schedule_and_its_old_keywords_for_one_release():
+    pytest.importorskip("transformers")
+    import inspect
+
+    from metric_arena import RunConfig
+    from metric_arena.train import ArenaCallback, ArenaQuestions, ArenaSchedule
+
+    assert len([p for p in inspect.signature(ArenaCallback.__init__).parameters if p != "self"]) <= 8
+    run = RunConfig(api_key="sk-x")
+    new = ArenaCallback(judge="openai:m", run=run, schedule=ArenaSchedule(every_n_steps=3, at_end=False),
+                        questions=ArenaQuestions(n=5, domains=["fiqa"], seed=2, data_dir="d"))
+    with pytest.warns(DeprecationWarning, match=r"pass questions=ArenaQuestions\(n=..., domains=..., seed=..., data_dir"):
+        with pytest.warns(DeprecationWarning, match=r"pass schedule=ArenaSchedule\(every_n_steps=..., at_end=...\)"):
+            old = ArenaCallback(judge="openai:m", run=run, every_n_steps=3, at_end=False, n_questions=5,
+                                domains=["fiqa"], seed=2, data_dir="d")
+    assert old.sample_options == new.sample_options and old.data_dir == new.data_dir == "d"
+    assert (old.every_n_steps, old.at_end) == (new.every_n_steps, new.at_end) == (3, False)
