@@ -122,7 +122,8 @@ def _run(args: argparse.Namespace) -> int:
     from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from metric_arena.report import ViewerOptions, backfill_styles, load_runs, write_report
+    from metric_arena.report import ReportAnalyses, ViewerOptions, backfill_styles, load_runs, write_report
+    from metric_arena.stats import Intervals
     from metric_arena.style import check_style_features
 
     check_style_features(args.style_features)
@@ -148,17 +149,13 @@ def _run(args: argparse.Namespace) -> int:
             runs,
             args.out,
             reference=args.reference,
-            n_boot=args.n_boot,
-            seed=args.seed,
-            confidence=args.confidence,
-            human_labels=args.human_labels,
-            agreement_judge=args.agreement_judge,
+            intervals=Intervals(n_boot=args.n_boot, seed=args.seed, confidence=args.confidence),
+            analyses=ReportAnalyses(human_labels=args.human_labels, agreement_judge=args.agreement_judge,
+                                    retrieved=args.retrieved, style_features=args.style_features,
+                                    plots=not args.no_plots),
             title=args.title,
-            plots=not args.no_plots,
             progress=progress,
-            retrieved=args.retrieved,
             data_dir=args.data_dir,
-            style_features=args.style_features,
             viewer=ViewerOptions(predictions=_named_files(args.predictions), reference_texts=not args.no_texts, max_total_chars=args.viewer_chars),
         )
     from rag_qa_arena._options import injection_lines

@@ -81,3 +81,22 @@ def test_arena_callback_takes_questions_and_schedule_and_its_old_keywords_for_on
                                 domains=["fiqa"], seed=2, data_dir="d")
     assert old.sample_options == new.sample_options and old.data_dir == new.data_dir == "d"
     assert (old.every_n_steps, old.at_end) == (new.every_n_steps, new.at_end) == (3, False)
+
+
+def test_write_report_groups_intervals_and_analyses_and_keeps_its_old_keywords_for_one_release():
+    import inspect
+
+    from metric_arena.report import ReportAnalyses, build_leaderboard, write_report
+    from metric_arena.stats import Intervals
+
+    assert len(inspect.signature(write_report).parameters) <= 10
+    assert len(inspect.signature(build_leaderboard).parameters) <= 8
+    with pytest.warns(DeprecationWarning, match=r"pass intervals=Intervals\(n_boot=..., seed=...\)"):
+        with pytest.raises(Exception, match="style"):
+            build_leaderboard([], n_boot=20, seed=3, style_features="nope")
+    with pytest.warns(DeprecationWarning, match=r"pass analyses=ReportAnalyses\(plots=..., style_features=...\)"):
+        with pytest.raises(Exception, match="style"):
+            write_report([], "unused", plots=False, analyses=None, intervals=Intervals(n_boot=20),
+                         **{"style_features": "nope"})
+    with pytest.raises(Exception, match="analyses= and the old keyword"):
+        write_report([], "unused", analyses=ReportAnalyses(), plots=False)
