@@ -100,3 +100,23 @@ def test_write_report_groups_intervals_and_analyses_and_keeps_its_old_keywords_f
                          **{"style_features": "nope"})
     with pytest.raises(Exception, match="analyses= and the old keyword"):
         write_report([], "unused", analyses=ReportAnalyses(), plots=False)
+
+
+def test_colbert_retriever_groups_indexing_and_search_settings(tmp_path):
+    import inspect
+
+    from retrieval import ColBERTIndexing, ColBERTRetriever, PlaidSearch
+
+    assert len([p for p in inspect.signature(ColBERTRetriever.__init__).parameters if p != "self"]) <= 10
+    new = ColBERTRetriever("ck", indexing=ColBERTIndexing(doc_maxlen=180, options={"nway": 2}),
+                           search=PlaidSearch(ndocs=64), show_progress=False)
+    with pytest.warns(DeprecationWarning, match=r"pass indexing=ColBERTIndexing\(doc_maxlen=..., options=...\)"):
+        with pytest.warns(DeprecationWarning, match=r"pass search=PlaidSearch\(ndocs=...\)"):
+            old = ColBERTRetriever("ck", doc_maxlen=180, colbert_options={"nway": 2}, ndocs=64, show_progress=False)
+    assert old.index_options == new.index_options == {"doc_maxlen": 180, "nway": 2}
+    assert old.search_options == new.search_options
+    meta = {"settings": {"checkpoint": "ck", "nbits": 2, "index_options": new.index_options}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        with pytest.raises(FileNotFoundError):  # no PLAID folder: after the settings were read back
+            ColBERTRetriever._load(tmp_path, meta, ndocs=64, show_progress=False)
