@@ -69,6 +69,7 @@ Pairs that are not sent
 
 from lfrqa.exports import export_names
 from metric_arena.judge._batch import (
+    BatchUpload,
     CacheOnlyBackend,
     collect_judge_batch,
     judge_batch_requests,
@@ -134,6 +135,7 @@ __all__ = [
     "PARSES",
     "REASKS",
     "Ask",
+    "BatchUpload",
     "CacheOnlyBackend",
     "ExpectedAnswers",
     "JudgeConfig",

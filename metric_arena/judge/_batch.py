@@ -31,9 +31,11 @@ import os
 import re
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from lfrqa.checks import grouped_keywords
 from lfrqa.errors import InvalidInputType, RagQaArenaError
 from lfrqa.files import atomic_write, dumps_json, make_folder
 from metric_arena.judge._config import JudgeSpec, judge_config
@@ -69,6 +71,7 @@ from metric_arena.llm.batch import (
 
 __all__ = [
     "PLAN_FILE",
+    "BatchUpload",
     "CacheOnlyBackend",
     "collect_judge_batch",
     "judge_batch_requests",
@@ -182,6 +185,19 @@ def _slug(spec: str, taken: set[str]) -> str:
     return name
 
 
+@dataclass(frozen=True, kw_only=True)
+class BatchUpload:
+    """How :func:`submit_judge_batch` uploads: ``client`` (an OpenAI client; by default one for the run's
+    server and key), the batches' ``metadata``, and the files' limits (``max_requests`` requests and
+    ``max_bytes`` bytes per file, the API's own by default)."""
+
+    client: object = None
+    metadata: dict[str, str] | None = None
+    max_requests: int = MAX_REQUESTS
+    max_bytes: int = MAX_BYTES
+
+
+@grouped_keywords("upload", BatchUpload, ["client", "metadata", "max_requests", "max_bytes"])
 def submit_judge_batch(
     predictions: Sequence[str],
     references: Sequence[str],
@@ -195,10 +211,7 @@ def submit_judge_batch(
     sample: int | None = None,
     data_dir: str | os.PathLike | None = None,
     generation_failed: Sequence[bool] | None = None,
-    client=None,
-    metadata: dict[str, str] | None = None,
-    max_requests: int = MAX_REQUESTS,
-    max_bytes: int = MAX_BYTES,
+    upload: BatchUpload | None = None,
 ) -> dict:
     """Write the judge's requests as Batch API files under ``batch_dir`` and submit them.
 
@@ -209,9 +222,14 @@ def submit_judge_batch(
     twice; a folder whose batches hold other requests is refused (collect it, or use another
     folder). Nothing is written when the cache already answers every request.
 
+    ``upload``: the client, metadata and file limits (:class:`BatchUpload`; the loose ``client=``,
+    ``metadata=``, ``max_requests=``, ``max_bytes=`` work for one release, with a ``DeprecationWarning``).
+
     Returns ``{"batch_dir", "n_requests", "judges": [{"judge", "folder", "n_requests",
     "n_reasks", "n_cached", "n_failed", "files", "batch_ids"}]}``.
     """
+    upload = upload if upload is not None else BatchUpload()
+    client, metadata, max_requests, max_bytes = upload.client, upload.metadata, upload.max_requests, upload.max_bytes
     config, run = judge_config(judge), run if run is not None else RunConfig()
     plans = judge_batch_requests(predictions, references, questions, ids=ids, domains=domains, judge=config,
                                  run=run, sample=sample, data_dir=data_dir, generation_failed=generation_failed)
