@@ -83,7 +83,9 @@ def _run_calibrate(args: argparse.Namespace) -> int:
             (Path(args.dry_run) / path).write_bytes(data)
         print(f"Wrote {len(files)} files to {args.dry_run} (nothing uploaded): {', '.join(sorted(files))}", file=sys.stderr)
     elif args.push:
-        print(push_card(args.out, args.push, private=args.private, token_from_env=args.token_from_env))
+        from builders import HubUpload
+
+        print(push_card(args.out, args.push, upload=HubUpload(private=args.private, token_from_env=args.token_from_env)))
     return 0
 # --------------------------------------------------------------------------------------------
 # `compare`: the CI gate (a run of the new version against the base run, paired on shared questions)

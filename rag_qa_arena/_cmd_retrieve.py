@@ -137,8 +137,10 @@ def _push_index(args: argparse.Namespace) -> int:
         folder = export_index(args.index_dir, args.dry_run, repo_id=check_repo_id(args.repo))
         print(f"Wrote the files of {args.repo} to {folder} (nothing uploaded)", file=sys.stderr)
         return 0
-    print(push_index(args.index_dir, args.repo, private=args.private, token_from_env=args.token_from_env,
-                     commit_message=args.message))
+    from builders import HubUpload
+
+    print(push_index(args.index_dir, args.repo, upload=HubUpload(private=args.private, token_from_env=args.token_from_env,
+                                                                 commit_message=args.message)))
     return 0
 
 

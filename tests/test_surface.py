@@ -120,3 +120,23 @@ def test_colbert_retriever_groups_indexing_and_search_settings(tmp_path):
         warnings.simplefilter("error", DeprecationWarning)
         with pytest.raises(FileNotFoundError):  # no PLAID folder: after the settings were read back
             ColBERTRetriever._load(tmp_path, meta, ndocs=64, show_progress=False)
+
+
+def test_every_push_takes_one_hub_upload_object_and_its_old_keywords_for_one_release(tmp_path):
+    import inspect
+
+    from builders import HUB_UPLOAD_KEYWORDS, HubUpload, push_dataset
+    from metric_arena.calibrate import push_card
+    from metric_arena.report import push_run
+    from metric_arena.space import push_metric
+    from retrieval import push_index
+
+    for push in (push_dataset, push_card, push_run, push_metric, push_index):
+        parameters = inspect.signature(push).parameters
+        assert "upload" in parameters and not set(HUB_UPLOAD_KEYWORDS) & set(parameters), push.__name__
+    with pytest.warns(DeprecationWarning, match=r"push_run\(private=..., commit_message=...\) is deprecated: "
+                                                r"pass upload=HubUpload\(private=..., commit_message=...\)"):
+        with pytest.raises(Exception, match="repo"):
+            push_run(tmp_path, "not a repo id", private=True, commit_message="m")
+    with pytest.raises(Exception, match="upload= and the old keyword"):
+        push_index(tmp_path, "org/name", upload=HubUpload(), token="t")

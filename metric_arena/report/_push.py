@@ -19,7 +19,8 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from builders import check_repo_id, check_secrets, resolve_token, upload_files
+from builders import HUB_UPLOAD_KEYWORDS, HubUpload, check_repo_id, check_secrets, resolve_token, upload_files
+from lfrqa.checks import grouped_keywords
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import package_version
 from metric_arena.records import REFERENCE, SUMMARY_FILE, VERDICTS_FILE, Verdict, verdicts_table
@@ -48,14 +49,12 @@ def build_push_files(run_dir: str | Path, *, repo_id: str, extra_secrets: Iterab
     return files
 
 
+@grouped_keywords("upload", HubUpload, HUB_UPLOAD_KEYWORDS)
 def push_run(
     run_dir: str | Path,
     repo_id: str,
     *,
-    private: bool = False,
-    token: str | None = None,
-    token_from_env: bool = False,
-    commit_message: str | None = None,
+    upload: HubUpload | None = None,
     api=None,
 ) -> str:
     """Upload a run folder to the dataset repo ``repo_id`` (created if missing); returns the
@@ -67,6 +66,8 @@ def push_run(
     >>> push_run("runs/gpt-4o", "my-org/rag-qa-arena-gpt-4o", private=True)  # doctest: +SKIP
     'https://huggingface.co/datasets/my-org/rag-qa-arena-gpt-4o/commit/…'
     """
+    upload = upload if upload is not None else HubUpload()
+    private, token, token_from_env, commit_message = upload.private, upload.token, upload.token_from_env, upload.commit_message
     check_repo_id(repo_id)
     if api is None or token_from_env:
         token = resolve_token(token, from_env=token_from_env)
