@@ -140,3 +140,18 @@ def test_every_push_takes_one_hub_upload_object_and_its_old_keywords_for_one_rel
             push_run(tmp_path, "not a repo id", private=True, commit_message="m")
     with pytest.raises(Exception, match="upload= and the old keyword"):
         push_index(tmp_path, "org/name", upload=HubUpload(), token="t")
+
+
+def test_reward_function_takes_its_columns_as_one_object_and_the_old_keywords_for_one_release():
+    import inspect
+
+    from metric_arena import RunConfig
+    from metric_arena.train import RewardColumns, reward_function
+
+    assert len(inspect.signature(reward_function).parameters) <= 8
+    run = RunConfig(api_key="sk-x")
+    with pytest.warns(DeprecationWarning, match=r"pass columns=RewardColumns\(reference=..., id=...\)"):
+        old = reward_function(judge="openai:m", run=run, reference_column="gold", id_column=None)
+    new = reward_function(judge="openai:m", run=run, columns=RewardColumns(reference="gold", id=None))
+    assert (old.reference_column, old.question_column, old.id_column) == \
+        (new.reference_column, new.question_column, new.id_column) == ("gold", "question", None)

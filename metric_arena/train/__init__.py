@@ -16,7 +16,14 @@ refuses the key or dies mid-call costs a bounded wait and scores None (reward) o
 
 from lfrqa.exports import export_names
 from metric_arena.train._judge import TRAINING_RETRY
-from metric_arena.train._reward import DEFAULT_SCORES, REWARD_DEADLINE, ArenaReward, completion_text, reward_function
+from metric_arena.train._reward import (
+    DEFAULT_SCORES,
+    REWARD_DEADLINE,
+    ArenaReward,
+    RewardColumns,
+    completion_text,
+    reward_function,
+)
 from metric_arena.train._sample import ArenaQuestions, ArenaSchedule, arena_sample, gold_passages
 
 __all__ = [
@@ -26,6 +33,7 @@ __all__ = [
     "ArenaCallback",
     "ArenaQuestions",
     "ArenaSchedule",
+    "RewardColumns",
     "ArenaReward",
     "arena_sample",
     "completion_text",
