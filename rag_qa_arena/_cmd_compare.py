@@ -53,6 +53,7 @@ def _register_calibrate(subparsers: argparse._SubParsersAction) -> None:
 def _run_calibrate(args: argparse.Namespace) -> int:
     from builders import check_repo_id
     from metric_arena.calibrate import calibrate_judges, card_push_files, card_summary, push_card
+    from metric_arena.stats import Intervals
 
     if args.dry_run and not args.push:
         raise RagQaArenaError("--dry-run DIR previews a push: give --push ORG/NAME too")
@@ -71,7 +72,8 @@ def _run_calibrate(args: argparse.Namespace) -> int:
                              + [("--predictions", path) for path in predictions.values()],
                              written=("judge_card.json", "judge_card.md", "matched_verdicts.jsonl"))
     card = calibrate_judges(reference=args.reference, candidate=args.candidate, out=args.out, data_dir=args.data_dir,
-                            predictions=predictions or None, n_boot=args.n_boot, seed=args.seed, confidence=args.confidence,
+                            predictions=predictions or None,
+                            intervals=Intervals(n_boot=args.n_boot, seed=args.seed, confidence=args.confidence),
                             allow_same_judge=args.allow_same_judge)
     for remark in card["remarks"]:
         print(f"rag-qa-arena: warning: {remark}", file=sys.stderr)
