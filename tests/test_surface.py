@@ -155,3 +155,52 @@ def test_reward_function_takes_its_columns_as_one_object_and_the_old_keywords_fo
     new = reward_function(judge="openai:m", run=run, columns=RewardColumns(reference="gold", id=None))
     assert (old.reference_column, old.question_column, old.id_column) == \
         (new.reference_column, new.question_column, new.id_column) == ("gold", "question", None)
+
+
+#: Entry points whose head (predictions, references, questions, ids, domains...) becomes one input record
+#: in the judge's own change; until then they are the only wide ones.
+AWAITING_THE_INPUT_RECORD = {"judge_pairs", "ajudge_pairs", "compute", "submit_judge_batch"}
+#: The entry points the README shows, at most 8 parameters each.
+README_ENTRY_POINTS = ("metric_arena.reward_function", "metric_arena.ArenaCallback", "metric_arena.build_leaderboard",
+                       "metric_arena.calibrate.calibrate_judges", "metric_arena.report.write_report")
+
+
+def _parameters(target) -> list[str]:
+    import inspect
+
+    function = target.__init__ if inspect.isclass(target) else target
+    return [p for p in inspect.signature(function).parameters if p not in ("self", "cls")]
+
+
+def test_no_public_entry_point_takes_more_than_ten_parameters():
+    import importlib
+    import inspect
+
+    wide = []
+    for room in ("metric_arena", "metric_arena.llm", "metric_arena.judge", "metric_arena.generate", "metric_arena.report",
+                 "metric_arena.stats", "metric_arena.calibrate", "metric_arena.train", "lfrqa", "builders", "retrieval"):
+        module = importlib.import_module(room)
+        for name in module.__all__:
+            try:
+                target = getattr(module, name)
+            except ImportError:
+                continue
+            if not callable(target) or name in AWAITING_THE_INPUT_RECORD or (
+                    inspect.isclass(target) and "__init__" not in vars(target)):
+                continue
+            if inspect.isclass(target) and dataclasses.is_dataclass(target):
+                continue  # records and option objects
+            try:
+                n = len(_parameters(target))
+            except (TypeError, ValueError):
+                continue
+            if n > 10:
+                wide.append(f"{room}.{name} ({n})")
+    assert wide == []
+    import metric_arena
+
+    for dotted in README_ENTRY_POINTS:
+        module, _, name = dotted.rpartition(".")
+        target = getattr(importlib.import_module(module), name)
+        assert len(_parameters(target)) <= 8, dotted
+    assert metric_arena  # the README's own import
