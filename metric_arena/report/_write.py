@@ -32,17 +32,19 @@ class ReportAnalyses:
     (JSONL, see :func:`metric_arena.stats.load_human_labels`; ``agreement_judge`` picks one judge of an
     ensemble), the retrieval-aware view of the ``retrieved`` files the systems answered from
     (``"SYSTEM=FILE"`` gives one system its own), the style-controlled ratings' ``style_features``
-    (``"words"`` or ``"fastchat"``), and the ``plots``."""
+    (``"words"`` or ``"fastchat"``), the ``plots``, and the page's ``title``."""
 
     human_labels: str | Path | None = None
     agreement_judge: str | None = None
     retrieved: RetrievedFiles | None = None
     style_features: str = "words"
     plots: bool = True
+    title: str = "RAG-QA Arena leaderboard"
 
 
 @grouped_keywords("intervals", Intervals, INTERVAL_KEYWORDS)
-@grouped_keywords("analyses", ReportAnalyses, ["human_labels", "agreement_judge", "retrieved", "style_features", "plots"])
+@grouped_keywords("analyses", ReportAnalyses, ["human_labels", "agreement_judge", "retrieved", "style_features", "plots",
+                                                    "title"])
 def write_report(
     runs: Sequence[Run | str | Path],
     out: str | Path,
@@ -50,7 +52,6 @@ def write_report(
     reference: str = REFERENCE,
     intervals: Intervals | None = None,
     analyses: ReportAnalyses | None = None,
-    title: str = "RAG-QA Arena leaderboard",
     progress: ProgressCallback | None = None,
     data_dir: str | os.PathLike | None = None,
     viewer: ViewerOptions | None = None,
@@ -61,7 +62,7 @@ def write_report(
     the retrieval-aware analysis (gold documents from ``lfrqa.load(data_dir=data_dir)``), the style
     features, the plots; ``intervals``: resamples, seed and level (:class:`~metric_arena.stats.Intervals`).
     The loose keywords of earlier releases (``n_boot=``, ``seed=``, ``confidence=``, ``human_labels=``,
-    ``agreement_judge=``, ``retrieved=``, ``style_features=``, ``plots=``) work for one release, with a
+    ``agreement_judge=``, ``retrieved=``, ``style_features=``, ``plots=``, ``title=``) work for one release, with a
     ``DeprecationWarning``. Entries of ``runs`` that are not run folders (a stray file or folder in
     ``runs/*``) are skipped with a warning. ``viewer``: what the page's verdict viewer shows (:class:`~metric_arena.report.views.ViewerOptions`; by
     default the run folders' contents, without answer texts). Also written: ``length_ratio.png`` (win rate
@@ -115,5 +116,5 @@ def write_report(
             progress("Plots", 1, 1)
     viewer = viewer or ViewerOptions()
     view = verdict_view(loaded, reference=reference, options=viewer, data_dir=data_dir) if viewer.enabled else None
-    atomic_write(out / "leaderboard.html", render_html(board, images=images, title=title, verdicts=view))
+    atomic_write(out / "leaderboard.html", render_html(board, images=images, title=analyses.title, verdicts=view))
     return board
