@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 
@@ -46,6 +47,14 @@ def _message(name: str, value, minimum: int | None, optional: bool, hint: str) -
     kind = {None: "an integer", 0: "a non-negative integer", 1: "a positive integer"}.get(
         minimum, f"an integer of at least {minimum}")
     return f"{name} must be {kind}{f' ({hint})' if hint else ''}{', or None' if optional else ''}, got {value!r}"
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` of the first frame outside this module (the user's call, past stacked decorators)."""
+    level, frame = 1, sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def grouped_keywords(group: str, options: type | None, names: Mapping[str, str] | Sequence[str], *,
@@ -84,7 +93,7 @@ def grouped_keywords(group: str, options: type | None, names: Mapping[str, str] 
                 raise RagQaArenaError(f"{function.__qualname__}() got {group}= and the old keyword(s) "
                                       f"{', '.join(old)}: give {new} only")
             warnings.warn(f"{function.__qualname__}({', '.join(f'{key}=...' for key in old)}) is deprecated: pass "
-                          f"{new}", DeprecationWarning, stacklevel=3)
+                          f"{new}", DeprecationWarning, stacklevel=_caller_level())
             kwargs[group] = build(old) if build is not None else \
                 options(**{**(defaults or {}), **{moves[key]: value for key, value in old.items()}})
             return kwargs
