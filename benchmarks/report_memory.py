@@ -71,7 +71,10 @@ def main() -> int:
     parser.add_argument("--mode", choices=["report", "no-viewer", "whole"], help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     parser.add_argument("folders", nargs="*", help=argparse.SUPPRESS)
+    parser.add_argument("--quick", action="store_true", help="two small run folders (seconds)")
     args = parser.parse_args()
+    if args.quick:
+        args.runs, args.reply_chars = 2, 100
     if args.mode:
         print(json.dumps(measure(args.mode, args.folders, args.out)))
         return 0

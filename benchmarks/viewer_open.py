@@ -86,7 +86,10 @@ def main() -> None:
     parser.add_argument("--reply-chars", type=int, default=600)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--max-total-chars", type=int, default=40_000_000, help="ViewerOptions.max_total_chars")
+    parser.add_argument("--quick", action="store_true", help="one system, short texts, one repeat (seconds)")
     args = parser.parse_args()
+    if args.quick:
+        args.systems, args.answer_chars, args.reply_chars, args.repeat = 1, 200, 100, 1
     from metric_arena.report import ReportAnalyses, ViewerOptions, write_report
     from metric_arena.stats import Intervals
 
