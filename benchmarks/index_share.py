@@ -50,7 +50,7 @@ def bench(n_docs: int, n_queries: int, work: Path) -> None:
     import datasets
 
     from builders import load_corpus
-    from retrieval import export_index, load_index, retrieve
+    from retrieval import IndexOptions, RetrieveRun, export_index, load_index, retrieve
 
     datasets.disable_progress_bars()
     data_dir = _write_corpus(work / "data", n_docs)
@@ -59,8 +59,8 @@ def bench(n_docs: int, n_queries: int, work: Path) -> None:
     index_dir = work / "index"
 
     start = time.perf_counter()
-    retrieve("writing", work / "built.jsonl", retriever="bm25", index_dir=index_dir, data_dir=data_dir,
-             questions=questions, show_progress=False)
+    retrieve("writing", work / "built.jsonl", retriever="bm25", index=IndexOptions(index_dir=index_dir),
+             corpus_dir=data_dir, questions=questions, run=RetrieveRun(show_progress=False))
     built = time.perf_counter() - start
     manifest = json.loads((index_dir / "manifest.json").read_text())
     size = sum(entry["size"] for entry in manifest["files"].values())
@@ -86,10 +86,12 @@ def bench(n_docs: int, n_queries: int, work: Path) -> None:
     searched = time.perf_counter() - start
 
     start = time.perf_counter()
-    retrieve("writing", work / "shared.jsonl", index_from=work / "shared", data_dir=data_dir, questions=questions,
-             show_progress=False)
+    retrieve("writing", work / "shared.jsonl", index=IndexOptions(index_from=work / "shared"), corpus_dir=data_dir,
+             questions=questions, run=RetrieveRun(show_progress=False))
     from_shared = time.perf_counter() - start
     same = (work / "shared.jsonl").read_bytes() == (work / "built.jsonl").read_bytes()
+    if not same:
+        raise SystemExit("retrieve --index-from wrote another output than the build")
 
     print(f"{n_docs:,} documents -> {manifest['corpus']['n_passages']:,} passages, {n_queries:,} queries")
     print(f"  index size                       : {_mib(size)} in {len(manifest['files'])} files "

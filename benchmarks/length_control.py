@@ -55,6 +55,7 @@ from _setup import QUICK_BANNER  # noqa: E402
 import lfrqa  # noqa: E402
 from metric_arena import JudgeConfig, RunConfig, judge_pairs  # noqa: E402
 from metric_arena.report import build_leaderboard  # noqa: E402
+from metric_arena.stats import Intervals  # noqa: E402
 from metric_arena.stats import LengthControl, length_controlled_rates  # noqa: E402
 from tests.openai_server import OpenAIServer  # noqa: E402
 
@@ -235,7 +236,7 @@ def server_scenario(args: argparse.Namespace) -> bool:
     with tempfile.TemporaryDirectory() as tmp, OpenAIServer(biased_judge(args.bias)) as server:
         folders = judge_all(rows, answers, server=server, root=Path(tmp))
         judged = time.monotonic() - started
-        board = build_leaderboard(folders, n_boot=args.n_boot, seed=args.seed)
+        board = build_leaderboard(folders, intervals=Intervals(n_boot=args.n_boot, seed=args.seed))
     entries = {e["system"]: e for e in board.entries}
     print(f"{args.questions} LFRQA questions, judge length bias {args.bias} log-odds per unit of f; "
           f"judged {len(folders)} runs in {judged:.1f} s; LFRQA {board.length['reference_avg_words']:.0f} words/answer")

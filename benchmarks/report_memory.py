@@ -53,9 +53,10 @@ def write_runs(root: Path, *, n_runs: int, reply_chars: int, questions: int = 0)
 def measure(mode: str, folders: list[str], out: str) -> dict:
     start = time.perf_counter()
     if mode in ("report", "no-viewer"):
-        from metric_arena.report import ViewerOptions, write_report
+        from metric_arena.report import ReportAnalyses, ViewerOptions, write_report
+        from metric_arena.stats import Intervals
 
-        write_report(folders, out, n_boot=100, plots=False, viewer=ViewerOptions(enabled=mode == "report"))
+        write_report(folders, out, intervals=Intervals(n_boot=100), analyses=ReportAnalyses(plots=False), viewer=ViewerOptions(enabled=mode == "report"))
     else:
         from metric_arena.report import load_run
 

@@ -94,14 +94,15 @@ def main() -> None:
     if not any(shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")):
         print("skipped: no chromium, chromium-browser or google-chrome on PATH (the page is opened in one)")
         return
-    from metric_arena.report import ViewerOptions, write_report
+    from metric_arena.report import ReportAnalyses, ViewerOptions, write_report
+    from metric_arena.stats import Intervals
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         folders, predictions = write_runs(root, systems=args.systems, answer_chars=args.answer_chars,
                                           reply_chars=args.reply_chars, questions=args.questions)
         began = time.perf_counter()
-        write_report(folders, root / "lb", n_boot=20, plots=False,
+        write_report(folders, root / "lb", intervals=Intervals(n_boot=20), analyses=ReportAnalyses(plots=False),
                      viewer=ViewerOptions(predictions=predictions, reference_texts=True,
                                           max_total_chars=args.max_total_chars))
         written = time.perf_counter() - began

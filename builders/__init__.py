@@ -21,7 +21,9 @@ from builders._documents import (
 )
 from builders._export import export_dataset
 from builders._hub import (
+    HUB_UPLOAD_KEYWORDS,
     HubRefusedError,
+    HubUpload,
     check_hub_access,
     check_repo_id,
     folder_files,
@@ -59,7 +61,9 @@ __all__ = [
     "CORPUS_DOMAINS",
     "EVALUATION_FRAMEWORK",
     "FRAMEWORK_ENTRY",
+    "HUB_UPLOAD_KEYWORDS",
     "HubRefusedError",
+    "HubUpload",
     "RETRIEVED_PREFIX",
     "SecretFoundError",
     "benchmark_tasks",

@@ -8,8 +8,10 @@ import contextlib
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
+from lfrqa.checks import grouped_keywords
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import make_folder
 from builders._secrets import env_secrets, redact_secrets, scan_files
@@ -52,6 +54,22 @@ def check_repo_id(repo_id: str) -> str:
     except HFValidationError as error:
         raise RagQaArenaError(f"Bad repo id {repo_id!r}: {str(error).splitlines()[0]} Use ORG/NAME") from None
     return repo_id
+
+
+@dataclass(frozen=True, kw_only=True)
+class HubUpload:
+    """How every push uploads (a run, a metric Space, an index, the dataset, a judge card): a ``private``
+    repo when it is created, the ``token`` (else, with ``token_from_env``, only ``$HF_TOKEN``; else
+    huggingface_hub's usual places; never printed or written), and the ``commit_message``."""
+
+    private: bool = False
+    token: str | None = None
+    token_from_env: bool = False
+    commit_message: str | None = None
+
+
+#: The loose keywords :class:`HubUpload` groups (accepted, deprecated, by every push function).
+HUB_UPLOAD_KEYWORDS = ("private", "token", "token_from_env", "commit_message")
 
 
 def resolve_token(token: str | None = None, *, from_env: bool = False) -> str:
@@ -131,14 +149,12 @@ def upload_files(
     return str(getattr(info, "commit_url", info))
 
 
+@grouped_keywords("upload", HubUpload, HUB_UPLOAD_KEYWORDS)
 def push_dataset(
     folder: str | os.PathLike,
     repo_id: str,
     *,
-    private: bool = False,
-    token: str | None = None,
-    token_from_env: bool = False,
-    commit_message: str | None = None,
+    upload: HubUpload | None = None,
     eval_yaml: bool = True,
     on_note: Callable[[str], None] | None = None,
     api=None,
@@ -150,8 +166,12 @@ def push_dataset(
     leaves the folder's ``eval.yaml`` out. When the Hub refuses the commit (HTTP 400/422, or any
     refusal but 401/403 that names eval.yaml) and a commit without ``eval.yaml`` goes through, the data
     is pushed without it and ``on_note`` gets one line saying why and how to register the framework
-    id. ``api`` stands in for ``HfApi`` in tests.
+    id. ``api`` stands in for ``HfApi`` in tests. ``upload``: privacy, token and commit message
+    (:class:`HubUpload`; the loose ``private=``, ``token=``, ``token_from_env=``, ``commit_message=`` work
+    for one release, with a ``DeprecationWarning``).
     """
+    upload = upload if upload is not None else HubUpload()
+    private, token, token_from_env, commit_message = upload.private, upload.token, upload.token_from_env, upload.commit_message
     from builders._card import BENCHMARK_FILE, eval_yaml_refused
 
     check_repo_id(repo_id)

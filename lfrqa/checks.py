@@ -1,4 +1,5 @@
-"""Checks of a single setting, shared by every part of the package (one wording for each mistake).
+"""Checks of a single setting, shared by every part of the package (one wording for each mistake), and
+the deprecation path of loose keywords grouped into an option object (:func:`grouped_keywords`).
 
 >>> check_int("k", 5, minimum=1)
 5
@@ -14,9 +15,15 @@ lfrqa.errors.InvalidInputType: seed must be an integer, got True
 
 from __future__ import annotations
 
+import functools
+import inspect
+import sys
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+
 from lfrqa.errors import InvalidInputType, RagQaArenaError
 
-__all__ = ["check_int"]
+__all__ = ["check_int", "grouped_keywords"]
 
 
 def check_int(name: str, value, *, minimum: int | None = None, optional: bool = False, hint: str = "") -> int | None:
@@ -40,3 +47,65 @@ def _message(name: str, value, minimum: int | None, optional: bool, hint: str) -
     kind = {None: "an integer", 0: "a non-negative integer", 1: "a positive integer"}.get(
         minimum, f"an integer of at least {minimum}")
     return f"{name} must be {kind}{f' ({hint})' if hint else ''}{', or None' if optional else ''}, got {value!r}"
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` of the first frame outside this module (the user's call, past stacked decorators)."""
+    level, frame = 1, sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def grouped_keywords(group: str, options: type | None, names: Mapping[str, str] | Sequence[str], *,
+                     defaults: Mapping[str, object] | None = None, build: Callable[[dict], object] | None = None
+                     ) -> Callable:
+    """A decorator that keeps an entry point's old loose keywords working for one release after they were
+    grouped into the option object ``options`` given as ``group=``: a call with any of ``names`` (old
+    keyword -> the option's field; a sequence: the same names) gets a ``DeprecationWarning`` naming the
+    new form, and ``group=options(**those)`` (over ``defaults``, the fields the entry point's own default
+    sets) is passed instead; ``build``, when given, makes the new value from the old keywords instead
+    (a renamed keyword: ``build=lambda old: old["lfrqa_data_dir"]``). Giving both the old keywords and
+    ``group=`` is refused. The entry point's signature (``inspect.signature``) is its new, narrow one.
+
+    >>> import dataclasses, warnings
+    >>> @dataclasses.dataclass(frozen=True, kw_only=True)
+    ... class Interval:
+    ...     n_boot: int = 1000
+    >>> @grouped_keywords("intervals", Interval, ["n_boot"])
+    ... def rate(x, *, intervals=None):
+    ...     return (intervals or Interval()).n_boot
+    >>> with warnings.catch_warnings(record=True) as seen:
+    ...     warnings.simplefilter("always")
+    ...     rate(1, n_boot=20), seen[0].category.__name__
+    (20, 'DeprecationWarning')
+    """
+    moves = dict(names) if isinstance(names, Mapping) else {name: name for name in names}
+
+    def decorate(function: Callable) -> Callable:
+        def translated(kwargs: dict) -> dict:
+            old = {key: kwargs.pop(key) for key in list(kwargs) if key in moves}
+            if not old:
+                return kwargs
+            new = f"{group}=..." if options is None or build is not None else \
+                f"{group}={options.__name__}({', '.join(f'{moves[key]}=...' for key in old)})"
+            if kwargs.get(group) is not None:
+                raise RagQaArenaError(f"{function.__qualname__}() got {group}= and the old keyword(s) "
+                                      f"{', '.join(old)}: give {new} only")
+            warnings.warn(f"{function.__qualname__}({', '.join(f'{key}=...' for key in old)}) is deprecated: pass "
+                          f"{new}", DeprecationWarning, stacklevel=_caller_level())
+            kwargs[group] = build(old) if build is not None else \
+                options(**{**(defaults or {}), **{moves[key]: value for key, value in old.items()}})
+            return kwargs
+
+        if inspect.iscoroutinefunction(function):
+            @functools.wraps(function)
+            async def wrapper(*args, **kwargs):
+                return await function(*args, **translated(kwargs))
+        else:
+            @functools.wraps(function)
+            def wrapper(*args, **kwargs):
+                return function(*args, **translated(kwargs))
+        return wrapper
+
+    return decorate

@@ -8,7 +8,8 @@
 >>> pairs = metric_arena.JudgeInputs(predictions=[...], references=[...], questions=[...], ids=[...])  # doctest: +SKIP
 >>> res = metric_arena.judge_pairs(pairs, judge=judge, run=run)  # doctest: +SKIP
 >>> reward = metric_arena.reward_function(judge=judge, run=run)  # for GRPOTrainer  # doctest: +SKIP
->>> callback = metric_arena.ArenaCallback(trainer=trainer, judge=judge, run=run, every_n_steps=200)  # doctest: +SKIP
+>>> callback = metric_arena.ArenaCallback(trainer=trainer, judge=judge, run=run,
+...                                       schedule=metric_arena.train.ArenaSchedule(every_n_steps=200))  # doctest: +SKIP
 
 The same two objects go to every entry point: :func:`judge_pairs`, :func:`generate_answers` (``run``),
 :func:`metric_arena.judge.tournament`, the dry runs and Batch API steps, :func:`reward_function`,

@@ -35,7 +35,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from builders import check_repo_id, scan_files, upload_files
+from builders import HUB_UPLOAD_KEYWORDS, HubUpload, check_repo_id, scan_files, upload_files
+from lfrqa.checks import grouped_keywords
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import DISTRIBUTION, make_folder, package_version
 
@@ -198,13 +199,11 @@ def export_metric(
     return out
 
 
+@grouped_keywords("upload", HubUpload, HUB_UPLOAD_KEYWORDS)
 def push_metric(
     repo_id: str,
     *,
-    private: bool = False,
-    token: str | None = None,
-    token_from_env: bool = False,
-    commit_message: str | None = None,
+    upload: HubUpload | None = None,
     wheel: str | os.PathLike | None = None,
     requirements: str | os.PathLike | None = None,
     api=None,
@@ -215,6 +214,8 @@ def push_metric(
     ``evaluate.load("ORG/NAME")`` loads it. The token comes from ``token=``, ``$HF_TOKEN`` or
     ``hf auth login`` and is never printed or written; ``api`` stands in for ``HfApi`` in tests.
     """
+    upload = upload if upload is not None else HubUpload()
+    private, token, token_from_env, commit_message = upload.private, upload.token, upload.token_from_env, upload.commit_message
     check_repo_id(repo_id)
     files = metric_files(_check_name(repo_id.split("/")[1]), wheel=wheel, requirements=requirements)
     message = commit_message or f"Upload the RAG-QA Arena evaluate module ({DISTRIBUTION} {package_version()})"

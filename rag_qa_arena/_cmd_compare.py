@@ -56,6 +56,7 @@ def _register_calibrate(subparsers: argparse._SubParsersAction) -> None:
 def _run_calibrate(args: argparse.Namespace) -> int:
     from builders import check_repo_id
     from metric_arena.calibrate import calibrate_judges, card_push_files, card_summary, push_card
+    from metric_arena.stats import Intervals
 
     if args.dry_run and not args.push:
         raise RagQaArenaError("--dry-run DIR previews a push: give --push ORG/NAME too")
@@ -74,7 +75,8 @@ def _run_calibrate(args: argparse.Namespace) -> int:
                              + [("--predictions", path) for path in predictions.values()],
                              written=("judge_card.json", "judge_card.md", "matched_verdicts.jsonl"))
     card = calibrate_judges(reference=args.reference, candidate=args.candidate, out=args.out, data_dir=args.data_dir,
-                            predictions=predictions or None, n_boot=args.n_boot, seed=args.seed, confidence=args.confidence,
+                            predictions=predictions or None,
+                            intervals=Intervals(n_boot=args.n_boot, seed=args.seed, confidence=args.confidence),
                             allow_same_judge=args.allow_same_judge)
     for remark in card["remarks"]:
         print(f"rag-qa-arena: warning: {remark}", file=sys.stderr)
@@ -86,7 +88,9 @@ def _run_calibrate(args: argparse.Namespace) -> int:
             (Path(args.dry_run) / path).write_bytes(data)
         print(f"Wrote {len(files)} files to {args.dry_run} (nothing uploaded): {', '.join(sorted(files))}", file=sys.stderr)
     elif args.push:
-        print(push_card(args.out, args.push, private=args.private, token_from_env=args.token_from_env))
+        from builders import HubUpload
+
+        print(push_card(args.out, args.push, upload=HubUpload(private=args.private, token_from_env=args.token_from_env)))
     return 0
 # --------------------------------------------------------------------------------------------
 # `compare`: the CI gate (a run of the new version against the base run, paired on shared questions)

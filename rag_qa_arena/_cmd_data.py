@@ -143,7 +143,9 @@ def _push(args: argparse.Namespace) -> int:
         print(f"Wrote {len(files)} files to {args.dry_run} (nothing uploaded): {', '.join(files)}", file=sys.stderr)
         return 0
     token = check_hub_access(args.repo_id, token_from_env=args.token_from_env)
-    options = {"private": args.private, "token": token, "commit_message": args.message,
+    from builders import HubUpload
+
+    options = {"upload": HubUpload(private=args.private, token=token, commit_message=args.message),
                "eval_yaml": not args.no_eval_yaml, "on_note": lambda line: print(line, file=sys.stderr)}
     if args.folder:
         print(push_dataset(args.folder, args.repo_id, **options))

@@ -108,12 +108,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _backend_options(args: argparse.Namespace) -> dict:
-    from metric_arena.llm import parse_spec
+    from metric_arena.llm import HF, OPENAI, VLLM, parse_spec
 
     backend, _ = parse_spec(args.model)
     options: dict = {}
     local = {"batch_size": args.batch_size, "device": args.device}
-    if backend == "openai":
+    if backend == OPENAI:
         given = [f"--{k.replace('_', '-')}" for k, v in local.items() if v is not None]
         if args.trust_remote_code:
             given.append("--trust-remote-code")
@@ -124,12 +124,12 @@ def _backend_options(args: argparse.Namespace) -> dict:
         return options
     if args.base_url or args.api_key:
         raise RagQaArenaError(f"--base-url/--api-key apply to openai models, not to {args.model!r}")
-    if backend == "hf":
+    if backend == HF:
         options.update({k: v for k, v in local.items() if v is not None})
     elif args.batch_size is not None or args.device is not None:
         raise RagQaArenaError(f"--batch-size/--device apply to hf models, not to {args.model!r}")
     if args.tensor_parallel_size is not None:
-        if backend != "vllm":
+        if backend != VLLM:
             raise RagQaArenaError(f"--tensor-parallel-size applies to vllm models, not to {args.model!r}")
         if args.tensor_parallel_size < 1:
             raise RagQaArenaError(f"--tensor-parallel-size must be >= 1, got {args.tensor_parallel_size}")

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
 from rag_qa_arena._options import BATCH_NOT_READY_EXIT, api_key, judge_settings, run_settings
+from metric_arena.records import RUN_FILES
 
 _EPILOG = """\
 prediction files: JSON Lines, one {"qid": "...", "answer": "..."} per line (LFRQA qids), or
@@ -201,7 +202,7 @@ def run_judge(args: argparse.Namespace) -> int:
 
     refuse_output_over_input(("--out", args.out), [("--predictions", args.predictions), ("--versus", args.versus),
                                                    ("--references", args.references)],
-                             written=("verdicts.jsonl", "summary.json", ".verdicts.replacing.jsonl"))
+                             written=RUN_FILES)
     if args.references_name and not args.references:
         raise RagQaArenaError("--references-name names the --references FILE: give --references too")
     references = (partial(read_references, args.references, name=args.references_name) if args.references

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from lfrqa.files import make_folder
+from metric_arena.records import SUMMARY_FILE, VERDICTS_FILE
 
 _DESCRIPTION = """\
 Upload a run folder written by `rag-qa-arena judge --out DIR` to a Hugging Face dataset repo:
@@ -136,8 +137,8 @@ def _run(args: argparse.Namespace) -> int:
         from lfrqa.files import refuse_output_over_input
 
         refuse_output_over_input(("--dry-run", args.dry_run), [("RUN_DIR", args.run)] + [
-            ("RUN_DIR", Path(args.run) / name) for name in ("verdicts.jsonl", "summary.json")],
-            written=("summary.json", "README.md", "data/verdicts.parquet"))
+            ("RUN_DIR", Path(args.run) / name) for name in (VERDICTS_FILE, SUMMARY_FILE)],
+            written=(SUMMARY_FILE, "README.md", "data/verdicts.parquet"))
         with err.status("Preparing files"):
             files = build_push_files(args.run, repo_id=args.repo)
             results = _eval_result_files(args, None)
@@ -156,14 +157,14 @@ def _run(args: argparse.Namespace) -> int:
         token = check_hub_access(args.eval_results, token_from_env=args.token_from_env)
         user = None if args.source_org else hub_user(args.eval_results, token=token)
         results = _eval_result_files(args, token, user)
+    from builders import HubUpload
+
     with err.status(f"Uploading {args.run} to {args.repo}"):
         url = push_run(
             args.run,
             args.repo,
-            private=args.private,
-            token_from_env=args.token_from_env,
-            commit_message=args.message,
-            token=token,
+            upload=HubUpload(private=args.private, token_from_env=args.token_from_env, commit_message=args.message,
+                             token=token),
         )
     print(url)
     if results:
@@ -252,6 +253,9 @@ def _push(args: argparse.Namespace) -> int:
         folder = export_metric(Path(args.dry_run), name=name, wheel=args.wheel, requirements=args.requirement)
         print(f"Wrote the files of {args.repo_id} to {folder} (nothing uploaded)", file=sys.stderr)
         return 0
-    print(push_metric(args.repo_id, private=args.private, token_from_env=args.token_from_env,
-                      commit_message=args.message, wheel=args.wheel, requirements=args.requirement))
+    from builders import HubUpload
+
+    print(push_metric(args.repo_id, upload=HubUpload(private=args.private, token_from_env=args.token_from_env,
+                                                     commit_message=args.message),
+                      wheel=args.wheel, requirements=args.requirement))
     return 0

@@ -10,6 +10,7 @@ from lfrqa.errors import RagQaArenaError
 from rag_qa_arena._options import confidence_level, decimal, positive_int, print_table
 from rag_qa_arena._options import seed as seed_type
 from rag_qa_arena.terminal import analysis_tables, elo_study_table, leaderboard_table, metric_tables
+from metric_arena.records import LEADERBOARD_FILE, REPORT_FILE, RUN_FILES
 
 _DESCRIPTION = """\
 Build the RAG-QA Arena leaderboard from run folders written by `rag-qa-arena judge --out DIR`.
@@ -46,6 +47,8 @@ human labels (JSONL): {"qid": ..., "system_a": ..., "system_b": ..., "label": 1 
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from metric_arena.records import REFERENCE
+
     parser = subparsers.add_parser(
         "report",
         help="Build the leaderboard (JSON, terminal table, plots, HTML) from judged run folders.",
@@ -55,7 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("runs", nargs="+", metavar="RUN_DIR", help="run folders written by `rag-qa-arena judge --out`")
     parser.add_argument("--out", required=True, metavar="OUT", help="folder to write the report to (created if missing)")
-    parser.add_argument("--reference", default="LFRQA", help="name of the reference system, fixed at rating 1000 (default: LFRQA)")
+    parser.add_argument("--reference", default=REFERENCE, help="name of the reference system, fixed at rating 1000 (default: LFRQA)")
     parser.add_argument("--n-boot", type=positive_int, default=1000, help="bootstrap rounds for every interval (default: 1000)")
     parser.add_argument("--seed", type=seed_type, default=0, help="seed of the bootstrap (default: 0)")
     parser.add_argument("--confidence", type=confidence_level, default=0.95, help="interval coverage (default: 0.95)")
@@ -95,10 +98,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=_run)
 
 #: What `report` writes into --out.
-_REPORT_FILES = ("leaderboard.json", "report.json", "ratings.png", "win_rates.png", "length_ratio.png", "win_matrix.png",
+_REPORT_FILES = (LEADERBOARD_FILE, REPORT_FILE, "ratings.png", "win_rates.png", "length_ratio.png", "win_matrix.png",
                  "leaderboard.html")
 #: What a run folder holds that `report` reads.
-_RUN_FILES = ("verdicts.jsonl", "summary.json", ".verdicts.replacing.jsonl")
+_RUN_FILES = RUN_FILES
 
 
 def _refuse_outputs_over_inputs(args: argparse.Namespace) -> None:
@@ -119,7 +122,8 @@ def _run(args: argparse.Namespace) -> int:
     from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from metric_arena.report import ViewerOptions, backfill_styles, load_runs, write_report
+    from metric_arena.report import ReportAnalyses, ViewerOptions, backfill_styles, load_runs, write_report
+    from metric_arena.stats import Intervals
     from metric_arena.style import check_style_features
 
     check_style_features(args.style_features)
@@ -151,17 +155,12 @@ def _run(args: argparse.Namespace) -> int:
             runs + scored,
             args.out,
             reference=args.reference,
-            n_boot=args.n_boot,
-            seed=args.seed,
-            confidence=args.confidence,
-            human_labels=args.human_labels,
-            agreement_judge=args.agreement_judge,
-            title=args.title,
-            plots=not args.no_plots,
+            intervals=Intervals(n_boot=args.n_boot, seed=args.seed, confidence=args.confidence),
+            analyses=ReportAnalyses(human_labels=args.human_labels, agreement_judge=args.agreement_judge,
+                                    retrieved=args.retrieved, style_features=args.style_features,
+                                    plots=not args.no_plots, title=args.title),
             progress=progress,
-            retrieved=args.retrieved,
             data_dir=args.data_dir,
-            style_features=args.style_features,
             viewer=ViewerOptions(predictions=_named_files(args.predictions), reference_texts=not args.no_texts, max_total_chars=args.viewer_chars),
         )
     from rag_qa_arena._options import injection_lines

@@ -88,8 +88,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="folder of the raw corpora (default: $LFRQA_DATA_DIR, else their download)")
     parser.add_argument("--data-dir", metavar="DIR",
                         help="LFRQA's pinned files, for the questions and gold documents, as in every command "
-                             "(default: $LFRQA_DATA_DIR, else the checksummed download). Without --corpus-dir it "
-                             "still means the raw corpora, as it used to (deprecated: a note says so)")
+                             "(default: $LFRQA_DATA_DIR, else the checksummed download); the raw corpora are "
+                             "--corpus-dir's")
     parser.add_argument("--split", default="test", choices=("test", "dev"), help="LFRQA split / LoTTE collection (default: test)")
     parser.add_argument("--limit", type=int, help="only the first N questions (for a quick check)")
     parser.add_argument(
@@ -142,8 +142,10 @@ def _push_index(args: argparse.Namespace) -> int:
         folder = export_index(args.index_dir, args.dry_run, repo_id=check_repo_id(args.repo))
         print(f"Wrote the files of {args.repo} to {folder} (nothing uploaded)", file=sys.stderr)
         return 0
-    print(push_index(args.index_dir, args.repo, private=args.private, token_from_env=args.token_from_env,
-                     commit_message=args.message))
+    from builders import HubUpload
+
+    print(push_index(args.index_dir, args.repo, upload=HubUpload(private=args.private, token_from_env=args.token_from_env,
+                                                                 commit_message=args.message)))
     return 0
 
 
@@ -159,7 +161,9 @@ def run(args: argparse.Namespace) -> int:
         if args.gpus is not None:
             options["gpus"] = int(args.gpus) if args.gpus.isdigit() else args.gpus
         if args.chunk_passages is not None:
-            options["chunk_passages"] = args.chunk_passages
+            from retrieval import ColBERTIndexing
+
+            options["indexing"] = ColBERTIndexing(chunk_passages=args.chunk_passages)
     elif args.retriever == "bm25" and (args.nranks is not None or args.gpus is not None or args.checkpoint is not None
                                        or args.chunk_passages is not None):
         raise RagQaArenaError("--nranks, --gpus, --checkpoint and --chunk-passages are ColBERT options; drop them "
@@ -171,10 +175,6 @@ def run(args: argparse.Namespace) -> int:
     for written in (args.out, Path(args.out).with_name(Path(args.out).stem + ".metrics.json")):
         refuse_output_over_input(("--out", written), [("--questions", args.questions)])
     corpus_dir, data_dir = args.corpus_dir, args.data_dir
-    if corpus_dir is None and data_dir is not None:
-        print(f"rag-qa-arena: note: --data-dir for the raw corpora is deprecated: use --corpus-dir {data_dir} "
-              "(--data-dir names LFRQA's files, as in every other command)", file=sys.stderr)
-        corpus_dir, data_dir = data_dir, None
     import warnings
 
     with warnings.catch_warnings(record=True) as caught:
@@ -190,26 +190,21 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _retrieve(args: argparse.Namespace, options: dict, corpus_dir, data_dir) -> dict:
+    from retrieval import IndexOptions, RetrieveRun
+
     return retrieve(
         args.domain,
         args.out,
         retriever=args.retriever,
         k=args.k,
-        index_dir=args.index_dir,
-        checkpoint=args.checkpoint,
+        index=IndexOptions(index_dir=args.index_dir, index_from=args.index_from, revision=args.index_revision,
+                           trust=args.trust_index, checkpoint=args.checkpoint, options=options),
         corpus_dir=corpus_dir,
         data_dir=data_dir,
         split=args.split,
-        limit=args.limit,
         questions=None if args.questions is None else _read_questions(args.questions),
-        resume=args.resume,
-        overwrite=args.overwrite,
-        batch_size=args.batch_size,
-        retriever_options=options,
-        show_progress=not args.no_progress,
-        index_from=args.index_from,
-        index_revision=args.index_revision,
-        trust_index=args.trust_index,
+        run=RetrieveRun(batch_size=args.batch_size, limit=args.limit, resume=args.resume, overwrite=args.overwrite,
+                        show_progress=not args.no_progress),
     )
 
 

@@ -33,6 +33,7 @@ examples:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from metric_arena.judge import DEFAULT_JUDGE, ORDERS, PARSES
+    from metric_arena.stats import DEFAULT_ALPHA
     from rag_qa_arena.exchange import add_exchange_flags
     from rag_qa_arena._options import (
         add_backend_flags,
@@ -68,7 +69,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--order", choices=ORDERS, default="paper", help="answer order shown to the judge")
     parser.add_argument("--adaptive", action="store_true",
                         help="judge pairs in rounds on the neighbouring systems not yet separated, instead of all pairs")
-    parser.add_argument("--alpha", type=float, default=0.05, metavar="P",
+    parser.add_argument("--alpha", type=float, default=DEFAULT_ALPHA, metavar="P",
                         help="with --adaptive: family-wise error level of the stopping rule, valid under repeated "
                              "looks (default: 0.05)")
     parser.add_argument("--max-judgments", type=int, metavar="N",
@@ -140,7 +141,8 @@ def _warn_sample(sizes: list[int], n_common: int) -> None:
 
 
 def run_tournament(args: argparse.Namespace) -> int:
-    from metric_arena.judge import DEFAULT_JUDGE, tournament
+    from metric_arena.judge import DEFAULT_JUDGE, TournamentSchedule, tournament
+    from metric_arena.records import DEFAULT_SAMPLE
     from rag_qa_arena.exchange import export_requests
     from rag_qa_arena._options import (
         FATAL_EXIT,
@@ -155,7 +157,7 @@ def run_tournament(args: argparse.Namespace) -> int:
         raise RagQaArenaError("--max-judgments is the budget of --adaptive: add --adaptive, or drop it")
     judges = args.judge or [DEFAULT_JUDGE]
     systems = _systems(args)
-    args.sample = args.sample or [700]
+    args.sample = args.sample or [DEFAULT_SAMPLE]
     if args.dry_run:
         return _dry_run(args, systems, judge_settings(judges, args, build=False), run_settings(args))
     if args.export_requests:
@@ -175,8 +177,9 @@ def run_tournament(args: argparse.Namespace) -> int:
     result = run_reporting_failures(
         lambda: tournament(
             systems, out=args.out, judge=judge_settings(judges, args, build=False), run=run_settings(args),
-            sample=args.sample, adaptive=args.adaptive, alpha=args.alpha, max_judgments=args.max_judgments,
-            round_size=args.round_size, data_dir=args.data_dir, progress=not args.no_progress and sys.stderr.isatty(),
+            schedule=TournamentSchedule(sample=args.sample, adaptive=args.adaptive, alpha=args.alpha,
+                                        max_judgments=args.max_judgments, round_size=args.round_size),
+            data_dir=args.data_dir, progress=not args.no_progress and sys.stderr.isatty(),
             overwrite=args.overwrite,
         ),
         stopped=f"Matches finished before the error are in {args.out}; judgments are cached: run it again to resume.",

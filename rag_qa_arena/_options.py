@@ -69,8 +69,10 @@ def add_backend_flags(parser: argparse.ArgumentParser, kind: str) -> None:
     parser.add_argument("--api-key", metavar="KEY",
                         help=f"API key for openai {kind} (default: $OPENAI_API_KEY; prefer the environment "
                              "variable: command lines end up in shell history). Never written anywhere.")
-    parser.add_argument("--max-concurrency", type=int, default=16, metavar="N",
-                        help="requests in flight at once (default: 16)")
+    from metric_arena.llm import DEFAULT_MAX_CONCURRENCY
+
+    parser.add_argument("--max-concurrency", type=int, default=DEFAULT_MAX_CONCURRENCY, metavar="N",
+                        help=f"requests in flight at once (default: {DEFAULT_MAX_CONCURRENCY})")
     parser.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
                         help=f"the longest one attempt at a request to openai {kind} may take, start to last "
                              "byte (default: 120)")
@@ -279,10 +281,10 @@ def judge_settings(judges: list[str], args: argparse.Namespace, *, build: bool =
 def judge_backends(judges: list[str], args: argparse.Namespace) -> list:
     """The judge list for :func:`metric_arena.judge_pairs`: specs, with vllm judges built with
     ``--tensor-parallel-size`` and, for ``--batch-only``, cache-only stand-ins."""
-    from metric_arena.llm import make_backend, parse_spec
+    from metric_arena.llm import VLLM, make_backend, parse_spec
 
     kinds = [parse_spec(spec)[0] for spec in judges]
-    if args.tensor_parallel_size is not None and "vllm" not in kinds:
+    if args.tensor_parallel_size is not None and VLLM not in kinds:
         raise RagQaArenaError("--tensor-parallel-size applies to vllm judges: give --judge vllm:MODEL")
     if getattr(args, "batch_only", False):
         from metric_arena.judge import CacheOnlyBackend
@@ -290,7 +292,7 @@ def judge_backends(judges: list[str], args: argparse.Namespace) -> list:
         return [CacheOnlyBackend.like(spec, run=run_settings(args)) for spec in judges]
     out = []
     for spec, kind in zip(judges, kinds):
-        if kind == "vllm" and args.tensor_parallel_size is not None:
+        if kind == VLLM and args.tensor_parallel_size is not None:
             out.append(make_backend(spec, options={"tensor_parallel_size": args.tensor_parallel_size}))
         else:
             out.append(spec)

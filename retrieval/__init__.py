@@ -11,14 +11,16 @@
 from lfrqa.exports import export_names
 from retrieval._base import Retriever
 from retrieval._bm25 import BM25Retriever
-from retrieval._colbert import ColBERTRetriever
+from retrieval._colbert import ColBERTIndexing, ColBERTRetriever, PlaidSearch
 from retrieval._manifest import MANIFEST_LIMIT
 from retrieval._metrics import evaluate
-from retrieval._pipeline import RETRIEVERS, retrieve
+from retrieval._pipeline import RETRIEVERS, IndexOptions, RetrieveRun, retrieve
 from retrieval._share import export_index, load_index, push_index
 
 __all__ = [
-    "MANIFEST_LIMIT", "RETRIEVERS", "BM25Retriever", "ColBERTRetriever", "Retriever", "evaluate", "export_index", "load_index",
+    "MANIFEST_LIMIT", "RETRIEVERS", "BM25Retriever", "ColBERTIndexing", "ColBERTRetriever", "IndexOptions", "PlaidSearch",
+    "RetrieveRun", "Retriever", "evaluate",
+    "export_index", "load_index",
     "push_index", "retrieve",
 ]
 

@@ -37,8 +37,10 @@ import sys
 import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
+from lfrqa.checks import grouped_keywords
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import make_folder, read_json_file
 from retrieval._base import (
@@ -59,6 +61,31 @@ _COLLECTION = "collection.tsv"
 _TO_SPACE = str.maketrans({"\t": " ", "\n": " ", "\r": " "})
 
 
+@dataclass(frozen=True, kw_only=True)
+class ColBERTIndexing:
+    """ColBERT's indexing settings (None keeps the checkpoint's): ``doc_maxlen``, ``query_maxlen``,
+    ``kmeans_niters``, ``index_bsize``; ``options``: any other ``ColBERTConfig`` fields, as a mapping;
+    ``chunk_passages``: passages per saved chunk (ColBERT's default: 25,000). A build saves one chunk at a
+    time, so this bounds what a crash loses; ``index(..., resume=True)`` keeps the rest."""
+
+    doc_maxlen: int | None = None
+    query_maxlen: int | None = None
+    kmeans_niters: int | None = None
+    index_bsize: int | None = None
+    options: Mapping[str, Any] | None = None
+    chunk_passages: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlaidSearch:
+    """PLAID's search settings: ``ncells``, ``centroid_score_threshold``, ``ndocs``; None lets ColBERT pick
+    them from k."""
+
+    ncells: int | None = None
+    centroid_score_threshold: float | None = None
+    ndocs: int | None = None
+
+
 class ColBERTRetriever(Retriever):
     """ColBERTv2 (PLAID) over passages, built and searched with ``colbert-ai``.
 
@@ -69,17 +96,22 @@ class ColBERTRetriever(Retriever):
         nranks: ColBERT processes for indexing; default one per GPU used (1 on CPU).
         gpus: GPUs for the indexing ranks: a count, ``"0,1"``, or a list; default all visible. (To run
             on CPU on a machine with GPUs, hide them: ``CUDA_VISIBLE_DEVICES=`` before starting Python.)
-        doc_maxlen, query_maxlen, kmeans_niters, index_bsize: ColBERT settings; None keeps the checkpoint's.
-        ncells, centroid_score_threshold, ndocs: PLAID search settings; None lets ColBERT pick them from k.
-        colbert_options: any other ``ColBERTConfig`` fields, as a mapping.
-        chunk_passages: passages per ColBERT chunk (ColBERT's default: 25,000). A build saves one chunk
-            at a time, so this bounds what a crash loses; ``index(..., resume=True)`` keeps the rest.
+        indexing: ColBERT's indexing settings (:class:`ColBERTIndexing`; the checkpoint's by default).
+        search: PLAID's search settings (:class:`PlaidSearch`; picked from k by default).
+
+    The loose keywords of earlier releases (``doc_maxlen``, ``query_maxlen``, ``kmeans_niters``,
+    ``index_bsize``, ``colbert_options``; ``ncells``, ``centroid_score_threshold``, ``ndocs``) work for one
+    release, with a ``DeprecationWarning``.
     """
 
     kind = "colbert"
     library = "colbert-ai"
     local_only = ("runs", "collection.tsv")  # logs, and a copy of the corpus that search never reads
 
+    @grouped_keywords("indexing", ColBERTIndexing, {"doc_maxlen": "doc_maxlen", "query_maxlen": "query_maxlen",
+                                                    "kmeans_niters": "kmeans_niters", "index_bsize": "index_bsize",
+                                                    "colbert_options": "options"})
+    @grouped_keywords("search", PlaidSearch, ["ncells", "centroid_score_threshold", "ndocs"])
     def __init__(
         self,
         checkpoint: str | os.PathLike = DEFAULT_CHECKPOINT,
@@ -88,17 +120,12 @@ class ColBERTRetriever(Retriever):
         nbits: int = 2,
         nranks: int | None = None,
         gpus: int | str | list[int] | None = None,
-        doc_maxlen: int | None = None,
-        query_maxlen: int | None = None,
-        kmeans_niters: int | None = None,
-        index_bsize: int | None = None,
-        ncells: int | None = None,
-        centroid_score_threshold: float | None = None,
-        ndocs: int | None = None,
+        indexing: ColBERTIndexing | None = None,
+        search: PlaidSearch | None = None,
         show_progress: bool = True,
-        colbert_options: Mapping[str, Any] | None = None,
-        chunk_passages: int | None = None,
     ) -> None:
+        indexing = indexing if indexing is not None else ColBERTIndexing()
+        search = search if search is not None else PlaidSearch()
         super().__init__()
         checkpoint = str(checkpoint)
         if os.path.exists(checkpoint):
@@ -108,15 +135,15 @@ class ColBERTRetriever(Retriever):
         self.nbits, self.nranks, self.gpus = nbits, nranks, gpus
         self.index_options = {
             k: v
-            for k, v in dict(
-                doc_maxlen=doc_maxlen, query_maxlen=query_maxlen, kmeans_niters=kmeans_niters, index_bsize=index_bsize
-            ).items()
+            for k, v in dict(doc_maxlen=indexing.doc_maxlen, query_maxlen=indexing.query_maxlen,
+                             kmeans_niters=indexing.kmeans_niters, index_bsize=indexing.index_bsize).items()
             if v is not None
         }
-        self.index_options.update(colbert_options or {})
-        self.search_options = {"ncells": ncells, "centroid_score_threshold": centroid_score_threshold, "ndocs": ndocs}
+        self.index_options.update(indexing.options or {})
+        self.search_options = {"ncells": search.ncells, "centroid_score_threshold": search.centroid_score_threshold,
+                               "ndocs": search.ndocs}
         self.show_progress = show_progress
-        self.chunk_passages = chunk_passages
+        self.chunk_passages = indexing.chunk_passages
         self._searcher = None
 
     def settings(self) -> dict[str, Any]:
@@ -260,9 +287,12 @@ class ColBERTRetriever(Retriever):
     @classmethod
     def _load(cls, path: Path, meta: dict, checkpoint: str | None = None, **options: Any) -> ColBERTRetriever:
         settings = meta["settings"]
+        saved = dict(settings.get("index_options", {}))
+        named = {f: saved.pop(f) for f in ("doc_maxlen", "query_maxlen", "kmeans_niters", "index_bsize") if f in saved}
+        search = {f: options.pop(f) for f in ("ncells", "centroid_score_threshold", "ndocs") if f in options}
         retriever = cls(
             checkpoint or settings["checkpoint"], index_dir=path, nbits=settings["nbits"],
-            **{**settings.get("index_options", {}), **options},
+            indexing=ColBERTIndexing(**named, options=saved or None), search=PlaidSearch(**search), **options,
         )
         if not (path / _PLAID).is_dir():
             raise FileNotFoundError(f"{path} has no ColBERT index folder {_PLAID}/: rebuild the index")

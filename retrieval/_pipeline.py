@@ -12,12 +12,13 @@ import json
 import os
 import sys
 import time
+from dataclasses import dataclass
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from builders import check_domain_split, doc_id_of
-from lfrqa.checks import check_int
+from lfrqa.checks import check_int, grouped_keywords
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import atomic_write, dumps_json, json_line, loads_json, make_folder
 from retrieval._base import META_FILE, Retriever
@@ -28,29 +29,61 @@ from retrieval._share import load_index
 RETRIEVERS: tuple[str, ...] = ("colbert", "bm25")
 
 
+@dataclass(frozen=True, kw_only=True)
+class IndexOptions:
+    """Where :func:`retrieve`'s index comes from. ``index_dir``: load the index there when it holds one,
+    else build it from the corpus and save it there (the folder must then be new or empty; a
+    ``manifest.json`` describes it). ``index_from``: a ready-built shared index instead (a Hub repo
+    ``ORG/NAME`` at ``revision``, or a folder; see :func:`retrieval.load_index`), checked against this
+    corpus unless ``trust``. ``checkpoint``: ColBERT's model (default :data:`DEFAULT_CHECKPOINT`);
+    ``options``: the retriever's own build settings (ColBERT's ``nranks``, ``gpus``...).
+
+    >>> IndexOptions(index_dir="indexes/fiqa").trust
+    False
+    """
+
+    index_dir: str | os.PathLike | None = None
+    index_from: str | os.PathLike | None = None
+    revision: str | None = None
+    trust: bool = False
+    checkpoint: str | os.PathLike | None = None
+    options: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RetrieveRun:
+    """How :func:`retrieve` runs: ``batch_size`` questions per search call, the first ``limit`` questions
+    only, continue the output (``resume``) or replace it (``overwrite``), metrics at the cut-offs ``ks``
+    (up to ``k``, and ``k``), a progress bar (``show_progress``)."""
+
+    batch_size: int = 256
+    limit: int | None = None
+    resume: bool = False
+    overwrite: bool = False
+    ks: tuple[int, ...] = tuple(DEFAULT_KS)
+    show_progress: bool = True
+
+
+_INDEX_KEYWORDS = {"index_dir": "index_dir", "index_from": "index_from", "index_revision": "revision",
+                   "trust_index": "trust", "checkpoint": "checkpoint", "retriever_options": "options"}
+_RUN_KEYWORDS = ("batch_size", "limit", "resume", "overwrite", "ks", "show_progress")
+
+
+@grouped_keywords("index", IndexOptions, _INDEX_KEYWORDS)
+@grouped_keywords("run", RetrieveRun, _RUN_KEYWORDS)
+@grouped_keywords("data_dir", None, ["lfrqa_data_dir"], build=lambda old: old["lfrqa_data_dir"])
 def retrieve(
     domain: str,
     out: str | os.PathLike,
     *,
     retriever: str | Retriever | None = None,
     k: int = 5,
-    index_dir: str | os.PathLike | None = None,
-    checkpoint: str | os.PathLike | None = None,
+    index: IndexOptions | None = None,
+    corpus_dir: str | os.PathLike | None = None,
     data_dir: str | os.PathLike | None = None,
     split: str = "test",
-    limit: int | None = None,
     questions: Iterable[Mapping[str, Any]] | None = None,
-    resume: bool = False,
-    overwrite: bool = False,
-    batch_size: int = 256,
-    ks: Iterable[int] = DEFAULT_KS,
-    retriever_options: Mapping[str, Any] | None = None,
-    show_progress: bool = True,
-    lfrqa_data_dir: str | os.PathLike | None = None,
-    index_from: str | os.PathLike | None = None,
-    index_revision: str | None = None,
-    trust_index: bool = False,
-    corpus_dir: str | os.PathLike | None = None,
+    run: RetrieveRun | None = None,
 ) -> dict[str, Any]:
     """Retrieve the top-``k`` passages of ``domain``'s corpus for each question, write them to ``out``,
     and return the retrieval metrics against the questions' gold documents (also written to
@@ -59,22 +92,30 @@ def retrieve(
     ``corpus_dir`` holds the raw corpora (else ``$LFRQA_DATA_DIR``, else their download). Questions
     are LFRQA's, read by ``lfrqa.load`` as every command reads them (``data_dir``, else
     ``$LFRQA_DATA_DIR``, else the checksummed download; for bioasq, built from your BioASQ files,
-    ``corpus_dir`` is the default). Without ``corpus_dir``, ``data_dir`` keeps its old meaning here,
-    the raw corpora (deprecated: a ``DeprecationWarning`` says so); ``lfrqa_data_dir`` is the old name
-    of ``data_dir``. A corpus with fewer documents than the published one
+    ``corpus_dir`` is the default), unless ``questions`` gives rows with ``qid``, ``question`` and
+    optionally ``gold_doc_ids``/``domain``. A corpus with fewer documents than the published one
     (:data:`builders.CORPUS_DOCUMENTS`) or without some questions' gold documents is incomplete:
     a warning says so, and the metrics cover the questions whose gold documents are in it
-    (``corpus`` in the result says how many), unless ``questions``
-    gives rows with ``qid``, ``question`` and optionally ``gold_doc_ids``/``domain``. The index is loaded
-    from ``index_dir`` when it holds one, else built from ``builders.load_corpus(domain, ...)`` (and
-    saved to ``index_dir``, which must then be new or empty, with a ``manifest.json``), or taken ready-built from
-    ``index_from`` (a Hub repo ``ORG/NAME`` at ``index_revision``, or a folder; see
-    :func:`retrieval.load_index`), checked against this corpus unless ``trust_index``. ``retriever``
-    defaults to ``"bm25"``, or to the shared index's. Metrics cover ``ks`` up to ``k``, and ``k``.
+    (``corpus`` in the result says how many). ``index``: where the index comes from
+    (:class:`IndexOptions`: built in memory when not given). ``run``: batch size, limit, resume or
+    overwrite, metric cut-offs, progress (:class:`RetrieveRun`). ``retriever`` defaults to ``"bm25"``,
+    or to the shared index's.
+
+    The loose keywords of earlier releases (``index_dir=``, ``checkpoint=``, ``retriever_options=``,
+    ``index_from=``, ``index_revision=``, ``trust_index=``; ``batch_size=``, ``limit=``, ``resume=``,
+    ``overwrite=``, ``ks=``, ``show_progress=``; ``lfrqa_data_dir=``, now ``data_dir=``) still work for
+    one release, with a ``DeprecationWarning``. ``data_dir`` always names LFRQA's files: the raw
+    corpora are ``corpus_dir``.
 
     >>> metrics = retrieve("fiqa", "runs/fiqa.bm25.jsonl", retriever="bm25", corpus_dir="data/")  # doctest: +SKIP
     >>> metrics["hit@5"], metrics["recall@5"], metrics["per_domain"]["fiqa"]["n"]  # doctest: +SKIP
     """
+    index = index if index is not None else IndexOptions()
+    run = run if run is not None else RetrieveRun()
+    if not isinstance(index, IndexOptions) or not isinstance(run, RetrieveRun):
+        raise RagQaArenaError(f"index={index!r}, run={run!r}: give a retrieval.IndexOptions and a retrieval.RetrieveRun")
+    index_dir, checkpoint, index_from = index.index_dir, index.checkpoint, index.index_from
+    limit, batch_size, resume, overwrite, show_progress = run.limit, run.batch_size, run.resume, run.overwrite, run.show_progress
     check_domain_split(domain, split)
     check_int("k", k, minimum=1)
     check_int("limit", limit, minimum=1, optional=True)
@@ -93,14 +134,7 @@ def retrieve(
     if out.exists() and not (resume or overwrite):
         raise FileExistsError(f"{out} exists: pass --resume to continue it or --overwrite to replace it")
 
-    if corpus_dir is None and data_dir is not None:
-        import warnings
-
-        warnings.warn("retrieve(data_dir=...) for the raw corpora is deprecated: pass corpus_dir=... (data_dir= "
-                      "names LFRQA's files, as everywhere else)", DeprecationWarning, stacklevel=2)
-        corpus_dir, data_dir = data_dir, None
-    if lfrqa_data_dir is None:
-        lfrqa_data_dir = data_dir
+    lfrqa_data_dir = data_dir
     with _datasets_progress(show_progress):
         if lfrqa_data_dir is None and domain == "bioasq":
             lfrqa_data_dir = corpus_dir  # LFRQA's bioasq rows come from the user's BioASQ files, beside its corpus
@@ -110,10 +144,10 @@ def retrieve(
         corpus = load_corpus(domain, split=split, corpus_dir=corpus_dir)
     coverage = corpus_coverage(domain, split, corpus, rows)
     if index_from is not None:
-        engine = load_index(index_from, revision=index_revision, passages=corpus, domain=domain, split=split,
-                            retriever=retriever, checkpoint=checkpoint, trust=trust_index, show_progress=show_progress)
+        engine = load_index(index_from, revision=index.revision, passages=corpus, domain=domain, split=split,
+                            retriever=retriever, checkpoint=checkpoint, trust=index.trust, show_progress=show_progress)
     else:
-        engine = _retriever(retriever or "bm25", corpus, index_dir, checkpoint, retriever_options or {}, show_progress,
+        engine = _retriever(retriever or "bm25", corpus, index_dir, checkpoint, index.options or {}, show_progress,
                             resume=resume, describe=lambda: {**describe_corpus(corpus, domain=domain, split=split),
                                               **{key: coverage[key] for key in CORPUS_SIZE_KEYS}})
     _check_same_corpus(engine, corpus, index_dir)
@@ -147,7 +181,7 @@ def retrieve(
     metrics = evaluate(
         results,
         {qid: row["gold_doc_ids"] for qid, row in wanted.items()},
-        ks=sorted({x for x in ks if x <= k} | {k}),
+        ks=sorted({x for x in run.ks if x <= k} | {k}),
         domains={qid: row["domain"] for qid, row in wanted.items()},
     )
     metrics = {"domain": domain, "retriever": engine.kind, "k": k, **metrics,

@@ -17,7 +17,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from builders import check_repo_id, hub_download_errors, scan_files, upload_files
+from builders import HUB_UPLOAD_KEYWORDS, HubUpload, check_repo_id, hub_download_errors, scan_files, upload_files
+from lfrqa.checks import grouped_keywords
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import make_folder
 from retrieval._base import Retriever
@@ -102,14 +103,12 @@ def export_index(index_dir: str | os.PathLike, out: str | os.PathLike, *, repo_i
     return out
 
 
+@grouped_keywords("upload", HubUpload, HUB_UPLOAD_KEYWORDS)
 def push_index(
     index_dir: str | os.PathLike,
     repo_id: str,
     *,
-    private: bool = False,
-    token: str | None = None,
-    token_from_env: bool = False,
-    commit_message: str | None = None,
+    upload: HubUpload | None = None,
     api=None,
 ) -> str:
     """Upload the index in ``index_dir`` (with its manifest and a generated card) to the dataset
@@ -118,6 +117,8 @@ def push_index(
 
     >>> push_index("indexes/fiqa", "my-org/lfrqa-fiqa-bm25", private=True)  # doctest: +SKIP
     """
+    upload = upload if upload is not None else HubUpload()
+    private, token, token_from_env, commit_message = upload.private, upload.token, upload.token_from_env, upload.commit_message
     check_repo_id(repo_id)
     files = _push_files(Path(index_dir), repo_id)
     message = commit_message or f"Upload a rag-qa-arena index of {Path(index_dir).resolve().name}"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from rag_qa_arena.cli import main
-from retrieval import BM25Retriever, evaluate, retrieve
+from retrieval import BM25Retriever, RetrieveRun, evaluate, retrieve
 
 N_DOCS = 200
 
@@ -96,10 +96,10 @@ def test_retrieve_writes_top_k_passages_and_scores_them(writing_dir, tmp_path, c
 def test_resume_after_a_crash_and_refuse_to_clobber(writing_dir, tmp_path, capsys):
     data_dir, _ = writing_dir
     out = tmp_path / "out.jsonl"
-    args = ["retrieve", "--domain", "writing", "--retriever", "bm25", "--data-dir", str(data_dir),
+    args = ["retrieve", "--domain", "writing", "--retriever", "bm25", "--corpus-dir", str(data_dir),
             "--out", str(out), "--limit", "40", "--k", "3", "--batch-size", "7", "--no-progress"]
     assert main(args) == 0
-    assert "--data-dir for the raw corpora is deprecated: use --corpus-dir" in capsys.readouterr().err  # old meaning
+    assert "deprecated" not in capsys.readouterr().err
     complete = out.read_text(encoding="utf-8")
     lines = complete.splitlines(keepends=True)
     assert len(lines) == 40
@@ -171,7 +171,8 @@ def test_python_api_with_a_built_retriever(writing_dir, tmp_path, lfrqa_data_dir
     retriever = BM25Retriever(show_progress=False)
     retriever.index(load_corpus("writing", data_dir=data_dir))
     metrics = retrieve("writing", tmp_path / "x.jsonl", retriever=retriever, corpus_dir=data_dir, k=1,
-                       questions=[{"qid": qid, "question": question, "gold_doc_ids": gold}], show_progress=False)
+                       questions=[{"qid": qid, "question": question, "gold_doc_ids": gold}],
+                       run=RetrieveRun(show_progress=False))
     assert metrics["hit@1"] == 1.0 and metrics["k"] == 1 and metrics["retriever"] == "bm25"
 
 

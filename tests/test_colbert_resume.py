@@ -14,7 +14,7 @@ if importlib.util.find_spec("colbert") is None or importlib.util.find_spec("fais
     pytest.skip('needs pip install "rag-qa-arena[colbert]"', allow_module_level=True)
 
 from lfrqa.errors import RagQaArenaError  # noqa: E402
-from retrieval import ColBERTRetriever, Retriever  # noqa: E402
+from retrieval import ColBERTIndexing, ColBERTRetriever, Retriever  # noqa: E402
 from retrieval._colbert import make_tiny_checkpoint  # noqa: E402
 from tests.test_cmd_retrieve import writing_dir  # noqa: E402,F401  (fixture)
 
@@ -28,7 +28,7 @@ CHUNK = 30
 CHILD = """
 import json, os, signal, sys
 from colbert.indexing import index_saver
-from retrieval import ColBERTRetriever
+from retrieval import ColBERTIndexing, ColBERTRetriever
 
 write = index_saver.IndexSaver._write_chunk_to_disk
 def write_then_die(self, chunk_idx, *args):
@@ -39,7 +39,7 @@ index_saver.IndexSaver._write_chunk_to_disk = write_then_die
 
 checkpoint, index_dir, passages_file = sys.argv[1:4]
 passages = [json.loads(line) for line in open(passages_file)]
-ColBERTRetriever(checkpoint, index_dir=index_dir, chunk_passages=%d, show_progress=False).index(passages)
+ColBERTRetriever(checkpoint, index_dir=index_dir, indexing=ColBERTIndexing(chunk_passages=%d), show_progress=False).index(passages)
 """ % CHUNK
 
 
@@ -79,7 +79,7 @@ def test_a_killed_build_resumes_without_encoding_its_first_chunk_again(checkpoin
         return encode(self, texts)
 
     monkeypatch.setattr(collection_encoder.CollectionEncoder, "encode_passages", counting)
-    resumed = ColBERTRetriever(checkpoint, index_dir=tmp_path / "resumed", chunk_passages=CHUNK, show_progress=False)
+    resumed = ColBERTRetriever(checkpoint, index_dir=tmp_path / "resumed", indexing=ColBERTIndexing(chunk_passages=CHUNK), show_progress=False)
     resumed.index(passages, resume=True)
     # Chunks 1, 2, 3 (and ColBERT's empty tail chunk, if any) are encoded; chunk 0, the k-means sample
     # and the plan are not.
@@ -88,7 +88,7 @@ def test_a_killed_build_resumes_without_encoding_its_first_chunk_again(checkpoin
     assert not (tmp_path / "resumed" / "build.json").exists()
 
     monkeypatch.setattr(collection_encoder.CollectionEncoder, "encode_passages", encode)
-    whole = ColBERTRetriever(checkpoint, index_dir=tmp_path / "whole", chunk_passages=CHUNK, show_progress=False)
+    whole = ColBERTRetriever(checkpoint, index_dir=tmp_path / "whole", indexing=ColBERTIndexing(chunk_passages=CHUNK), show_progress=False)
     whole.index(passages)
     queries = {f"q{i}": " ".join(passages[i * 7]["text"].split()[:6]) for i in range(12)}
     loaded = Retriever.load(tmp_path / "resumed", show_progress=False)
@@ -101,10 +101,10 @@ def test_a_killed_build_resumes_without_encoding_its_first_chunk_again(checkpoin
 def test_resume_refuses_an_unfinished_build_of_other_passages(checkpoint, passages, tmp_path, capfd):
     _killed_build(checkpoint, passages, tmp_path / "index")
     other = passages[:-1]
-    retriever = ColBERTRetriever(checkpoint, index_dir=tmp_path / "index", chunk_passages=CHUNK, show_progress=False)
+    retriever = ColBERTRetriever(checkpoint, index_dir=tmp_path / "index", indexing=ColBERTIndexing(chunk_passages=CHUNK), show_progress=False)
     with pytest.raises(RagQaArenaError, match=r"unfinished build of other passages \(120 then, 119 now\)"):
         retriever.index(other, resume=True)
-    changed = ColBERTRetriever(checkpoint, index_dir=tmp_path / "index", chunk_passages=CHUNK + 1, show_progress=False)
+    changed = ColBERTRetriever(checkpoint, index_dir=tmp_path / "index", indexing=ColBERTIndexing(chunk_passages=CHUNK + 1), show_progress=False)
     with pytest.raises(RagQaArenaError, match="chunk_passages differ"):
         changed.index(passages, resume=True)
     fresh = ColBERTRetriever(checkpoint, index_dir=tmp_path / "new", show_progress=False)
@@ -115,10 +115,10 @@ def test_resume_refuses_an_unfinished_build_of_other_passages(checkpoint, passag
 
 PIPED = """
 import json, sys
-from retrieval import ColBERTRetriever
+from retrieval import ColBERTIndexing, ColBERTRetriever
 checkpoint, index_dir, passages_file = sys.argv[1:4]
 passages = [json.loads(line) for line in open(passages_file)]
-ColBERTRetriever(checkpoint, index_dir=index_dir, chunk_passages=%d).index(passages)
+ColBERTRetriever(checkpoint, index_dir=index_dir, indexing=ColBERTIndexing(chunk_passages=%d)).index(passages)
 """ % CHUNK
 
 

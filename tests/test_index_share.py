@@ -17,7 +17,7 @@ import pytest
 
 from lfrqa.files import sha256_file
 from rag_qa_arena.cli import main
-from retrieval import BM25Retriever, load_index, retrieve
+from retrieval import BM25Retriever, IndexOptions, RetrieveRun, load_index, retrieve
 from tests.test_cmd_retrieve import N_DOCS, writing_dir  # noqa: F401  (fixture)
 from tests.test_hub_push import RecordingHub
 
@@ -123,8 +123,8 @@ def test_retrieve_from_the_shared_folder_equals_the_fresh_build_without_building
     with pytest.raises(RagQaArenaError, match=r"another corpus \(fingerprint 'sha256:"):
         load_index(shared, passages=rows, domain="writing", split="test")
     assert load_index(shared, passages=rows, trust=True).pids == index.pids
-    metrics = retrieve("writing", tmp_path / "api.jsonl", corpus_dir=data_dir, index_from=shared, limit=40,
-                       show_progress=False)
+    metrics = retrieve("writing", tmp_path / "api.jsonl", corpus_dir=data_dir, index=IndexOptions(index_from=shared),
+                       run=RetrieveRun(limit=40, show_progress=False))
     assert (tmp_path / "api.jsonl").read_text() == fresh.read_text() and metrics["retriever"] == "bm25"
 
 

@@ -142,13 +142,13 @@ def test_generate_lines_fit_the_prediction_record_and_read_back(tmp_path):
 
 
 def test_retrieve_lines_fit_the_retrieved_record(tmp_path):
-    from retrieval import retrieve
+    from retrieval import RetrieveRun, retrieve
 
     collection = tmp_path / "data" / "lotte" / "writing" / "test" / "collection.tsv"
     collection.parent.mkdir(parents=True)
     collection.write_text("".join(f"{i}\tword{i} text{i % 3} filler\n" for i in range(20)), encoding="utf-8")
     out = tmp_path / "writing.bm25.jsonl"
-    retrieve("writing", out, retriever="bm25", k=3, corpus_dir=tmp_path / "data", show_progress=False,
+    retrieve("writing", out, retriever="bm25", k=3, corpus_dir=tmp_path / "data", run=RetrieveRun(show_progress=False),
              questions=[{"qid": "w1", "question": "word4 text1"}, {"qid": "w2", "question": "word7"}])
     lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     for line in lines:

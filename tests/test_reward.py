@@ -7,7 +7,7 @@ import pytest
 import metric_arena
 from metric_arena import JudgeConfig, RunConfig
 from metric_arena.llm import RetryPolicy
-from metric_arena.train import DEFAULT_SCORES, completion_text, reward_function
+from metric_arena.train import DEFAULT_SCORES, RewardColumns, completion_text, reward_function
 from tests.openai_server import OpenAIServer
 
 FAST_RETRY = RetryPolicy(max_retries=1, initial=0.0, multiplier=1.0, jitter=0.0)
@@ -59,8 +59,8 @@ def test_text_completions_score_win_tie_loss_and_none_for_failures(server, tmp_p
 
 
 def test_chat_completions_and_custom_scores_and_columns(server, tmp_path):
-    reward = make_reward(server, tmp_path, scores={"win": 1, "tie": 0, "loss": -1}, reference_column="gold",
-                         question_column="query", id_column=None, name="arena")
+    reward = make_reward(server, tmp_path, scores={"win": 1, "tie": 0, "loss": -1}, name="arena",
+                         columns=RewardColumns(reference="gold", question="query", id=None))
     chat = [
         [{"role": "assistant", "content": "answer WIN"}],
         [{"role": "assistant", "content": "thinking..."}, {"role": "tool", "content": "x"},
@@ -99,7 +99,7 @@ def test_random_order_is_seeded_per_completion(server, tmp_path):
 
 def test_mistakes_name_the_fix(server, tmp_path):
     reward = make_reward(server, tmp_path)
-    with pytest.raises(ValueError, match=r"column 'answer'.*set reference_column="):
+    with pytest.raises(ValueError, match=r"column 'answer'.*set columns=RewardColumns\(reference=...\)"):
         reward(["p"], ["x"], question=["q"], qid=["1"], trainer_state=None)
     with pytest.raises(ValueError, match="holds no assistant message"):
         reward(["p"], [[{"role": "user", "content": "x"}]], **columns(1))

@@ -132,8 +132,10 @@ def test_callback_logs_win_rates_and_reuses_the_cache(tmp_path, lfrqa_data_dir):
         callback = metric_arena.ArenaCallback(
             trainer=trainer, judge="openai:judge",
             run=metric_arena.RunConfig(base_url=server.base_url, api_key="sk-local", cache_dir=tmp_path / "cache"),
-            every_n_steps=1, n_questions=4, domains=["fiqa", "science"], retrieved=retrieved,
-            generation=GenerationConfig(n_passages=2, max_tokens=4), batch_size=4, data_dir=lfrqa_data_dir,
+            schedule=metric_arena.train.ArenaSchedule(every_n_steps=1),
+            questions=metric_arena.train.ArenaQuestions(n=4, domains=["fiqa", "science"], retrieved=retrieved,
+                                                        data_dir=lfrqa_data_dir),
+            generation=GenerationConfig(n_passages=2, max_tokens=4), batch_size=4,
         )
         trainer.add_callback(callback)
         trainer.train()

@@ -30,6 +30,7 @@ from metric_arena.calibrate._anchor import (
     write_anchored,
 )
 from metric_arena.calibrate._anchor_run import AnchorPlan, anchor_dry_run, judge_anchored
+from lfrqa.checks import grouped_keywords
 from metric_arena.calibrate._card import build_card
 from metric_arena.calibrate._reading import THRESHOLDS, plain_reading
 from metric_arena.calibrate._write import (
@@ -42,12 +43,14 @@ from metric_arena.calibrate._write import (
     write_card,
 )
 from metric_arena.report import Run
+from metric_arena.stats import INTERVAL_KEYWORDS, Intervals
 
 __all__ = ["ANCHOR_FOLDER", "CARD_JSON", "CARD_MD", "AnchorPlan", "anchor_dry_run", "anchored_comparison",
            "anchored_from_labels", "anchored_from_run", "calibrate_judges", "card_markdown", "card_push_files",
            "card_summary", "draw_anchors", "judge_anchored", "plain_reading", "push_card", "write_anchored", "THRESHOLDS"]
 
 
+@grouped_keywords("intervals", Intervals, INTERVAL_KEYWORDS)
 def calibrate_judges(
     *,
     reference: Sequence[str | os.PathLike | Run],
@@ -55,9 +58,7 @@ def calibrate_judges(
     out: str | os.PathLike | None = None,
     predictions: Mapping[str, str | os.PathLike] | None = None,
     data_dir: str | os.PathLike | None = None,
-    n_boot: int = 1000,
-    seed: int = 0,
-    confidence: float = 0.95,
+    intervals: Intervals | None = None,
     allow_same_judge: bool = False,
 ) -> dict:
     """The judge card of ``candidate`` against ``reference`` (run folders of the same pairs, two judges).
@@ -65,15 +66,18 @@ def calibrate_judges(
     ``out``: also write ``judge_card.json``, ``judge_card.md`` and ``matched_verdicts.jsonl`` there.
     ``predictions``: ``{system: prediction file}`` of the judged systems, for answer lengths
     (P(prefer longer); LFRQA's answers come from ``lfrqa.load(data_dir=data_dir)``) and prices.
-    ``n_boot``, ``seed``, ``confidence``: the bootstrap interval of kappa.
+    ``intervals``: the bootstrap interval of kappa (:class:`~metric_arena.stats.Intervals`; ``n_boot=``,
+    ``seed=``, ``confidence=`` alone are deprecated).
 
     Refused (:class:`~lfrqa.errors.RagQaArenaError`) when both sides are one judge: the same judges named on
     both, or the candidate's replies equal to the reference's on every matched pair (a copied run), unless
     ``allow_same_judge``. Other differences between the sides (the parse, the order) are named in
     ``card["remarks"]``.
     """
+    intervals = intervals if intervals is not None else Intervals()
     card, rows = build_card(reference=reference, candidate=candidate, predictions=predictions, data_dir=data_dir,
-                            n_boot=n_boot, seed=seed, confidence=confidence, allow_same_judge=allow_same_judge)
+                            n_boot=intervals.n_boot, seed=intervals.seed, confidence=intervals.confidence,
+                            allow_same_judge=allow_same_judge)
     if out is not None:
         write_card(out, card, rows)
     return card

@@ -13,12 +13,11 @@ from metric_arena.calibrate._inputs import answer_words, price_and_time
 from metric_arena.calibrate._match import ROLES, Matched, candidate_outcome, check_judges, load_side, match_pairs
 from metric_arena.calibrate._reading import anchored_figures, plain_reading, shift_intervals
 from metric_arena.report import REFERENCE, Run, run_settings
-from metric_arena.stats import cohen_kappa, kappa_interval, kendall_tau, spearman_rho
+from metric_arena.stats import OUTCOMES, cohen_kappa, kappa_interval, kendall_tau, spearman_rho
 
 __all__ = ["build_card", "setting_remarks"]
 
 Key = tuple[str, str, str]
-OUTCOMES = ("win", "tie", "loss")
 
 
 def build_card(

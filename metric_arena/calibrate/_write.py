@@ -10,9 +10,11 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from builders import check_repo_id, check_secrets, resolve_token, upload_files
+from builders import HUB_UPLOAD_KEYWORDS, HubUpload, check_repo_id, check_secrets, resolve_token, upload_files
+from lfrqa.checks import grouped_keywords
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import atomic_write, dumps_json, loads_json, make_folder
+from metric_arena.stats import OUTCOMES
 
 __all__ = ["CARD_JSON", "CARD_MD", "card_markdown", "card_push_files", "card_summary", "push_card", "write_card"]
 
@@ -71,8 +73,8 @@ def card_markdown(card: dict) -> str:
         "",
         "| reference \\ candidate | win | tie | loss |",
         "|---|---|---|---|",
-        *(f"| {r} | " + " | ".join(f"{card['confusion'][r][c]:,}" for c in ("win", "tie", "loss")) + " |"
-          for r in ("win", "tie", "loss")),
+        *(f"| {r} | " + " | ".join(f"{card['confusion'][r][c]:,}" for c in OUTCOMES) + " |"
+          for r in OUTCOMES),
         "",
         "## Win rates per system",
         "",
@@ -174,15 +176,18 @@ def card_push_files(card_dir: str | os.PathLike, *, repo_id: str, extra_secrets:
             "data/matched_verdicts.parquet": _matched_parquet(rows)}
 
 
-def push_card(card_dir: str | os.PathLike, repo_id: str, *, private: bool = False, token: str | None = None,
-              token_from_env: bool = False, api=None) -> str:
-    """Upload a judge card folder to the dataset repo ``repo_id`` (created if missing); returns the commit URL."""
+@grouped_keywords("upload", HubUpload, HUB_UPLOAD_KEYWORDS)
+def push_card(card_dir: str | os.PathLike, repo_id: str, *, upload: HubUpload | None = None, api=None) -> str:
+    """Upload a judge card folder to the dataset repo ``repo_id`` (created if missing); returns the commit URL.
+    ``upload``: privacy, token and commit message (:class:`builders.HubUpload`)."""
+    upload = upload if upload is not None else HubUpload()
+    private, token, token_from_env, commit_message = upload.private, upload.token, upload.token_from_env, upload.commit_message
     check_repo_id(repo_id)
     if api is None or token_from_env:
         token = resolve_token(token, from_env=token_from_env)
     files = card_push_files(card_dir, repo_id=repo_id, extra_secrets=[token] if token else [])
     return upload_files(repo_id, files, private=private, token=token, token_from_env=token_from_env, api=api,
-                        commit_message="Upload a RAG-QA Arena judge card")
+                        commit_message=commit_message or "Upload a RAG-QA Arena judge card")
 
 
 def card_summary(card: dict) -> str:

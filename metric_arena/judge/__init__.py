@@ -69,13 +69,14 @@ Pairs that are not sent
 
 from lfrqa.exports import export_names
 from metric_arena.judge._batch import (
+    BatchUpload,
     CacheOnlyBackend,
     collect_judge_batch,
     judge_batch_requests,
     judge_batch_status,
     submit_judge_batch,
 )
-from metric_arena.judge._config import JudgeConfig, JudgeSpec, judge_config
+from metric_arena.judge._config import JudgeConfig, JudgeSpec, TournamentSchedule, judge_config
 from metric_arena.judge._cost import (
     format_estimate,
     judge_dry_run,
@@ -94,10 +95,16 @@ from metric_arena.judge._inputs import (
 )
 from metric_arena.judge._parse import (
     PARSES,
+    REASKS,
+    Ask,
+    judge_one,
+    judgment_record,
     outcome_of,
     parse_rating,
+    plain_ask,
     reask_count,
     reference_rating,
+    valid_reply,
 )
 from metric_arena.judge._plan import (
     DEFAULT_JUDGE,
@@ -135,6 +142,9 @@ __all__ = [
     "MAX_RESULT_LINE_BYTES",
     "ORDERS",
     "PARSES",
+    "REASKS",
+    "Ask",
+    "BatchUpload",
     "CacheOnlyBackend",
     "ExpectedAnswers",
     "JudgeConfig",
@@ -145,6 +155,7 @@ __all__ = [
     "MAX_EXPORT_SYSTEMS",
     "MAX_TOURNAMENT_SYSTEMS",
     "Tournament",
+    "TournamentSchedule",
     "ajudge_pairs",
     "atournament",
     "answer_positions",
@@ -160,14 +171,17 @@ __all__ = [
     "judge_batch_status",
     "judge_config",
     "judge_dry_run",
+    "judge_one",
     "judge_pairs",
     "judge_request",
     "judge_request_ids",
     "lfrqa_references",
+    "judgment_record",
     "lfrqa_rows",
     "load_tournament",
     "outcome_of",
     "parse_rating",
+    "plain_ask",
     "prepare_judge_inputs",
     "read_predictions",
     "read_references",
@@ -177,6 +191,7 @@ __all__ = [
     "tournament",
     "tournament_dry_run",
     "tournament_requests",
+    "valid_reply",
 ]
 
 export_names(globals())

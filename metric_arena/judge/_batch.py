@@ -30,9 +30,11 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from lfrqa.checks import grouped_keywords
 from lfrqa.errors import InvalidInputType, RagQaArenaError
 from lfrqa.files import atomic_write, dumps_json, make_folder
 from metric_arena.judge._config import JudgeSpec, judge_config
@@ -40,6 +42,7 @@ from metric_arena.judge._inputs import JudgeInputs, old_input_form
 from metric_arena.judge._parse import parse_rating, reask_count
 from metric_arena.judge._plan import DEFAULT_JUDGE, planned_requests
 from metric_arena.llm import (
+    OPENAI,
     Backend,
     BackendError,
     ChatRequest,
@@ -68,6 +71,7 @@ from metric_arena.llm.batch import (
 
 __all__ = [
     "PLAN_FILE",
+    "BatchUpload",
     "CacheOnlyBackend",
     "collect_judge_batch",
     "judge_batch_requests",
@@ -92,7 +96,7 @@ def judge_identities(judges, base_url, api_key: str | None, endpoint_name: str |
         if not isinstance(spec, str):
             raise InvalidInputType(f"judge {spec!r}: the batch path takes '<backend>:<model>' specs")
         backend, model = parse_spec(spec)
-        if backend != "openai":
+        if backend != OPENAI:
             raise RagQaArenaError(
                 f"The Batch API is OpenAI's: judge {spec!r} is not an openai judge. Local judges (hf, vllm) "
                 "batch on the GPU already: run them without --batch"
@@ -174,6 +178,19 @@ def _slug(spec: str, taken: set[str]) -> str:
     return name
 
 
+@dataclass(frozen=True, kw_only=True)
+class BatchUpload:
+    """How :func:`submit_judge_batch` uploads: ``client`` (an OpenAI client; by default one for the run's
+    server and key), the batches' ``metadata``, and the files' limits (``max_requests`` requests and
+    ``max_bytes`` bytes per file, the API's own by default)."""
+
+    client: object = None
+    metadata: dict[str, str] | None = None
+    max_requests: int = MAX_REQUESTS
+    max_bytes: int = MAX_BYTES
+
+
+@grouped_keywords("upload", BatchUpload, ["client", "metadata", "max_requests", "max_bytes"])
 @old_input_form("submit_judge_batch")
 def submit_judge_batch(
     inputs: JudgeInputs,
@@ -182,10 +199,7 @@ def submit_judge_batch(
     judge: JudgeSpec = DEFAULT_JUDGE,
     run: RunConfig | None = None,
     data_dir: str | os.PathLike | None = None,
-    client=None,
-    metadata: dict[str, str] | None = None,
-    max_requests: int = MAX_REQUESTS,
-    max_bytes: int = MAX_BYTES,
+    upload: BatchUpload | None = None,
 ) -> dict:
     """Write the judge's requests as Batch API files under ``batch_dir`` and submit them.
 
@@ -198,9 +212,14 @@ def submit_judge_batch(
     twice; a folder whose batches hold other requests is refused (collect it, or use another
     folder). Nothing is written when the cache already answers every request.
 
+    ``upload``: the client, metadata and file limits (:class:`BatchUpload`; the loose ``client=``,
+    ``metadata=``, ``max_requests=``, ``max_bytes=`` work for one release, with a ``DeprecationWarning``).
+
     Returns ``{"batch_dir", "n_requests", "judges": [{"judge", "folder", "n_requests",
     "n_reasks", "n_cached", "n_failed", "files", "batch_ids"}]}``.
     """
+    upload = upload if upload is not None else BatchUpload()
+    client, metadata, max_requests, max_bytes = upload.client, upload.metadata, upload.max_requests, upload.max_bytes
     config, run = judge_config(judge), run if run is not None else RunConfig()
     plans = judge_batch_requests(inputs, judge=config, run=run, data_dir=data_dir)
     folder = Path(batch_dir)

@@ -20,8 +20,10 @@ from lfrqa.errors import InvalidInputType, RagQaArenaError
 from metric_arena.judge._parse import check_parse
 from metric_arena.judge._plan import DEFAULT_JUDGE, check_order
 from metric_arena.llm import Backend, parse_spec
+from metric_arena.records import DEFAULT_SAMPLE
+from metric_arena.stats import DEFAULT_ALPHA
 
-__all__ = ["JudgeConfig", "JudgeSpec", "judge_config"]
+__all__ = ["JudgeConfig", "JudgeSpec", "TournamentSchedule", "judge_config"]
 
 
 @dataclass(frozen=True)
@@ -89,3 +91,16 @@ JudgeSpec = str | Backend | Sequence[str | Backend] | JudgeConfig
 def judge_config(judge: JudgeSpec) -> JudgeConfig:
     """``judge`` as a :class:`JudgeConfig` (a spec, a backend or a list get the default settings)."""
     return judge if isinstance(judge, JudgeConfig) else JudgeConfig(judge)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TournamentSchedule:
+    """Which pairs a tournament judges and on how many questions (see :func:`tournament`): ``sample``, the
+    shared questions per pair (or a list of nested sizes); ``adaptive``, judge in rounds of ``round_size``
+    questions until neighbours separate (family-wise level ``alpha``) or ``max_judgments`` are spent."""
+
+    sample: int | Sequence[int] = DEFAULT_SAMPLE
+    adaptive: bool = False
+    alpha: float = DEFAULT_ALPHA
+    max_judgments: int | None = None
+    round_size: int = 100

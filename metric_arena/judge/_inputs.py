@@ -16,8 +16,7 @@ from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import iter_records, saved_dataset
-from metric_arena.judge._plan import REFERENCE_NAME
-from metric_arena.records import check_prediction
+from metric_arena.records import REFERENCE, check_prediction
 
 __all__ = ["LFRQA_QID_HINT", "MAX_EXPORT_SYSTEMS", "MAX_TOURNAMENT_SYSTEMS", "JudgeInputs", "References",
            "SpilledAnswers", "as_judge_inputs", "check_system_count", "judge_inputs", "lfrqa_references",
@@ -126,7 +125,7 @@ def lfrqa_references(data_dir: str | os.PathLike | None = None) -> References:
     against LFRQA (the CLI, the tournament, calibrate): the judge itself reads only what it is given."""
     import lfrqa
 
-    return References(name=REFERENCE_NAME, rows=lfrqa.reference_rows(data_dir=data_dir), hint=LFRQA_QID_HINT)
+    return References(name=REFERENCE, rows=lfrqa.reference_rows(data_dir=data_dir), hint=LFRQA_QID_HINT)
 
 
 def lfrqa_rows(qids: list[str], data_dir: str | os.PathLike | None = None) -> dict[str, dict]:
@@ -164,7 +163,7 @@ class JudgeInputs:
     domains: Sequence[str] | None = None
     generation_failed: Sequence[bool] | None = None
     system: str | None = None
-    opponent: str = REFERENCE_NAME
+    opponent: str = REFERENCE
     sample: int | None = None
     target_width: float | None = None
 
@@ -229,7 +228,7 @@ def prepare_judge_inputs(
         if not qids:
             raise RagQaArenaError(f"{predictions} and {versus} share no qid: nothing to judge")
         opponent = versus_name or Path(versus).stem
-        if opponent == REFERENCE_NAME:
+        if opponent == REFERENCE:
             raise RagQaArenaError(f"The --versus system would be named 'LFRQA', the name of LFRQA's reference answers: "
                                   f"pass --versus-name with another name (the file is {versus})")
     if other is not None and all("question" in mine[q] for q in qids):

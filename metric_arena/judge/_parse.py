@@ -19,18 +19,25 @@ A request that got no reply at all (errors, refusals) stays a failed judgment in
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from lfrqa.errors import RagQaArenaError
+from metric_arena.llm import ChatRequest, Completion, RequestResult
+from metric_arena.records import Judgment
 from metric_arena.stats import judge_outcome, majority_vote
 
 __all__ = [
     "PARSES",
+    "REASKS",
+    "Ask",
     "check_parse",
+    "judge_one",
     "judge_outcome",
+    "judgment_record",
     "outcome_of",
     "parse_fields",
     "parse_rating",
+    "plain_ask",
     "read_rating",
     "reask_count",
     "reference_rating",
@@ -40,6 +47,11 @@ __all__ = [
 
 #: How replies are read: ``strict`` (the default) or ``reference`` (as the pinned scripts read them).
 PARSES = ("strict", "reference")
+#: The re-ask rule, the one place it is written: how many times a reply without a valid rating is asked
+#: again, per parse (strict: once; as the reference: never). Every judge path reads it through
+#: :func:`reask_count`: :func:`judge_one` (judge_pairs, tournaments, the reward, the callback, the Inspect
+#: scorer), the batch and export paths' cache keys.
+REASKS = {"strict": 1, "reference": 0}
 
 _RATING_TAG = re.compile(r"<rating>(.*?)</rating>", re.DOTALL)
 _RATING_VALUE = re.compile(r"\s*([012])\s*")
@@ -100,8 +112,8 @@ def read_rating(text: str | None, parse: str, *, valid: bool) -> int | None:
 
 
 def reask_count(parse: str) -> int:
-    """Re-asks after a reply without a valid rating: one when strict, none as in the reference."""
-    return 1 if parse == "strict" else 0
+    """Re-asks after a reply without a valid rating (:data:`REASKS`): one when strict, none as in the reference."""
+    return REASKS[check_parse(parse)]
 
 
 def strict_outcome(judgments: Sequence[dict], judges: Sequence[str]) -> str | None:
@@ -139,3 +151,59 @@ def outcome_of(rating: int | None, a_position: int) -> str | None:
     if rating == 0:
         return "tie"
     return "win" if rating == a_position else "loss"
+
+
+#: A transport that answers one request: ``ask(request, *, validate, reask)`` re-asks up to ``reask`` times
+#: after a reply that fails ``validate`` and returns a :class:`metric_arena.llm.RequestResult`:
+#: :meth:`metric_arena.llm.Session.ask` bound to a backend (cache, retries, limits), or :func:`plain_ask`
+#: around any ``send``.
+Ask = Callable[..., Awaitable[RequestResult]]
+
+
+def plain_ask(send: Callable[[ChatRequest], Awaitable[str | None]]) -> Ask:
+    """An :class:`Ask` on a transport that only sends (an Inspect model, a test double): each attempt is a
+    fresh ``send(request)`` returning the reply's text (None: no reply); nothing is cached."""
+
+    async def ask(request: ChatRequest, *, validate: Callable[[Completion], bool], reask: int) -> RequestResult:
+        completion, valid, attempts = None, False, 0
+        for attempts in range(1, int(reask) + 2):
+            text = await send(request)
+            completion = None if text is None else Completion(text=text)
+            valid = completion is not None and bool(validate(completion))
+            if valid:
+                break
+        return RequestResult(completion, valid, attempts, cached=False,
+                             error=None if valid else f"no valid <rating> in the judge's reply after {attempts} attempt(s)")
+
+    return ask
+
+
+async def judge_one(ask: Ask, request: ChatRequest, a_position: int, *, judge: str, parse: str = "strict") -> Judgment:
+    """Judge one prepared request (:func:`~metric_arena.judge.judge_request`) with the configured parse and
+    re-asks: ``ask`` it with the validity check (:func:`valid_reply`) and the re-ask rule
+    (:func:`reask_count`), read the rating under ``parse`` and return the judgment (the run folder's
+    record: ``judge``, ``a_position``, ``rating``, ``outcome``, ``raw``, ``attempts``, ``cached``; ``error``
+    when it failed). The one judge loop of the package: judge_pairs, tournaments, the reward, the callback
+    and the Inspect scorer all judge through it."""
+    result = await ask(request, validate=valid_reply, reask=reask_count(parse))
+    return judgment_record(judge, a_position, result, parse)
+
+
+def judgment_record(judge: str, a_position: int, result: RequestResult, parse: str = "strict") -> Judgment:
+    """The judgment record of a request's result (see :func:`judge_one`)."""
+    rating = read_rating(result.text, parse, valid=result.valid)
+    completion = result.completion
+    return {
+        "judge": judge,
+        "a_position": a_position,
+        "rating": rating,
+        "outcome": outcome_of(rating, a_position),
+        "raw": result.text if result.text is not None else "",
+        "attempts": result.attempts,
+        "cached": result.cached,
+        **({"error": result.error} if result.error and rating is None else {}),
+        **({"oversized": completion.original_chars} if completion and completion.original_chars else {}),
+        **({"system_folded": True} if completion is not None and completion.system_folded else {}),
+        **({"imported": {"file": completion.imported_from, "model": completion.model}}
+           if completion is not None and completion.imported_from else {}),
+    }

@@ -11,7 +11,7 @@ from lfrqa.errors import InvalidInputType, RagQaArenaError
 from lfrqa.files import lone_surrogate
 from metric_arena.llm import ChatRequest
 from metric_arena.prompts import JUDGE_TAGS, clean_response, injection_signs, judge_messages, neutralize_delimiters
-from metric_arena.records import text_too_long
+from metric_arena.records import REFERENCE, text_too_long
 from metric_arena.stats import pair_schedule
 
 __all__ = [
@@ -160,7 +160,7 @@ def _short(value) -> str:
 
 
 #: The name of the reference answers' side: no evaluated system may take it.
-REFERENCE_NAME = "LFRQA"
+REFERENCE_NAME = REFERENCE
 
 
 def check_system_names(system: str, opponent: str) -> None:

@@ -9,15 +9,12 @@ from pathlib import Path
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import JsonlAppender, atomic_write, dumps_json, exclusive_lock, json_line, loads_json, make_folder
 from metric_arena.judge._parse import judge_outcome
-from metric_arena.records import Verdict, check_verdict
+from metric_arena.records import REPLACING_FILE, SUMMARY_FILE, VERDICTS_FILE, Verdict, check_verdict
 from metric_arena.stats import summarize
 
 __all__ = ["RunWriter", "folder_settings", "summarize_verdicts"]
 
-VERDICTS_FILE = "verdicts.jsonl"
-SUMMARY_FILE = "summary.json"
 #: Verdicts of a run that replaces the folder's earlier run (``overwrite``), until it is complete.
-REPLACING_FILE = ".verdicts.replacing.jsonl"
 LOCK_FILE = ".lock"
 #: An unfinished run's settings, written when it starts (``summary.json`` holds them once it finishes): a
 #: resumed run is checked against all of them, the endpoint name too, which the verdicts do not show.

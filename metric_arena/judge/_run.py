@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 from collections import Counter
 import sys
@@ -12,21 +13,13 @@ from pathlib import Path
 
 from lfrqa.files import package_version
 from metric_arena.judge._config import JudgeConfig, JudgeSpec, judge_config
-from metric_arena.judge._parse import (
-    judge_outcome,
-    outcome_of,
-    parse_fields,
-    read_rating,
-    reask_count,
-    strict_outcome,
-    valid_reply,
-)
 from metric_arena.judge._inputs import JudgeInputs, old_input_form
+from metric_arena.judge._parse import judge_one, judge_outcome, parse_fields, strict_outcome
 from metric_arena.judge._plan import DEFAULT_JUDGE, PairInputs, check_pair_inputs, check_system_names, pair_requests
 from metric_arena.judge._records import RunWriter, summarize_verdicts
-from metric_arena.llm import Backend, RunConfig, Session, synchronous
+from metric_arena.llm import RunConfig, Session, synchronous
 from metric_arena.prompts import is_no_answer, is_no_answer_reference
-from metric_arena.records import Judgment, Verdict, injection_counts
+from metric_arena.records import Verdict, injection_counts
 from metric_arena.stats import IntervalStopper, reference_vote, majority_vote
 from metric_arena.style import verdict_style
 
@@ -55,11 +48,10 @@ class _PairJudge:
         planned = pair_requests(self.pairs.questions[i], self.pairs.predictions[i], self.pairs.references[i],
                                 qid=self.pairs.ids[i], order=config.order, seed=config.seed, data_dir=self.data_dir)
         jobs = [(backend, position, request) for backend in backends for position, request in planned.requests]
-        asks = [self.session.ask(backend, request, validate=valid_reply, reask=reask_count(config.parse))
-                for backend, _, request in jobs]
-        results = [await asks[0]] if len(asks) == 1 else await asyncio.gather(*asks)  # one request: no task for it
-        judgments = [_judgment(backend, position, result, config.parse)
-                     for (backend, position, _), result in zip(jobs, results)]
+        asks = [judge_one(functools.partial(self.session.ask, backend), request, position, judge=backend.spec,
+                          parse=config.parse)
+                for backend, position, request in jobs]
+        judgments = [await asks[0]] if len(asks) == 1 else list(await asyncio.gather(*asks))  # one: no task for it
         per_judge = [judge_outcome(judgments, backend.spec) for backend in backends]
         flips = [flip for o, flip in per_judge if o is not None]
         fields: dict = {"no_answer_a": is_no_answer(planned.a_text), "judgments": judgments,
@@ -85,25 +77,6 @@ class _PairJudge:
         if fields.get("failed_as_tie"):
             verdict["failed"] = True
         return verdict
-
-
-def _judgment(backend: Backend, position: int, result, parse: str = "strict") -> Judgment:
-    rating = read_rating(result.text, parse, valid=result.valid)
-    return {
-        "judge": backend.spec,
-        "a_position": position,
-        "rating": rating,
-        "outcome": outcome_of(rating, position),
-        "raw": result.text if result.text is not None else "",
-        "attempts": result.attempts,
-        "cached": result.cached,
-        **({"error": result.error} if result.error and rating is None else {}),
-        **({"oversized": result.completion.original_chars} if result.completion and result.completion.original_chars
-           else {}),
-        **({"system_folded": True} if result.completion is not None and result.completion.system_folded else {}),
-        **({"imported": {"file": result.completion.imported_from, "model": result.completion.model}}
-           if result.completion is not None and result.completion.imported_from else {}),
-    }
 
 
 async def _run_schedule(pair_judge: _PairJudge, schedule: list[int], *, writer: RunWriter | None, show: bool,

@@ -35,15 +35,16 @@ import os
 import re
 import shutil
 import tempfile
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lfrqa.checks import check_int
+from lfrqa.checks import check_int, grouped_keywords
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import iter_jsonl
-from metric_arena.judge._config import JudgeConfig, JudgeSpec, judge_config
+from metric_arena.judge._config import JudgeConfig, JudgeSpec, TournamentSchedule, judge_config
 from metric_arena.judge._cost import judge_dry_run
 from metric_arena.judge._inputs import (
     MAX_EXPORT_SYSTEMS,
@@ -59,15 +60,14 @@ from metric_arena.judge._plan import DEFAULT_JUDGE
 from metric_arena.judge._run import ajudge_pairs
 from metric_arena.judge._tournament_folder import TournamentFolder
 from metric_arena.llm import CostEstimate, Progress, RunConfig, Session, synchronous
-from metric_arena.stats import BattleCounts, SequentialRanking, stratified_sample
+from metric_arena.records import DEFAULT_SAMPLE, REFERENCE, REPLACING_FILE, SUMMARY_FILE, VERDICTS_FILE
+from metric_arena.stats import DEFAULT_ALPHA, BattleCounts, Intervals, SequentialRanking, stratified_sample
 
 if TYPE_CHECKING:
     from metric_arena.llm._session import RequestPool
 
 __all__ = ["Tournament", "atournament", "load_tournament", "tournament",
            "tournament_dry_run", "tournament_requests"]
-
-REFERENCE = "LFRQA"
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 
@@ -90,7 +90,11 @@ class Tournament:
 
     def sample(self, n: int, seed: int | None = None) -> list[str]:
         """The shared sample of ``n`` questions for every pair: the first ``n`` of the seeded stratified
-        order, so that a smaller sample is always inside a larger one (``seed`` is the order's own)."""
+        order, so that a smaller sample is always inside a larger one. The order's seed is the one
+        :func:`load_tournament` was given; ``seed`` here never took effect and is deprecated."""
+        if seed is not None:
+            warnings.warn("Tournament.sample(n, seed=...) is deprecated and the seed was never used: the order's "
+                          "seed is load_tournament(..., seed=); call sample(n)", DeprecationWarning, stacklevel=2)
         return self.order[:n]
 
 
@@ -167,8 +171,8 @@ def _name(a: str, b: str) -> str:
 def _finished(folder: Path, a: str, b: str, qids: list[str], config: JudgeConfig) -> dict | None:
     """The summary of a finished run folder holding exactly this match with no pair to ask again, or None."""
     try:
-        summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
-        rows = [row for _, row in iter_jsonl(folder / "verdicts.jsonl")]
+        summary = json.loads((folder / SUMMARY_FILE).read_text(encoding="utf-8"))
+        rows = [row for _, row in iter_jsonl(folder / VERDICTS_FILE)]
         judged = [row["qid"] for row in rows]
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -190,7 +194,7 @@ async def _play(plan: Tournament, a: str, b: str, qids: list[str], *, folder: To
     old = folder.reusable(_name(a, b))
     if found is None and old is not None and _finished(old, a, b, qids, judge) is not None:
         shutil.rmtree(where, ignore_errors=True)  # the folder being replaced holds this very match: copy it
-        shutil.copytree(old, where, ignore=shutil.ignore_patterns(".lock", ".verdicts.replacing.jsonl"))
+        shutil.copytree(old, where, ignore=shutil.ignore_patterns(".lock", REPLACING_FILE))
         found = _finished(where, a, b, qids, judge)
     if found is not None:
         return {**found, "reused": True, "n_sent": 0, "n_cached": 0}  # nothing asked by this call
@@ -208,7 +212,7 @@ def _battles(root: Path, matches: list[dict]) -> list[tuple[str, str, str]]:
     """Every judged battle so far, read back from the match folders."""
     battles = []
     for match in matches:
-        for _, row in iter_jsonl(root / _name(match["system"], match["opponent"]) / "verdicts.jsonl"):
+        for _, row in iter_jsonl(root / _name(match["system"], match["opponent"]) / VERDICTS_FILE):
             if row.get("outcome") is not None:
                 battles.append((row["system_a"], row["system_b"], row["outcome"]))
     return battles
@@ -266,24 +270,26 @@ def _check_settings(*, alpha: float, round_size: int, max_judgments: int | None,
                                   "adaptive=True (--adaptive), or drop it")
 
 
+@grouped_keywords("intervals", Intervals, ["n_boot"])
+@grouped_keywords("schedule", TournamentSchedule, ["sample", "adaptive", "alpha", "max_judgments", "round_size"])
 async def atournament(
     predictions: Sequence[str | os.PathLike] | Mapping[str, str | os.PathLike],
     *,
     out: str | os.PathLike,
     judge: JudgeSpec = DEFAULT_JUDGE,
     run: RunConfig | None = None,
-    sample: int | Sequence[int] = 700,
-    adaptive: bool = False,
-    alpha: float = 0.05,
-    max_judgments: int | None = None,
-    round_size: int = 100,
-    n_boot: int = 1000,
+    schedule: TournamentSchedule | None = None,
+    intervals: Intervals | None = None,
     data_dir: str | os.PathLike | None = None,
     progress: bool = False,
     overwrite: bool = False,
 ) -> dict:
     """Async form of :func:`tournament` (same arguments, same result)."""
     config = judge_config(judge)
+    schedule = schedule if schedule is not None else TournamentSchedule()
+    n_boot = (intervals if intervals is not None else Intervals()).n_boot
+    sample, adaptive, alpha = schedule.sample, schedule.adaptive, schedule.alpha
+    max_judgments, round_size = schedule.max_judgments, schedule.round_size
     requested = _sample_sizes(sample)
     _check_settings(alpha=alpha, round_size=round_size, max_judgments=max_judgments, adaptive=adaptive)
     plan = load_tournament(predictions, seed=config.seed, data_dir=data_dir)
@@ -339,7 +345,10 @@ TOURNAMENT_DOC = """Judge every system against LFRQA and every pair of systems a
     largest, one Table 5 column per size in ``report``. ``adaptive``: judge pairs in rounds of
     ``round_size`` questions on the neighbouring pairs not yet separated, until separated (family-wise
     error level ``alpha`` under repeated looks), ``max_judgments`` pair judgments are spent (a hard
-    budget) or no question is left. ``out``: holds one design (systems, samples, judges, order, seed,
+    budget) or no question is left. Those five are ``schedule=TournamentSchedule(...)``; ``intervals``
+    (:class:`~metric_arena.stats.Intervals`) sets the matches' bootstrap resamples. Loose ``sample=``,
+    ``adaptive=``, ``alpha=``, ``max_judgments=``, ``round_size=`` and ``n_boot=`` work for one release,
+    with a ``DeprecationWarning``. ``out``: holds one design (systems, samples, judges, order, seed,
     parse, adaptive settings); another is refused unless ``overwrite=True``, which replaces the folder's
     tournament only once the new one is complete. A re-run reuses finished matches and asks again the
     pairs that failed at the judge.
@@ -370,7 +379,7 @@ def tournament_requests(
     predictions: Sequence[str | os.PathLike] | Mapping[str, str | os.PathLike] | Tournament,
     *,
     seed: int = 0,
-    sample: int | Sequence[int] = 700,
+    sample: int | Sequence[int] = DEFAULT_SAMPLE,
     data_dir: str | os.PathLike | None = None,
 ) -> Iterator[JudgeInputs]:
     """The inputs of every match of the complete schedule (each system against LFRQA on all its questions,
@@ -401,7 +410,7 @@ def tournament_dry_run(
     *,
     judge: JudgeSpec = DEFAULT_JUDGE,
     run: RunConfig | None = None,
-    sample: int | Sequence[int] = 700,
+    sample: int | Sequence[int] = DEFAULT_SAMPLE,
     adaptive: bool = False,
     max_judgments: int | None = None,
     data_dir: str | os.PathLike | None = None,
@@ -413,7 +422,7 @@ def tournament_dry_run(
     of every pair without a budget. ``predictions`` may be a :func:`load_tournament` result."""
     config = judge_config(judge)
     sizes = _sample_sizes(sample)
-    _check_settings(alpha=0.05, round_size=1, max_judgments=max_judgments, adaptive=adaptive)
+    _check_settings(alpha=DEFAULT_ALPHA, round_size=1, max_judgments=max_judgments, adaptive=adaptive)
     plan = predictions if isinstance(predictions, Tournament) else load_tournament(predictions, seed=config.seed,
                                                                                      data_dir=data_dir)
     matches = [(name, REFERENCE, list(answers)) for name, answers in plan.systems.items()]

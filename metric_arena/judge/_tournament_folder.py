@@ -17,12 +17,12 @@ from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import atomic_write, dumps_json, loads_json, make_folder
+from metric_arena.records import SUMMARY_FILE, TOURNAMENT_FILE, VERDICTS_FILE
 
 __all__ = ["TOURNAMENT_FILE", "TournamentFolder", "design_changes"]
 
-TOURNAMENT_FILE = "tournament.json"
 STAGING = ".replacing"
-_RUN_FILES = ("verdicts.jsonl", "summary.json")
+_RUN_FILES = (VERDICTS_FILE, SUMMARY_FILE)
 
 
 def _read_record(folder: Path) -> dict | None:

@@ -12,9 +12,9 @@ from lfrqa.exports import export_names
 from metric_arena.llm._cache import CompletionCache, cache_key
 from metric_arena.llm._openai import redact
 from metric_arena.llm._ratelimit import RateLimiter
-from metric_arena.llm._runner import RetryPolicy
+from metric_arena.llm._runner import DEFAULT_MAX_CONCURRENCY, RequestResult, RetryPolicy
 from metric_arena.llm._session import RunConfig, Session
-from metric_arena.llm._specs import backend_identity, make_backend, model_backend, parse_spec
+from metric_arena.llm._specs import BACKENDS, HF, OPENAI, VLLM, backend_identity, make_backend, model_backend, parse_spec
 from metric_arena.llm._tasks import Progress, synchronous
 from metric_arena.llm._tokens import (
     PRICES_2024,
@@ -60,5 +60,9 @@ __all__ = [
     "redact",
     "synchronous",
 ]
+
+# Attributes, not listed (the room's list stays short): the backend registry and its names (compare a spec's
+# backend with these, never a literal), the default concurrency, and what Session.ask returns (metric_arena.judge.Ask builds on it).
+_ATTRIBUTES = (BACKENDS, HF, OPENAI, VLLM, RequestResult, DEFAULT_MAX_CONCURRENCY)
 
 export_names(globals())

@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from lfrqa.checks import check_int
 from lfrqa.errors import MissingDependency, RagQaArenaError
-from metric_arena.llm._types import BackendError, ChatRequest, Completion, LocalBackend, ModelNotFound
+from metric_arena.llm._types import HF, BackendError, ChatRequest, Completion, LocalBackend, ModelNotFound
 
 _INSTALL_HINT = 'the hf backend needs transformers and torch: pip install "rag-qa-arena[hf]"'
 
@@ -27,7 +27,7 @@ class HFBackend(LocalBackend):
     >>> backend = HFBackend("Qwen/Qwen2.5-0.5B-Instruct", batch_size=16)  # doctest: +SKIP
     """
 
-    name = "hf"
+    name = HF
 
     def __init__(
         self,

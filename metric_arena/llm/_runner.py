@@ -76,6 +76,8 @@ MIN_KEPT_CHARS = 4096
 KEPT_TAIL_CHARS = 1024
 #: Between the kept beginning and end of a cut reply: no digit and no tag, so no parser reads it as a rating.
 CUT_MARK = "\n[…]\n"
+#: Requests in flight at once unless a RunConfig says otherwise (the one definition; RunConfig and the CLI use it).
+DEFAULT_MAX_CONCURRENCY = 16
 #: Seconds between looks at the cache while another run sends the same request (jittered).
 CLAIM_POLL = 0.2
 
@@ -117,7 +119,7 @@ class Runner:
         self,
         cache: CompletionCache | None = None,
         *,
-        max_concurrency: int = 16,
+        max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
         retry: RetryPolicy | None = None,
         limiter=None,
         deadline: float | None = None,

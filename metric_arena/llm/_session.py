@@ -31,7 +31,7 @@ from lfrqa.checks import check_int
 from lfrqa.errors import InvalidInputType
 from metric_arena.llm._cache import CompletionCache
 from metric_arena.llm._ratelimit import RateLimiter
-from metric_arena.llm._runner import RequestResult, RetryPolicy, Runner
+from metric_arena.llm._runner import DEFAULT_MAX_CONCURRENCY, RequestResult, RetryPolicy, Runner
 from metric_arena.llm._specs import make_backends, parse_spec
 from metric_arena.llm._tasks import Progress, gather_or_cancel, run_until_stopped
 from metric_arena.llm._tokens import encodings_loaded, load_encodings, make_budgets
@@ -63,7 +63,7 @@ class RunConfig:
     base_url: str | Sequence[str] | None = None
     api_key: str | None = field(default=None, repr=False)
     timeout: float | None = None
-    max_concurrency: int = 16
+    max_concurrency: int = DEFAULT_MAX_CONCURRENCY
     limiter: RateLimiter | None = None
     retry: RetryPolicy | None = None
     cache_dir: str | os.PathLike | None = None

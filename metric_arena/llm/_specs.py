@@ -10,6 +10,9 @@ from collections.abc import Mapping, Sequence
 
 from lfrqa.errors import MissingDependency, RagQaArenaError
 from metric_arena.llm._types import (
+    HF,
+    OPENAI,
+    VLLM,
     AuthenticationFailed,
     Backend,
     BackendError,
@@ -22,6 +25,9 @@ from metric_arena.llm._types import (
 
 __all__ = [
     "BACKENDS",
+    "HF",
+    "OPENAI",
+    "VLLM",
     "AuthenticationFailed",
     "Backend",
     "BackendError",
@@ -39,9 +45,9 @@ __all__ = [
 
 #: Backend names accepted in a spec, with what they run.
 BACKENDS = {
-    "openai": "any OpenAI-compatible chat-completions server (OpenAI, vLLM/TGI/SGLang servers); base_url=, api_key=",
-    "hf": "a local chat model through transformers (Hub id or save_pretrained folder)",
-    "vllm": 'an in-process vLLM engine (pip install "rag-qa-arena[vllm]")',
+    OPENAI: "any OpenAI-compatible chat-completions server (OpenAI, vLLM/TGI/SGLang servers); base_url=, api_key=",
+    HF: "a local chat model through transformers (Hub id or save_pretrained folder)",
+    VLLM: 'an in-process vLLM engine (pip install "rag-qa-arena[vllm]")',
 }
 
 
@@ -81,13 +87,13 @@ def make_backend(
     4
     """
     backend, model = parse_spec(spec)
-    if backend != "openai" and (base_url is not None or api_key is not None or endpoint_name is not None):
+    if backend != OPENAI and (base_url is not None or api_key is not None or endpoint_name is not None):
         raise RagQaArenaError(f"base_url/api_key/endpoint_name apply to the openai backend only, not to {spec!r}")
-    if backend == "openai":
+    if backend == OPENAI:
         from metric_arena.llm._openai import OpenAIBackend as cls
 
         fixed = {"base_url": base_url, "api_key": api_key, "endpoint_name": endpoint_name}
-    elif backend == "hf":
+    elif backend == HF:
         from metric_arena.llm._hf import HFBackend as cls
 
         fixed = {}
@@ -141,13 +147,13 @@ def make_backends(
     if not items:
         raise RagQaArenaError("No model given: pass a '<backend>:<model>' spec such as 'openai:gpt-4o', or a list")
     names = [item.name if isinstance(item, Backend) else parse_spec(item)[0] for item in items]
-    if base_url is not None and "openai" not in names:
+    if base_url is not None and OPENAI not in names:
         raise RagQaArenaError(f"base_url applies to openai models only, not to {', '.join(map(str, items))}")
     backends: list[Backend] = []
     for item, name in zip(items, names):
         if isinstance(item, Backend):
             backends.append(item)
-        elif name == "openai":
+        elif name == OPENAI:
             extra = dict(options or {})
             if timeout is not None:
                 extra["timeout"] = timeout
@@ -167,7 +173,7 @@ def backend_identity(spec: str, *, base_url: str | Sequence[str] | None = None, 
     """The cache identity of the backend ``spec`` names, without loading a model or sending anything
     (None when the backend's package is not installed here)."""
     try:
-        openai_judge = parse_spec(spec)[0] == "openai"
+        openai_judge = parse_spec(spec)[0] == OPENAI
         backend = make_backends(spec, base_url=base_url if openai_judge else None, api_key="unused", options=options,
                                 endpoint_name=endpoint_name if openai_judge else None)[0]
     except MissingDependency:

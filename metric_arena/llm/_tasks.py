@@ -148,16 +148,18 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
     return box["result"]
 
 
-def synchronous(coroutine_function: Callable[..., Coroutine[Any, Any, T]], *, name: str, doc: str) -> Callable[..., T]:
+def synchronous(coroutine_function: Callable[..., Coroutine[Any, Any, T]], *, name: str,
+                doc: str | None = None) -> Callable[..., T]:
     """The blocking twin of an ``async def`` entry point: the same parameters (one list, read from
-    the async function by ``inspect.signature``), run to the end with :func:`run_sync`."""
+    the async function by ``inspect.signature``), run to the end with :func:`run_sync`; its docstring
+    is ``doc``, or the async function's own."""
 
     @functools.wraps(coroutine_function)
     def blocking(*args, **kwargs):
         return run_sync(coroutine_function(*args, **kwargs))
 
     blocking.__name__ = blocking.__qualname__ = name
-    blocking.__doc__ = doc
+    blocking.__doc__ = doc if doc is not None else coroutine_function.__doc__
     return blocking
 
 

@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 from lfrqa.checks import check_int
 from lfrqa.errors import MissingDependency
 from metric_arena.llm._specs import parse_spec
-from metric_arena.llm._types import Backend, ChatRequest
+from metric_arena.llm._types import OPENAI, Backend, ChatRequest
 
 __all__ = [
     "BATCH_DISCOUNT",
@@ -226,7 +226,7 @@ def estimate_cost(
     to_send = n_requests - n_cached
     prefix = _shared_prefix_tokens([r for r, c in zip(requests, flags) if not c], counter)
     output_estimate = int(round(expected_output_tokens * to_send))
-    price = PRICES_2024.get(model) if backend == "openai" else None
+    price = PRICES_2024.get(model) if backend == OPENAI else None
     if price is None:
         cost = cost_max = None
     else:
@@ -245,7 +245,7 @@ def estimate_cost(
         output_price_per_m=None if price is None else price[1],
         cost_usd=cost,
         cost_usd_max=cost_max,
-        **_prompt_caching(model if backend == "openai" else None, cost, prefix, to_send),
+        **_prompt_caching(model if backend == OPENAI else None, cost, prefix, to_send),
     )
 
 

@@ -20,6 +20,9 @@ import re
 from dataclasses import dataclass
 
 from lfrqa.errors import ArenaError
+#: The backends' names, as a spec writes them (``"openai:gpt-4o"``): the registry
+#: (:data:`metric_arena.llm.BACKENDS`) is keyed by them; code elsewhere compares with these, never a literal.
+OPENAI, HF, VLLM = "openai", "hf", "vllm"
 
 
 @dataclass(frozen=True)

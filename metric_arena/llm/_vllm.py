@@ -19,7 +19,7 @@ from collections.abc import Mapping
 
 from lfrqa.checks import check_int
 from lfrqa.errors import MissingDependency, RagQaArenaError
-from metric_arena.llm._types import BackendError, ChatRequest, Completion, LocalBackend, ModelNotFound
+from metric_arena.llm._types import VLLM, BackendError, ChatRequest, Completion, LocalBackend, ModelNotFound
 
 __all__ = ["VLLMBackend"]
 
@@ -47,7 +47,7 @@ class VLLMBackend(LocalBackend):
     >>> completions = await backend.complete_many(requests)  # one batched LLM.chat call  # doctest: +SKIP
     """
 
-    name = "vllm"
+    name = VLLM
 
     def __init__(
         self,

@@ -15,6 +15,7 @@ import datasets
 import evaluate
 
 from metric_arena import DEFAULT_JUDGE, JudgeInputs, judge_pairs  # From: rag-qa-arena
+from metric_arena.records import REFERENCE  # From: rag-qa-arena
 
 _CITATION = """\
 @article{han2024ragqaarena,
@@ -214,7 +215,7 @@ class RagQaArena(evaluate.Metric):
         run=None,
         out=None,
         system=None,
-        opponent="LFRQA",
+        opponent=REFERENCE,
         progress=None,
         data_dir=None,
         citations=None,
@@ -246,7 +247,7 @@ class RagQaArena(evaluate.Metric):
         run=None,
         out=None,
         system=None,
-        opponent="LFRQA",
+        opponent=REFERENCE,
         progress=None,
         data_dir=None,
         citations=None,

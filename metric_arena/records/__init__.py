@@ -35,10 +35,13 @@ from typing import Literal, TypedDict
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import json_line, lone_surrogate
 from metric_arena.records._citations import CitedSentence, Citations, ScoredSentence, check_citations
+from metric_arena.stats import OUTCOMES
 
 __all__ = [
     "MAX_TEXT_CHARS",
     "OUTCOMES",
+    "DEFAULT_SAMPLE", "LEADERBOARD_FILE", "REFERENCE", "REPLACING_FILE", "REPORT_FILE", "RUN_FILES", "SUMMARY_FILE",
+    "TOURNAMENT_FILE", "VERDICTS_FILE",
     "AnswerStyle",
     "CitedSentence",
     "Citations",
@@ -81,8 +84,17 @@ def text_too_long(field: str, text, place: str) -> str | None:
             "have (MAX_TEXT_CHARS): shorten it, or leave the pair out")
 
 
-#: A pair's outcome from ``system_a``'s side; a failed pair has none (null).
-OUTCOMES = ("win", "tie", "loss")
+#: A pair's outcome from ``system_a``'s side (``OUTCOMES``, defined in metric_arena.stats); a failed pair has none.
+#: The reference system's name in verdicts, run folders and reports (LFRQA's answers; the one definition).
+REFERENCE = "LFRQA"
+#: The run folder's files: verdicts as pairs finish, the summary at the end, the verdicts of a replacing run
+#: while it lasts; a tournament's design and results; a report's leaderboard and everything it shows.
+VERDICTS_FILE, SUMMARY_FILE, REPLACING_FILE = "verdicts.jsonl", "summary.json", ".verdicts.replacing.jsonl"
+RUN_FILES = (VERDICTS_FILE, SUMMARY_FILE, REPLACING_FILE)
+TOURNAMENT_FILE = "tournament.json"
+LEADERBOARD_FILE, REPORT_FILE = "leaderboard.json", "report.json"
+#: The default number of shared questions per pair of a tournament (the paper's column B).
+DEFAULT_SAMPLE = 700
 
 
 # Each record with fields written only when they apply is two classes: the fields every row has (a

@@ -26,7 +26,7 @@ from metric_arena.report._push import (
 )
 from metric_arena.report._retrieval import retrieval_analysis
 from metric_arena.report._runs import REFERENCE, Run, backfill_styles, load_run, load_runs, run_settings
-from metric_arena.report._write import write_report
+from metric_arena.report._write import ReportAnalyses, write_report
 from metric_arena.report.views import ViewerOptions
 
 __all__ = [
@@ -35,6 +35,7 @@ __all__ = [
     "REFUSALS",
     "ComparisonRefused",
     "Leaderboard",
+    "ReportAnalyses",
     "MinShared",
     "ResultPin",
     "Run",

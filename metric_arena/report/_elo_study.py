@@ -12,11 +12,11 @@ from __future__ import annotations
 from lfrqa.files import loads_json
 from metric_arena.report._runs import Run
 from metric_arena.report.views import adaptive_pairs, win_matrix
-from metric_arena.stats import BattleCounts, bootstrap_bradley_terry, intervals_separated
+from metric_arena.stats import BattleCounts, Intervals, bootstrap_bradley_terry, intervals_separated
+from metric_arena.records import TOURNAMENT_FILE
 
 __all__ = ["elo_study"]
 
-TOURNAMENT_FILE = "tournament.json"
 
 
 def _view(runs: list[Run], reference: str, *, n_boot: int, seed: int, confidence: float,
@@ -27,7 +27,8 @@ def _view(runs: list[Run], reference: str, *, n_boot: int, seed: int, confidence
     players = sorted({p for run in runs for p in (run.system, run.opponent)})
     counts = BattleCounts.from_battles(battles, players)
     anchor = reference if reference in players else None
-    ratings = bootstrap_bradley_terry(counts, anchor=anchor, n_boot=n_boot, seed=seed, confidence=confidence)
+    ratings = bootstrap_bradley_terry(counts, anchor=anchor,
+                                      intervals=Intervals(n_boot=n_boot, seed=seed, confidence=confidence))
     ranked = sorted((p for p in players if ratings[p]["n_battles"]), key=lambda p: (-ratings[p]["rating"], p))
     neighbours = [{"upper": upper, "lower": lower,
                    "separated": intervals_separated(ratings[upper]["rating_ci"], ratings[lower]["rating_ci"])}

@@ -41,6 +41,7 @@ from builders import (
 )
 from lfrqa.errors import RagQaArenaError
 from metric_arena.report._runs import load_run, run_rates
+from metric_arena.records import VERDICTS_FILE
 
 __all__ = ["EVAL_RESULTS_DIR", "ResultPin", "build_eval_result_files", "eval_result_entries", "hub_user", "judge_tag",
            "push_eval_results", "read_benchmark", "task_coverage"]
@@ -246,7 +247,7 @@ def build_eval_result_files(
     check_repo_id(source_repo)
     run = load_run(Path(run_dir))
     if not run.verdicts:
-        raise RagQaArenaError(f"{Path(run_dir) / 'verdicts.jsonl'} has no verdicts: judge some pairs first")
+        raise RagQaArenaError(f"{Path(run_dir) / VERDICTS_FILE} has no verdicts: judge some pairs first")
     summary = run.summary
     parse = summary.get("parse") or "strict"
     if pin.dataset_revision is None and summary.get("dataset_revision"):

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field, fields
 from itertools import combinations
 from pathlib import Path
 
+from lfrqa.checks import grouped_keywords
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import package_version
 from metric_arena.report._battles import battle_rows
@@ -53,8 +54,10 @@ from metric_arena.report._runs import REFERENCE, Run, empty_rates, load_run, run
 from metric_arena.stats import (
     BASE,
     INITIAL,
+    INTERVAL_KEYWORDS,
     SCALE,
     BattleCounts,
+    Intervals,
     bootstrap_bradley_terry,
     cohen_kappa,
     judge_outcomes,
@@ -102,13 +105,12 @@ class Leaderboard:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
+@grouped_keywords("intervals", Intervals, INTERVAL_KEYWORDS)
 def build_leaderboard(
     runs: Sequence[Run | str | Path],
     *,
     reference: str = REFERENCE,
-    n_boot: int = 1000,
-    seed: int = 0,
-    confidence: float = 0.95,
+    intervals: Intervals | None = None,
     progress: ProgressCallback | None = None,
     retrieved: RetrievedFiles | None = None,
     data_dir: str | os.PathLike | None = None,
@@ -120,13 +122,17 @@ def build_leaderboard(
     ``retrieved``: ``retrieve`` output files for the retrieval-aware analysis (gold documents from
     ``lfrqa.load(data_dir=data_dir)``); ``no_answer_view``: also rebuild it without no-answer pairs;
     ``style_features``: the style-controlled ratings' feature set (``"words"`` or ``"fastchat"``,
-    :data:`metric_arena.style.STYLE_FEATURE_SETS`).
+    :data:`metric_arena.style.STYLE_FEATURE_SETS`); ``intervals``: bootstrap resamples, seed and level of
+    every interval (:class:`~metric_arena.stats.Intervals`; ``n_boot=``, ``seed=``, ``confidence=`` alone are
+    deprecated).
 
     >>> board = build_leaderboard(["runs/gpt-4o", "runs/llama-3"])  # doctest: +SKIP
     >>> [(e["system"], round(e["rating"])) for e in board.entries]  # doctest: +SKIP
     [('gpt-4o', 1083), ('LFRQA', 1000), ('llama-3', 958)]
     """
     check_style_features(style_features)
+    intervals = intervals if intervals is not None else Intervals()
+    n_boot, seed, confidence = intervals.n_boot, intervals.seed, intervals.confidence
     loaded = _load_runs(runs, progress)
     warnings = [w for run in loaded for w in run.warnings] + _comparability_warnings(loaded)
     judges = sorted({j for run in loaded for j in run.judges})
@@ -235,7 +241,7 @@ def _ratings(loaded: list[Run], reference: str, warnings: list[str], progress: P
     if not counts.n_battles:
         return anchor, components, {}
     ratings = bootstrap_bradley_terry(
-        counts, anchor=anchor, n_boot=n_boot, seed=seed, confidence=confidence,
+        counts, anchor=anchor, intervals=Intervals(n_boot=n_boot, seed=seed, confidence=confidence),
         progress=(lambda done, total: progress("Bootstrap ratings", done, total)) if progress else None,
     )
     return anchor, components, ratings
@@ -344,7 +350,8 @@ def _no_answer_view(board: Leaderboard, loaded: list[Run], reference_runs: dict[
     n_excluded = sum(len(run.verdicts) - len(kept.verdicts) for run, kept in zip(loaded, filtered))
     view = None
     if n_excluded:
-        rebuilt = build_leaderboard(filtered, reference=board.reference, no_answer_view=False, **stats)
+        rebuilt = build_leaderboard(filtered, reference=board.reference, no_answer_view=False,
+                                    intervals=Intervals(**stats))
         view = [{k: e.get(k) for k in VIEW_KEYS} for e in rebuilt.entries]
     by_system = {block["system"]: block for block in systems}
     ranks = {e["system"]: e for e in view or []}

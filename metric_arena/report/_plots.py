@@ -8,6 +8,7 @@ import math
 from collections.abc import Sequence
 
 from lfrqa.errors import MissingDependency, RagQaArenaError
+from metric_arena.records import REFERENCE
 
 _WIN = "#2563eb"
 _WIN_TIE = "#f59e0b"
@@ -32,7 +33,7 @@ def _png(figure) -> bytes:
     return buffer.getvalue()
 
 
-def plot_ratings(entries: Sequence[dict], *, reference: str = "LFRQA", confidence: float = 0.95) -> bytes:
+def plot_ratings(entries: Sequence[dict], *, reference: str = REFERENCE, confidence: float = 0.95) -> bytes:
     """Ratings with their intervals, best at the top; the reference in red. Returns PNG bytes."""
     rated = [e for e in entries if e.get("rating") is not None]
     if not rated:

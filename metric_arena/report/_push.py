@@ -19,10 +19,11 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from builders import check_repo_id, check_secrets, resolve_token, upload_files
+from builders import HUB_UPLOAD_KEYWORDS, HubUpload, check_repo_id, check_secrets, resolve_token, upload_files
+from lfrqa.checks import grouped_keywords
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import package_version
-from metric_arena.records import Verdict, verdicts_table
+from metric_arena.records import REFERENCE, SUMMARY_FILE, VERDICTS_FILE, Verdict, verdicts_table
 from metric_arena.report._runs import Run, load_run, run_rates
 
 __all__ = ["build_push_files", "card_data", "dataset_card", "push_run", "verdicts_parquet"]
@@ -34,28 +35,26 @@ def build_push_files(run_dir: str | Path, *, repo_id: str, extra_secrets: Iterab
     run_dir = Path(run_dir)
     run = load_run(run_dir)
     if not run.verdicts:
-        raise RagQaArenaError(f"{run_dir / 'verdicts.jsonl'} has no verdicts: judge some pairs before pushing")
-    sources = {"verdicts.jsonl": (run_dir / "verdicts.jsonl").read_text(encoding="utf-8")}
-    if run.summary and (run_dir / "summary.json").is_file():  # a stale summary (load_run warns) stays home
-        sources["summary.json"] = (run_dir / "summary.json").read_text(encoding="utf-8")
+        raise RagQaArenaError(f"{run_dir / VERDICTS_FILE} has no verdicts: judge some pairs before pushing")
+    sources = {VERDICTS_FILE: (run_dir / VERDICTS_FILE).read_text(encoding="utf-8")}
+    if run.summary and (run_dir / SUMMARY_FILE).is_file():  # a stale summary (load_run warns) stays home
+        sources[SUMMARY_FILE] = (run_dir / SUMMARY_FILE).read_text(encoding="utf-8")
     card = dataset_card(run, repo_id=repo_id)
     sources["README.md (generated)"] = card
     check_secrets(sources, what=str(run_dir), extra=extra_secrets)
 
     files = {"data/verdicts.parquet": verdicts_parquet(run.verdicts), "README.md": card.encode("utf-8")}
-    if "summary.json" in sources:
-        files["summary.json"] = sources["summary.json"].encode("utf-8")
+    if SUMMARY_FILE in sources:
+        files[SUMMARY_FILE] = sources[SUMMARY_FILE].encode("utf-8")
     return files
 
 
+@grouped_keywords("upload", HubUpload, HUB_UPLOAD_KEYWORDS)
 def push_run(
     run_dir: str | Path,
     repo_id: str,
     *,
-    private: bool = False,
-    token: str | None = None,
-    token_from_env: bool = False,
-    commit_message: str | None = None,
+    upload: HubUpload | None = None,
     api=None,
 ) -> str:
     """Upload a run folder to the dataset repo ``repo_id`` (created if missing); returns the
@@ -67,6 +66,8 @@ def push_run(
     >>> push_run("runs/gpt-4o", "my-org/rag-qa-arena-gpt-4o", private=True)  # doctest: +SKIP
     'https://huggingface.co/datasets/my-org/rag-qa-arena-gpt-4o/commit/…'
     """
+    upload = upload if upload is not None else HubUpload()
+    private, token, token_from_env, commit_message = upload.private, upload.token, upload.token_from_env, upload.commit_message
     check_repo_id(repo_id)
     if api is None or token_from_env:
         token = resolve_token(token, from_env=token_from_env)
@@ -128,7 +129,7 @@ def dataset_card(run: Run, *, repo_id: str) -> str:
         template_path=str(CARD_TEMPLATE),
         system=_md(run.system),
         opponent=_md(run.opponent),
-        reference=run.opponent == "LFRQA",
+        reference=run.opponent == REFERENCE,
         judges=_md(judges),
         version=_md(summary.get("package_version") or package_version()),
         n=f"{len(run.verdicts):,}",

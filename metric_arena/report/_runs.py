@@ -13,15 +13,13 @@ from pathlib import Path
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import iter_records, loads_json, lone_surrogate, refuse_lone_surrogates
 from metric_arena.prompts import clean_response
-from metric_arena.records import Verdict, check_prediction, check_verdict
+from metric_arena.records import REFERENCE, REPLACING_FILE, SUMMARY_FILE, VERDICTS_FILE, Verdict, check_prediction, check_verdict
 from metric_arena.stats import judge_outcome, reference_vote, summarize
 from metric_arena.style import has_style, verdict_style
 
 __all__ = ["REFERENCE", "Run", "backfill_styles", "empty_rates", "load_run", "load_runs", "run_rates", "run_settings"]
 
-REFERENCE = "LFRQA"
 #: What ``judge --overwrite`` writes beside the verdicts until its new set is complete.
-REPLACING_FILE = ".verdicts.replacing.jsonl"
 _UNKNOWN_DOMAIN = "unknown"
 
 
@@ -49,7 +47,7 @@ def load_run(path: str | Path, *, lean: bool = False) -> Run:
     leaderboard counts (judge, position, rating, outcome, flags), not the judge's reply text (``raw``, most of
     a verdict's size); verdicts are read one line at a time either way."""
     path = Path(path)
-    verdicts_path = path / "verdicts.jsonl"
+    verdicts_path = path / VERDICTS_FILE
     if not verdicts_path.is_file():
         what = "does not exist" if not path.exists() else "has no verdicts.jsonl"
         inside = sorted(p.parent.name for p in path.glob("*/verdicts.jsonl")) if path.is_dir() else []
@@ -58,9 +56,9 @@ def load_run(path: str | Path, *, lean: bool = False) -> Run:
             f"{str(path)!r} {what}: pass run folders written by `rag-qa-arena judge --out DIR`{hint}"
         )
     warnings: list[str] = []
-    summary = _read_summary(path / "summary.json") if (path / "summary.json").is_file() else {}
+    summary = _read_summary(path / SUMMARY_FILE) if (path / SUMMARY_FILE).is_file() else {}
     unusable = _unusable_summary(summary)
-    if not (path / "summary.json").is_file():
+    if not (path / SUMMARY_FILE).is_file():
         warnings.append(f"{path.name}: no summary.json (unfinished run?); using verdicts.jsonl only")
     elif unusable:
         warnings.append(f"{path.name}: summary.json is unusable ({unusable}): ignored, everything reported comes "
@@ -148,7 +146,7 @@ def load_runs(paths: Sequence[Run | str | os.PathLike], *, lean: bool = False) -
             first_error = first_error or FileNotFoundError(f"{str(path)!r} is a link to nothing (dangling or a loop)")
             warnings.append(f"{path}: skipped, a link that leads nowhere (dangling or a loop)")
             continue
-        if path.exists() and not (path / "verdicts.jsonl").is_file():
+        if path.exists() and not (path / VERDICTS_FILE).is_file():
             try:
                 load_run(path)  # the error that names what the path is (and a hint when it holds runs)
             except (FileNotFoundError, NotADirectoryError) as error:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
+from lfrqa.checks import grouped_keywords
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import atomic_write, dumps_json, make_folder
 from metric_arena.report._html import render_html
@@ -17,69 +19,75 @@ from metric_arena.report._leaderboard import (
 from metric_arena.report._plots import plot_length_ratio, plot_ratings, plot_win_matrix, plot_win_rates
 from metric_arena.report._retrieval import RetrievedFiles
 from metric_arena.report._runs import REFERENCE, Run, load_runs
+from metric_arena.records import LEADERBOARD_FILE, REPORT_FILE, VERDICTS_FILE
 from metric_arena.report.sections import attach_metrics, metric_only_folders, metric_sections
 from metric_arena.report.views import ViewerOptions, anchored_entries, length_ratio_curves, verdict_view
-from metric_arena.stats import Intervals, agreement, load_human_labels
+from metric_arena.stats import INTERVAL_KEYWORDS, Intervals, agreement, load_human_labels
 
-__all__ = ["write_report"]
+__all__ = ["ReportAnalyses", "write_report"]
 
 
+@dataclass(frozen=True, kw_only=True)
+class ReportAnalyses:
+    """The analyses a report adds beside the leaderboard: the judge's agreement with ``human_labels``
+    (JSONL, see :func:`metric_arena.stats.load_human_labels`; ``agreement_judge`` picks one judge of an
+    ensemble), the retrieval-aware view of the ``retrieved`` files the systems answered from
+    (``"SYSTEM=FILE"`` gives one system its own), the style-controlled ratings' ``style_features``
+    (``"words"`` or ``"fastchat"``), the ``plots``, and the page's ``title``."""
+
+    human_labels: str | Path | None = None
+    agreement_judge: str | None = None
+    retrieved: RetrievedFiles | None = None
+    style_features: str = "words"
+    plots: bool = True
+    title: str = "RAG-QA Arena leaderboard"
+
+
+@grouped_keywords("intervals", Intervals, INTERVAL_KEYWORDS)
+@grouped_keywords("analyses", ReportAnalyses, ["human_labels", "agreement_judge", "retrieved", "style_features", "plots",
+                                                    "title"])
 def write_report(
     runs: Sequence[Run | str | Path],
     out: str | Path,
     *,
     reference: str = REFERENCE,
-    n_boot: int = 1000,
-    seed: int = 0,
-    confidence: float = 0.95,
-    human_labels: str | Path | None = None,
-    agreement_judge: str | None = None,
-    title: str = "RAG-QA Arena leaderboard",
-    plots: bool = True,
+    intervals: Intervals | None = None,
+    analyses: ReportAnalyses | None = None,
     progress: ProgressCallback | None = None,
-    retrieved: RetrievedFiles | None = None,
     data_dir: str | os.PathLike | None = None,
-    style_features: str = "words",
     viewer: ViewerOptions | None = None,
 ) -> Leaderboard:
     """Build the leaderboard and write it to ``out``: ``leaderboard.json`` (the entries, each with its
     system's ``metrics``: every registered metric the run folders hold, :mod:`metric_arena.report.sections`),
     ``report.json`` (everything), ``win_rates.png``, ``ratings.png`` and a self-contained
-    ``leaderboard.html``. With ``human_labels`` (JSONL, see :func:`metric_arena.stats.load_human_labels`) the
-    judge's agreement with people is added. ``retrieved``: the ``retrieve`` output files the systems
-    answered from, for the retrieval-aware analysis (``"SYSTEM=FILE"`` gives one system its own;
-    gold documents from ``lfrqa.load(data_dir=data_dir)``). Entries of ``runs`` that are not run
-    folders (a stray file or folder in ``runs/*``) are skipped with a warning. ``style_features``: the
-    style-controlled ratings' feature set, ``"words"`` or ``"fastchat"`` (:func:`build_leaderboard`).
-    ``viewer``: what the page's verdict viewer shows (:class:`~metric_arena.report.views.ViewerOptions`; by
+    ``leaderboard.html``. ``analyses`` (:class:`ReportAnalyses`): the judge's agreement with human labels,
+    the retrieval-aware analysis (gold documents from ``lfrqa.load(data_dir=data_dir)``), the style
+    features, the plots; ``intervals``: resamples, seed and level (:class:`~metric_arena.stats.Intervals`).
+    The loose keywords of earlier releases (``n_boot=``, ``seed=``, ``confidence=``, ``human_labels=``,
+    ``agreement_judge=``, ``retrieved=``, ``style_features=``, ``plots=``, ``title=``) work for one release, with a
+    ``DeprecationWarning``. Entries of ``runs`` that are not run folders (a stray file or folder in
+    ``runs/*``) are skipped with a warning. ``viewer``: what the page's verdict viewer shows (:class:`~metric_arena.report.views.ViewerOptions`; by
     default the run folders' contents, without answer texts). Also written: ``length_ratio.png`` (win rate
     against the length ratio, into ``report.json``'s ``length.win_rate_by_length_ratio``) and, with
     system-against-system runs, ``win_matrix.png``.
 
     >>> board = write_report(["runs/gpt-4o", "runs/llama-3"], "leaderboard/")  # doctest: +SKIP
     """
+    intervals = intervals if intervals is not None else Intervals()
+    analyses = analyses if analyses is not None else ReportAnalyses()
+    confidence, plots, human_labels = intervals.confidence, analyses.plots, analyses.human_labels
     out = Path(out)
-    # `report runs/* --out runs/leaderboard` run twice passes the report folder itself: skip it.
-    runs = [r for r in runs if isinstance(r, Run) or os.path.realpath(r) != os.path.realpath(out)
-            or (Path(r) / "verdicts.jsonl").is_file()]  # realpath: a symlink loop is no error here
-    runs, scored = metric_only_folders(runs)  # e.g. a `cite` folder: its metric's section, no verdicts
-    if not runs and scored:
-        raise RagQaArenaError(f"{scored[0]} holds a metric's rows but no verdicts: a report needs at least one "
-                              "judge run folder (`rag-qa-arena judge --out DIR`); give it beside this one")
-    loaded, skipped = load_runs(runs, lean=True)  # what the report counts, not the judges' reply texts
-    for run in loaded:
-        if out.resolve() == run.path.resolve():
-            raise RagQaArenaError(f"--out {str(out)!r} is a run folder: write the report to a folder of its own")
+    loaded, skipped, scored = _read_runs(runs, out)
     labels = load_human_labels(human_labels) if human_labels is not None else None
-    board = build_leaderboard(loaded, reference=reference, n_boot=n_boot, seed=seed, confidence=confidence,
-                              progress=progress, retrieved=retrieved, data_dir=data_dir, style_features=style_features)
+    board = build_leaderboard(loaded, reference=reference, intervals=intervals, progress=progress,
+                              retrieved=analyses.retrieved, data_dir=data_dir, style_features=analyses.style_features)
     board.warnings[:0] = skipped
     _attach_anchored(board, loaded)
     board.metrics = attach_metrics(board.entries, metric_sections(  # every registered metric the runs hold
-        [run.path for run in loaded] + scored, intervals=Intervals(n_boot=n_boot, seed=seed, confidence=confidence)))
+        [run.path for run in loaded] + scored, intervals=intervals))
     if labels is not None:
         verdicts = [v for run in loaded for v in run.verdicts]
-        board.agreement = agreement(labels, verdicts, judge=agreement_judge)
+        board.agreement = agreement(labels, verdicts, judge=analyses.agreement_judge)
         if board.agreement["n"] == 0:
             board.warnings.append(
                 f"none of the {board.agreement['n_human']} human-labelled pairs matches a judged pair "
@@ -89,8 +97,8 @@ def write_report(
         board.length["win_rate_by_length_ratio"] = length_ratio_curves(loaded, reference=reference,
                                                                        confidence=confidence)
     make_folder(out)
-    atomic_write(out / "leaderboard.json", dumps_json(board.entries))
-    atomic_write(out / "report.json", dumps_json(board.to_dict()))
+    atomic_write(out / LEADERBOARD_FILE, dumps_json(board.entries))
+    atomic_write(out / REPORT_FILE, dumps_json(board.to_dict()))
     images: dict[str, bytes] = {}
     if plots:
         if any(e["rating"] is not None for e in board.entries):
@@ -107,8 +115,25 @@ def write_report(
             progress("Plots", 1, 1)
     viewer = viewer or ViewerOptions()
     view = verdict_view(loaded, reference=reference, options=viewer, data_dir=data_dir) if viewer.enabled else None
-    atomic_write(out / "leaderboard.html", render_html(board, images=images, title=title, verdicts=view))
+    atomic_write(out / "leaderboard.html", render_html(board, images=images, title=analyses.title, verdicts=view))
     return board
+
+
+def _read_runs(runs, out: Path) -> tuple[list[Run], list[str], list[Path]]:
+    """The judge runs (read lean: what the report counts, not the judges' reply texts), the warnings of the
+    entries skipped, and the folders holding only a registered metric's rows (e.g. a ``cite`` folder)."""
+    # `report runs/* --out runs/leaderboard` run twice passes the report folder itself: skip it.
+    runs = [r for r in runs if isinstance(r, Run) or os.path.realpath(r) != os.path.realpath(out)
+            or (Path(r) / VERDICTS_FILE).is_file()]  # realpath: a symlink loop is no error here
+    runs, scored = metric_only_folders(runs)
+    if not runs and scored:
+        raise RagQaArenaError(f"{scored[0]} holds a metric's rows but no verdicts: a report needs at least one "
+                              "judge run folder (`rag-qa-arena judge --out DIR`); give it beside this one")
+    loaded, skipped = load_runs(runs, lean=True)
+    for run in loaded:
+        if out.resolve() == run.path.resolve():
+            raise RagQaArenaError(f"--out {str(out)!r} is a run folder: write the report to a folder of its own")
+    return loaded, skipped, scored
 
 
 def _attach_anchored(board: Leaderboard, loaded: list[Run]) -> None:

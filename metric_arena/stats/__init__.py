@@ -50,11 +50,14 @@ from metric_arena.stats._sampling import (
     stratified_sample,
     wilson_interval,
 )
-from metric_arena.stats._settings import Intervals
+from metric_arena.stats._settings import DEFAULT_ALPHA, INTERVAL_KEYWORDS, OUTCOMES, Intervals
 from metric_arena.stats._sequential import RoundPlan, SequentialRanking, confidence_sequence
 
 __all__ = [
     "BASE",
+    "DEFAULT_ALPHA",
+    "INTERVAL_KEYWORDS",
+    "OUTCOMES",
     "INITIAL",
     "LENGTH_BINS",
     "SCALE",

@@ -33,8 +33,8 @@ import numpy as np
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import iter_jsonl
 from metric_arena.stats._rates import percentile_interval
+from metric_arena.stats._settings import OUTCOMES
 
-OUTCOMES = ("win", "tie", "loss")
 _LABELS = {0: "tie", 1: "win", 2: "loss", "tie": "tie", "win": "win", "loss": "loss"}
 _FLIP = {"win": "loss", "loss": "win", "tie": "tie"}
 _SCORE = {"win": 1, "tie": 0, "loss": -1}

@@ -17,8 +17,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from lfrqa.checks import grouped_keywords
 from lfrqa.errors import RagQaArenaError
 from metric_arena.stats._rates import percentile_interval
+from metric_arena.stats._settings import INTERVAL_KEYWORDS, Intervals
 
 __all__ = ["LENGTH_BINS", "length_views", "logistic_fit", "normalized_difference", "style_controlled_bradley_terry"]
 
@@ -91,19 +93,22 @@ def length_views(outcomes: Sequence[str | None], words: Sequence[int], reference
             "n_decisive_length_differs": int(decisive.sum()), "by_length_ratio": bins}
 
 
+@grouped_keywords("intervals", Intervals, INTERVAL_KEYWORDS, defaults={"n_boot": 200})
 def style_controlled_bradley_terry(battles: Sequence[tuple[str, str, str]], features: np.ndarray, *,
                                    feature_names: Sequence[str], players: Sequence[str] | None = None,
-                                   anchor: str | None = None, n_boot: int = 200, seed: int = 0,
-                                   confidence: float = 0.95, scale: float = 400.0, base: float = 10.0,
-                                   initial: float = 1000.0) -> dict:
+                                   anchor: str | None = None, intervals: Intervals | None = None,
+                                   scale: float = 400.0, base: float = 10.0, initial: float = 1000.0) -> dict:
     """Bradley–Terry ratings with style features held equal (Arena-Hard's ``--control-features``).
 
     ``battles``: ``(player_a, player_b, outcome)`` from ``player_a``'s side; ``features``: one row per
     battle of style differences (a minus b), e.g. :func:`normalized_difference` of lengths. Features are
     standardised; a tie counts as half a win for each side. Returns ``ratings`` (``{player: {"rating",
     "rating_ci"}}``, the anchor fixed at ``initial``), ``coefficients`` (``{feature: log-odds per
-    standard deviation}``) and ``coefficients_ci``; intervals from a seeded bootstrap over battles.
+    standard deviation}``) and ``coefficients_ci``; intervals from a seeded bootstrap over battles
+    (``intervals``, default ``Intervals(n_boot=200)``; ``n_boot=``, ``seed=``, ``confidence=`` alone are deprecated).
     """
+    intervals = intervals if intervals is not None else Intervals(n_boot=200)
+    n_boot, seed, confidence = intervals.n_boot, intervals.seed, intervals.confidence
     names = sorted({p for a, b, _ in battles for p in (a, b)}) if players is None else list(players)
     features = np.asarray(features, dtype=float).reshape(len(battles), -1)
     if features.shape[1] != len(feature_names):

@@ -23,7 +23,7 @@ import numpy as np
 
 from lfrqa.errors import RagQaArenaError
 from metric_arena.stats._rates import percentile_interval
-from metric_arena.stats._settings import Intervals
+from metric_arena.stats._settings import OUTCOMES, Intervals
 
 METRICS = ("win_rate", "win_tie_rate")
 
@@ -55,7 +55,7 @@ def paired_comparison(
     judged = [q for q in shared if outcomes_a[q] is not None and outcomes_b[q] is not None]
     for q in judged:
         for name, outcomes in zip(names, (outcomes_a, outcomes_b)):
-            if outcomes[q] not in ("win", "tie", "loss"):
+            if outcomes[q] not in OUTCOMES:
                 raise RagQaArenaError(f"Unknown outcome {outcomes[q]!r} for {name} on qid {q!r}. Allowed: win, tie, loss, None")
     score_a = np.array([outcomes_a[q] in good for q in judged], dtype=float)
     score_b = np.array([outcomes_b[q] in good for q in judged], dtype=float)

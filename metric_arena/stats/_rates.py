@@ -16,8 +16,8 @@ import numpy as np
 
 from lfrqa.errors import RagQaArenaError
 from metric_arena.stats._sampling import wilson_interval
+from metric_arena.stats._settings import OUTCOMES
 
-OUTCOMES = ("win", "tie", "loss")
 
 
 def summarize(

@@ -31,13 +31,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from lfrqa.checks import grouped_keywords
 from lfrqa.errors import RagQaArenaError
 from metric_arena.stats._length import style_controlled_bradley_terry
+from metric_arena.stats._settings import INTERVAL_KEYWORDS, OUTCOMES, Intervals
 
 SCALE = 400.0
 BASE = 10.0
 INITIAL = 1000.0
-_OUTCOMES = ("win", "tie", "loss")
 
 
 @dataclass
@@ -83,7 +84,7 @@ class BattleCounts:
         wins = np.zeros((len(names), len(names)))
         ties = np.zeros((len(names), len(names)))
         for k, (a, b, outcome) in enumerate(rows):
-            if outcome not in _OUTCOMES:
+            if outcome not in OUTCOMES:
                 raise RagQaArenaError(f"Unknown outcome {outcome!r} in battle {k} ({a!r} vs {b!r}). Allowed: win, tie, loss")
             if a == b:
                 raise RagQaArenaError(f"Battle {k} pits {a!r} against itself: a battle needs two different players")
@@ -166,13 +167,12 @@ def fit_bradley_terry(
     return dict(zip(counts.players, _to_elo(theta, anchor_index, scale, base, initial).tolist()))
 
 
+@grouped_keywords("intervals", Intervals, INTERVAL_KEYWORDS)
 def bootstrap_bradley_terry(
     counts: BattleCounts,
     *,
     anchor: str | None = None,
-    n_boot: int = 1000,
-    seed: int = 0,
-    confidence: float = 0.95,
+    intervals: Intervals | None = None,
     scale: float = SCALE,
     base: float = BASE,
     initial: float = INITIAL,
@@ -187,8 +187,11 @@ def bootstrap_bradley_terry(
     :data:`MIN_BATTLES_FOR_INTERVAL` battles, or whose resampled ratings do not vary (say, one
     judged pair, or every battle won), gets ``"rating_ci": None``: resampling so few outcomes gives
     a zero-width interval that would claim a certainty the battles cannot give. ``progress(done, total)`` is
-    called after each chunk of bootstrap rounds when given.
+    called after each chunk of bootstrap rounds when given. ``intervals``: resamples, seed and level
+    (:class:`Intervals`; ``n_boot=``, ``seed=``, ``confidence=`` alone are deprecated).
     """
+    intervals = intervals if intervals is not None else Intervals()
+    n_boot, seed, confidence = intervals.n_boot, intervals.seed, intervals.confidence
     _check_scale(scale, base)
     if n_boot < 1:
         raise RagQaArenaError(f"n_boot={n_boot} must be >= 1")
@@ -293,8 +296,8 @@ def style_controlled_ratings(
         matrix = matrix / matrix.std(axis=0)
     fit_names = [names[k] for k in kept] or ["(none)"]
     fit = style_controlled_bradley_terry(battles, matrix if kept else np.zeros((len(battles), 1)),
-                                         feature_names=fit_names, anchor=anchor, n_boot=n_boot, seed=seed,
-                                         confidence=confidence)
+                                         feature_names=fit_names, anchor=anchor,
+                                         intervals=Intervals(n_boot=n_boot, seed=seed, confidence=confidence))
     dropped = [names[k] for k in constant]
     note = (f"{', '.join(dropped)}: the same in every battle, so not controlled for (dropped)" if dropped else None)
     coefficients = {n: fit["coefficients"][n] for n in fit_names if kept}

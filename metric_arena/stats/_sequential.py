@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from lfrqa.checks import check_int
 from lfrqa.errors import RagQaArenaError
 from metric_arena.stats._ratings import BattleCounts, fit_bradley_terry
+from metric_arena.stats._settings import DEFAULT_ALPHA
 
 __all__ = ["RoundPlan", "SequentialRanking", "confidence_sequence"]
 
@@ -55,7 +56,7 @@ def _rho(level: float, tuned_n: int) -> float:
     return (tuned_n / 4) / (2 * log + math.log(1 + 2 * log))
 
 
-def confidence_sequence(wins: float, ties: float, n: int, *, level: float = 0.05, tuned_n: int = 200
+def confidence_sequence(wins: float, ties: float, n: int, *, level: float = DEFAULT_ALPHA, tuned_n: int = 200
                         ) -> tuple[float, float]:
     """Anytime-valid interval for a win probability after ``n`` battles (``wins``, ``ties`` among them).
 
@@ -100,7 +101,7 @@ class SequentialRanking:
     ({('a', 'b'): 5, ('b', 'c'): 5}, None)
     """
 
-    def __init__(self, systems: Sequence[str], *, alpha: float = 0.05, tuned_n: int = 200) -> None:
+    def __init__(self, systems: Sequence[str], *, alpha: float = DEFAULT_ALPHA, tuned_n: int = 200) -> None:
         self.systems = list(systems)
         if len(self.systems) < 2 or len(set(self.systems)) != len(self.systems):
             raise RagQaArenaError(f"systems={self.systems!r}: give at least two distinct systems")

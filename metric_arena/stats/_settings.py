@@ -1,8 +1,19 @@
-"""The interval settings that travel together through every estimate: resamples, seed and level."""
+"""The interval settings that travel together through every estimate (resamples, seed and level), and the
+vocabulary and defaults every estimate shares, each written here once: a pair's ``OUTCOMES`` and the
+default error level ``DEFAULT_ALPHA``."""
 
 from dataclasses import dataclass
 
-__all__ = ["Intervals"]
+__all__ = ["DEFAULT_ALPHA", "INTERVAL_KEYWORDS", "OUTCOMES", "Intervals"]
+
+#: A pair's outcomes, from the evaluated system's side (the one definition; records, rates, agreement and
+#: calibration cards import it).
+OUTCOMES = ("win", "tie", "loss")
+#: The default family-wise error level of the adaptive stopping rule and the paired tests.
+DEFAULT_ALPHA = 0.05
+
+#: The loose keywords :class:`Intervals` groups (accepted, deprecated, by the entry points that take it).
+INTERVAL_KEYWORDS = ("n_boot", "seed", "confidence")
 
 
 @dataclass(frozen=True, kw_only=True)

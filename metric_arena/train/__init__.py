@@ -19,14 +19,24 @@ refuses the key or dies mid-call costs a bounded wait and scores None (reward) o
 from lfrqa.exports import export_names
 from metric_arena.train._citations import CitationReward, citation_reward
 from metric_arena.train._judge import TRAINING_RETRY
-from metric_arena.train._reward import DEFAULT_SCORES, REWARD_DEADLINE, ArenaReward, completion_text, reward_function
-from metric_arena.train._sample import arena_sample, gold_passages
+from metric_arena.train._reward import (
+    DEFAULT_SCORES,
+    REWARD_DEADLINE,
+    ArenaReward,
+    RewardColumns,
+    completion_text,
+    reward_function,
+)
+from metric_arena.train._sample import ArenaQuestions, ArenaSchedule, arena_sample, gold_passages
 
 __all__ = [
     "DEFAULT_SCORES",
     "REWARD_DEADLINE",
     "TRAINING_RETRY",
     "ArenaCallback",
+    "ArenaQuestions",
+    "ArenaSchedule",
+    "RewardColumns",
     "ArenaReward",
     "CitationReward",
     "arena_sample",

@@ -27,18 +27,16 @@ The judge's requests of one evaluation are bounded by ``run.deadline`` (:data:`E
 from __future__ import annotations
 
 import logging
-import os
-from collections.abc import Sequence
 
 from transformers import TrainerCallback
 
-from lfrqa.checks import check_int
+from lfrqa.checks import check_int, grouped_keywords
 from lfrqa.errors import RagQaArenaError
 from metric_arena.generate import GenerationConfig, generate_answers
 from metric_arena.judge import DEFAULT_JUDGE, JudgeSpec
 from metric_arena.llm import RunConfig, model_backend
 from metric_arena.train._judge import ArenaJudge
-from metric_arena.train._sample import arena_sample
+from metric_arena.train._sample import ArenaQuestions, ArenaSchedule, arena_sample
 
 __all__ = ["EVALUATION_DEADLINE", "ArenaCallback"]
 
@@ -69,43 +67,51 @@ def _metrics(result: dict, prefix: str) -> dict[str, float]:
     return {key: value for key, value in metrics.items() if isinstance(value, (int, float)) and value == value}
 
 
+_QUESTION_KEYWORDS = {"n_questions": "n", "domains": "domains", "seed": "seed", "retrieved": "retrieved",
+                      "corpus_dir": "corpus_dir", "data_dir": "data_dir"}
+
+
 class ArenaCallback(TrainerCallback):
     """A ``transformers.TrainerCallback`` that logs RAG-QA Arena win and win+tie rates while training.
 
     >>> trainer = Trainer(model=model, args=args, train_dataset=ds, processing_class=tokenizer)  # doctest: +SKIP
-    >>> trainer.add_callback(ArenaCallback(trainer=trainer, judge="openai:gpt-4o-mini", every_n_steps=200,
-    ...                                    n_questions=100, retrieved="fiqa.bm25.jsonl"))  # doctest: +SKIP
+    >>> trainer.add_callback(ArenaCallback(trainer=trainer, judge="openai:gpt-4o-mini",
+    ...                                    schedule=ArenaSchedule(every_n_steps=200),
+    ...                                    questions=ArenaQuestions(n=100, retrieved="fiqa.bm25.jsonl")))  # doctest: +SKIP
 
     ``judge``: a :class:`~metric_arena.JudgeConfig` (or a spec / list of specs); ``run``: a
     :class:`~metric_arena.RunConfig` for the judge's requests (the cache is used as it says: an
     unchanged answer is judged from it). ``trainer``: lets the figures reach the trainer's other
     callbacks (TensorBoard, W&B); without it they are only appended to ``state.log_history``.
-    Questions: ``n_questions`` from ``domains`` ("all", one or a list), drawn with ``seed``; passages
-    from ``retrieved`` (a ``retrieve`` output file) or the gold passages (raw corpora in
-    ``corpus_dir``); ``data_dir``: LFRQA's files. Generation: ``generation`` (a
-    :class:`~metric_arena.generate.GenerationConfig`: prompt, passages, ``max_tokens``) on
-    ``batch_size`` questions at a time. ``results`` keeps each evaluation's step and judge summary
-    (verdicts included).
+    ``questions``: which questions (:class:`ArenaQuestions`: how many, domains, seed, retrieved passages or
+    the gold ones, LFRQA's files); ``schedule``: when (:class:`ArenaSchedule`: every N steps, at the end).
+    Generation: ``generation`` (a :class:`~metric_arena.generate.GenerationConfig`: prompt, passages,
+    ``max_tokens``) on ``batch_size`` questions at a time; figures logged under ``prefix/``. ``results``
+    keeps each evaluation's step and judge summary (verdicts included). The loose keywords of earlier
+    releases (``n_questions=``, ``domains=``, ``seed=``, ``retrieved=``, ``corpus_dir=``, ``data_dir=``;
+    ``every_n_steps=``, ``at_end=``) work for one release, with a ``DeprecationWarning``.
     """
 
+    @grouped_keywords("questions", ArenaQuestions, _QUESTION_KEYWORDS)
+    @grouped_keywords("schedule", ArenaSchedule, ["every_n_steps", "at_end"])
     def __init__(
         self,
         *,
         judge: JudgeSpec = DEFAULT_JUDGE,
         run: RunConfig | None = None,
         trainer=None,
-        every_n_steps: int = 500,
-        at_end: bool = True,
-        n_questions: int = 100,
-        domains: str | Sequence[str] = "all",
-        seed: int = 0,
-        retrieved: str | os.PathLike | None = None,
-        corpus_dir: str | os.PathLike | None = None,
+        questions: ArenaQuestions | None = None,
+        schedule: ArenaSchedule | None = None,
         generation: GenerationConfig | None = None,
         batch_size: int = 8,
-        data_dir: str | os.PathLike | None = None,
         prefix: str = "arena",
     ) -> None:
+        questions = questions if questions is not None else ArenaQuestions()
+        schedule = schedule if schedule is not None else ArenaSchedule()
+        if not isinstance(questions, ArenaQuestions) or not isinstance(schedule, ArenaSchedule):
+            raise RagQaArenaError(f"questions={questions!r}, schedule={schedule!r}: give a "
+                                  "metric_arena.train.ArenaQuestions and a metric_arena.train.ArenaSchedule")
+        every_n_steps, at_end, data_dir = schedule.every_n_steps, schedule.at_end, questions.data_dir
         check_int("every_n_steps", every_n_steps, minimum=1)
         check_int("batch_size", batch_size, minimum=1)
         self.generation = generation if generation is not None else GenerationConfig()
@@ -117,9 +123,9 @@ class ArenaCallback(TrainerCallback):
         self.trainer = trainer
         self.every_n_steps, self.at_end, self.prefix = every_n_steps, at_end, prefix
         self.batch_size, self.data_dir = batch_size, data_dir
-        self.sample_options = {"n": n_questions, "domains": domains, "seed": seed, "retrieved": retrieved,
-                               "n_passages": self.generation.n_passages, "data_dir": data_dir,
-                               "corpus_dir": corpus_dir}
+        self.sample_options = {"n": questions.n, "domains": questions.domains, "seed": questions.seed,
+                               "retrieved": questions.retrieved, "n_passages": self.generation.n_passages,
+                               "data_dir": data_dir, "corpus_dir": questions.corpus_dir}
         self._rows: list[dict] | None = None
         self._last_step: int | None = None
         self.results: list[dict] = []

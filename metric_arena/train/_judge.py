@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from lfrqa.errors import RagQaArenaError
 from metric_arena.judge import JudgeInputs, JudgeSpec, judge_config, judge_pairs
-from metric_arena.llm import Backend, RetryPolicy, RunConfig, Session, make_backend, parse_spec, synchronous
+from metric_arena.llm import OPENAI, Backend, RetryPolicy, RunConfig, Session, make_backend, parse_spec, synchronous
 from metric_arena.prompts import judge_messages
 
 __all__ = ["TRAINING_RETRY", "ArenaJudge", "training_run"]
@@ -63,7 +63,7 @@ class ArenaJudge:
         self._local: list[Backend] = []
         judges: list[str | Backend] = []
         for item in config.judges:
-            if isinstance(item, str) and parse_spec(item)[0] != "openai":
+            if isinstance(item, str) and parse_spec(item)[0] != OPENAI:
                 item = make_backend(item, options=config.options)  # loaded once, kept across calls
                 self._local.append(item)
             judges.append(item)

@@ -26,15 +26,17 @@ import math
 import os
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from lfrqa.checks import grouped_keywords
 from lfrqa.errors import InvalidInputType, RagQaArenaError
 from metric_arena.judge import DEFAULT_JUDGE, JudgeSpec
 from metric_arena.llm import BackendError, RunConfig
 from metric_arena.prompts import clean_response
 from metric_arena.train._judge import ArenaJudge
 
-__all__ = ["DEFAULT_SCORES", "LENGTH_CONTROLS", "REWARD_DEADLINE", "ArenaReward", "completion_text", "reward_function"]
+__all__ = ["DEFAULT_SCORES", "LENGTH_CONTROLS", "REWARD_DEADLINE", "ArenaReward", "RewardColumns", "completion_text", "reward_function"]
 
 logger = logging.getLogger("metric_arena.train")
 #: Seconds one reward call may take when the RunConfig sets no ``deadline``: judgments still
@@ -123,7 +125,8 @@ class ArenaReward:
             available = sorted(k for k in columns if k not in _TRAINER_KWARGS)
             raise RagQaArenaError(
                 f"The reward needs the {what} of each completion from the dataset column {name!r}, which is not among "
-                f"the columns passed ({available}): add it to the dataset or set {what.split()[0]}_column=..."
+                f"the columns passed ({available}): add it to the dataset or set "
+                f"columns=RewardColumns({what.split()[0]}=...)"
             )
         values = list(columns[name])
         if len(values) != n:
@@ -210,14 +213,24 @@ class ArenaReward:
         self.judge.close()
 
 
+@dataclass(frozen=True, kw_only=True)
+class RewardColumns:
+    """The dataset columns a reward reads: the ``reference`` answer (LFRQA's ``answer``), the ``question``,
+    and the ``id`` naming the pair (LFRQA's ``qid``; None or absent: a hash of the question)."""
+
+    reference: str = "answer"
+    question: str = "question"
+    id: str | None = "qid"
+
+
+@grouped_keywords("columns", RewardColumns, {"reference_column": "reference", "question_column": "question",
+                                             "id_column": "id"})
 def reward_function(
     *,
     judge: JudgeSpec = DEFAULT_JUDGE,
     run: RunConfig | None = None,
     data_dir: str | os.PathLike | None = None,
-    reference_column: str = "answer",
-    question_column: str = "question",
-    id_column: str | None = "qid",
+    columns: RewardColumns | None = None,
     scores: Mapping[str, float] = DEFAULT_SCORES,
     name: str = "rag_qa_arena",
     length_control: str | None = None,
@@ -226,10 +239,12 @@ def reward_function(
 
     The returned callable takes ``(prompts, completions, **dataset_columns)`` and returns one
     ``float | None`` per completion: ``scores`` of the completion's outcome against the row's
-    ``reference_column`` (LFRQA's ``answer``) for its ``question_column``, or None when the
-    judgment failed (TRL ignores it; counted in ``reward.counts["failed"]``). Completions may be
-    strings or chat messages. ``id_column`` (LFRQA's ``qid``; None or absent: a hash of the
-    question) names the pairs in the cache and seeds ``order="random"``.
+    reference answer for its question, or None when the judgment failed (TRL ignores it; counted in
+    ``reward.counts["failed"]``). Completions may be strings or chat messages. ``columns``
+    (:class:`RewardColumns`) names the dataset's columns: reference (``answer``), question
+    (``question``) and id (``qid``; None or absent: a hash of the question), which names the pairs in
+    the cache and seeds ``order="random"``. The loose ``reference_column=``, ``question_column=``,
+    ``id_column=`` work for one release, with a ``DeprecationWarning``.
 
     ``judge``: a :class:`~metric_arena.JudgeConfig` (or a spec / list of specs): judges, order,
     seed, parse, ``max_input_tokens``, backend options. ``run``: a :class:`~metric_arena.RunConfig`
@@ -258,6 +273,7 @@ def reward_function(
     ...                          run=RunConfig(max_concurrency=64), scores={"win": 1, "tie": 0, "loss": -1})  # doctest: +SKIP
     >>> trainer = GRPOTrainer(model=..., reward_funcs=[reward], train_dataset=lfrqa_with_prompts)  # doctest: +SKIP
     """
+    columns = columns if columns is not None else RewardColumns()
     settings = ArenaJudge(judge=judge, run=run, data_dir=data_dir, deadline=REWARD_DEADLINE)
-    return ArenaReward(settings, scores=scores, reference_column=reference_column, question_column=question_column,
-                       id_column=id_column, name=name, length_control=length_control)
+    return ArenaReward(settings, scores=scores, reference_column=columns.reference, question_column=columns.question,
+                       id_column=columns.id, name=name, length_control=length_control)

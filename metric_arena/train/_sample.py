@@ -10,6 +10,7 @@ first passage of every gold document, then the second...) up to ``n_passages``.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from collections.abc import Sequence
 
 from lfrqa.checks import check_int
@@ -17,7 +18,31 @@ from lfrqa.errors import RagQaArenaError
 from metric_arena.generate import read_retrieved
 from metric_arena.stats import stratified_sample
 
-__all__ = ["arena_sample", "gold_passages"]
+__all__ = ["ArenaQuestions", "ArenaSchedule", "arena_sample", "gold_passages"]
+
+
+
+@dataclass(frozen=True, kw_only=True)
+class ArenaQuestions:
+    """The questions :class:`ArenaCallback` evaluates on: ``n`` of them from ``domains`` ("all", one or a
+    list), a seeded (``seed``), domain-stratified LFRQA sample; passages from ``retrieved`` (a ``retrieve``
+    output file) or the gold passages (raw corpora in ``corpus_dir``); ``data_dir``: LFRQA's files."""
+
+    n: int = 100
+    domains: str | Sequence[str] = "all"
+    seed: int = 0
+    retrieved: str | os.PathLike | None = None
+    corpus_dir: str | os.PathLike | None = None
+    data_dir: str | os.PathLike | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ArenaSchedule:
+    """When :class:`ArenaCallback` evaluates: every ``every_n_steps`` optimizer steps, and at the end of
+    training unless ``at_end=False``."""
+
+    every_n_steps: int = 500
+    at_end: bool = True
 
 
 def _lfrqa_rows(domains: str | Sequence[str], data_dir: str | os.PathLike | None) -> list[dict]:

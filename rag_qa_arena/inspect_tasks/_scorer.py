@@ -1,6 +1,7 @@
 """The arena judge as an Inspect scorer: the evaluated answer against LFRQA's, with the paper's
 exact judge messages and order rule (:func:`metric_arena.judge.judge_request`,
-:func:`metric_arena.judge.answer_positions`) and its parser (strict or as the reference reads).
+:func:`metric_arena.judge.answer_positions`), judged by the package's one judge loop
+(:func:`metric_arena.judge.judge_one`: its parse, validity check and re-asks) through the grader.
 
 Each score's value is ``{"win": 1.0|0.0, "win_tie": 1.0|0.0}``; a failed judgment (no valid
 rating after the re-ask of strict parsing) has NaN in both, ``answer="failed"`` and counts in
@@ -25,15 +26,8 @@ from inspect_ai.scorer import SampleScore, Score, Target, metric, scorer
 from inspect_ai.solver import TaskState
 
 from lfrqa.errors import RagQaArenaError
-from metric_arena.judge import (
-    PARSES,
-    answer_positions,
-    judge_request,
-    outcome_of,
-    parse_rating,
-    reask_count,
-    reference_rating,
-)
+from metric_arena.judge import PARSES, answer_positions, judge_one, judge_request, outcome_of, parse_rating, plain_ask
+from metric_arena.llm import OPENAI
 from metric_arena.prompts import clean_response
 from metric_arena.stats import summarize
 
@@ -132,7 +126,7 @@ def grader_model(judge: str | None) -> Model:
         )
     if ":" in judge and "/" not in judge.split(":", 1)[0]:
         kind, name = judge.split(":", 1)
-        if kind != "openai":
+        if kind != OPENAI:
             raise RagQaArenaError(f"Unknown judge {judge!r} for the Inspect task: give an Inspect model name "
                                   "(e.g. openai/gpt-4o) or openai:MODEL")
         return get_model(f"openai/{name}", responses_api=False)
@@ -159,14 +153,12 @@ def arena_judge(*, judge: str | None = None, parse: str = "strict", data_dir: st
         request = judge_request(question, a_text, b_text, position, data_dir=data_dir)
         messages = [_MESSAGES[m["role"]](content=m["content"]) for m in request.messages]
         config = GenerateConfig(max_tokens=request.max_tokens, temperature=request.temperature, top_p=request.top_p)
-        raw, rating, attempts = None, None, 0
-        for attempts in range(1, reask_count(parse) + 2):
-            output = await grader.generate(messages, config=config)
-            raw = output.completion
-            rating = reference_rating(raw) if parse == "reference" else parse_rating(raw)
-            if rating is not None:
-                break
-        outcome = outcome_of(rating, position)
+
+        async def send(_request) -> str:
+            return (await grader.generate(messages, config=config)).completion
+
+        judgment = await judge_one(plain_ask(send), request, position, judge=str(grader), parse=parse)
+        raw, rating, outcome, attempts = judgment["raw"], judgment["rating"], judgment["outcome"], judgment["attempts"]
         metadata = {"outcome": outcome, "failed": outcome is None, "a_position": position, "rating": rating,
                     "judge": str(grader), "parse": parse, "order": ORDER, "attempts": attempts}
         if parse == "reference":

@@ -239,7 +239,7 @@ def test_every_json_file_written_is_strict_json(tmp_path, capsys):
 
 def test_retrieval_output_and_metrics_are_strict_json(tmp_path, monkeypatch):
     """A retriever that scores a passage NaN: the retrieved file holds null, not a bare NaN."""
-    from retrieval import retrieve
+    from retrieval import RetrieveRun, retrieve
     from retrieval._bm25 import BM25Retriever
 
     collection = tmp_path / "data" / "lotte" / "writing" / "test" / "collection.tsv"
@@ -252,7 +252,7 @@ def test_retrieval_output_and_metrics_are_strict_json(tmp_path, monkeypatch):
 
     monkeypatch.setattr(BM25Retriever, "search", nan_scores)
     out = tmp_path / "r.jsonl"
-    retrieve("writing", out, retriever="bm25", k=3, corpus_dir=tmp_path / "data", show_progress=False,
+    retrieve("writing", out, retriever="bm25", k=3, corpus_dir=tmp_path / "data", run=RetrieveRun(show_progress=False),
              questions=[{"qid": "1", "question": "topic1", "gold_doc_ids": ["1"]}, {"qid": "2", "question": "x"}])
     lines = [strict_loads(line) for line in out.read_text().splitlines()]
     assert {p["score"] for line in lines for p in line["passages"]} == {None}

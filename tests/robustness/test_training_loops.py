@@ -148,8 +148,9 @@ def _callback(url, tmp_path, lfrqa_data_dir, trainer=None, **run):
     return metric_arena.ArenaCallback(
         trainer=trainer, judge="openai:judge",
         run=RunConfig(base_url=url, api_key="sk-local", cache_dir=tmp_path / "cache", **run),
-        every_n_steps=1, n_questions=2, domains=["fiqa"], retrieved=retrieved,
-        generation=GenerationConfig(n_passages=2, max_tokens=4), batch_size=2, data_dir=lfrqa_data_dir)
+        schedule=metric_arena.train.ArenaSchedule(every_n_steps=1),
+        questions=metric_arena.train.ArenaQuestions(n=2, domains=["fiqa"], retrieved=retrieved, data_dir=lfrqa_data_dir),
+        generation=GenerationConfig(n_passages=2, max_tokens=4), batch_size=2)
 
 
 @pytest.mark.slow

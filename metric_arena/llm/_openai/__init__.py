@@ -32,6 +32,7 @@ from metric_arena.llm._openai._http import (
     url_secrets,
 )
 from metric_arena.llm._types import (
+    OPENAI,
     AuthenticationFailed,
     Backend,
     BackendError,
@@ -60,7 +61,7 @@ class OpenAIBackend(Backend):
     {'backend': 'openai', 'model': 'gpt-4o', 'url': 'http://127.0.0.1:8000/v1'}
     """
 
-    name = "openai"
+    name = OPENAI
 
     def __init__(
         self,

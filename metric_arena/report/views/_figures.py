@@ -10,12 +10,12 @@ from collections.abc import Sequence
 from lfrqa.files import loads_json
 from metric_arena.report._runs import Run
 from metric_arena.stats import wilson_interval
+from metric_arena.records import TOURNAMENT_FILE
 
 __all__ = ["RATIO_EDGES", "adaptive_pairs", "length_ratio_curves", "win_matrix"]
 
 #: Edges of the length-ratio bins (system words / reference words), even on a log scale around 1.
 RATIO_EDGES = (0.0, 0.5, 0.67, 0.8, 1.0, 1.25, 1.5, 2.0, math.inf)
-TOURNAMENT_FILE = "tournament.json"
 
 
 def _rate(k: int, n: int, confidence: float) -> tuple[float | None, list[float] | None]:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from lfrqa.errors import RagQaArenaError
 from metric_arena.report._runs import Run, load_run
+from metric_arena.records import VERDICTS_FILE
 
 __all__ = ["ViewerOptions", "verdict_view", "viewer_json"]
 
@@ -108,7 +109,7 @@ def _full(run: Run) -> list[dict]:
     """``run``'s verdicts with the judges' replies (a lean run is read again from its folder, keeping the
     lengths given to its verdicts in memory)."""
     lean = any("raw" not in j for v in run.verdicts for j in v.get("judgments") or [] if isinstance(j, dict))
-    if not (lean and (run.path / "verdicts.jsonl").is_file()):
+    if not (lean and (run.path / VERDICTS_FILE).is_file()):
         return run.verdicts
     kept = {v["qid"]: v for v in run.verdicts}  # lengths back-filled in memory (backfill_styles) are kept
     full = load_run(run.path).verdicts

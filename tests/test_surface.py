@@ -1,0 +1,206 @@
+"""The package's surface: narrow entry points, option objects, deprecated forms, small contracts."""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+
+import pytest
+
+
+def test_leaderboard_to_dict_holds_every_field():
+    from metric_arena.report import Leaderboard
+
+    names = [f.name for f in dataclasses.fields(Leaderboard)]
+    board = Leaderboard(**{n: n for n in names})
+    assert board.to_dict() == {n: n for n in names}
+
+
+def test_tournament_sample_warns_that_its_seed_is_unused():
+    from metric_arena.judge import Tournament
+
+    plan = Tournament(systems={}, lfrqa={}, order=["q3", "q1", "q2"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert plan.sample(2) == ["q3", "q1"]
+    with pytest.warns(DeprecationWarning, match="seed was never used"):
+        assert plan.sample(2, seed=5) == ["q3", "q1"]
+
+
+def test_judge_pairs_docstring_is_the_async_functions_own():
+    from metric_arena.judge import ajudge_pairs, judge_pairs
+
+    assert judge_pairs.__doc__ == ajudge_pairs.__doc__
+    assert "Judge each prediction" in judge_pairs.__doc__
+
+
+@pytest.mark.filterwarnings("ignore:the writing corpus is incomplete")
+def test_retrieve_takes_its_options_grouped_and_its_old_keywords_for_one_release(tmp_path):
+    import inspect
+
+    from retrieval import IndexOptions, RetrieveRun, retrieve
+
+    assert len(inspect.signature(retrieve).parameters) <= 10
+    collection = tmp_path / "data" / "lotte" / "writing" / "test" / "collection.tsv"
+    collection.parent.mkdir(parents=True)
+    collection.write_text("".join(f"{i}\tword{i} text{i % 3} filler\n" for i in range(20)), encoding="utf-8")
+    questions = [{"qid": "w1", "question": "word4 text1"}, {"qid": "w2", "question": "word7"}, {"qid": "w3", "question": "x"}]
+    common = {"retriever": "bm25", "k": 3, "corpus_dir": tmp_path / "data", "questions": questions}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        new = retrieve("writing", tmp_path / "new.jsonl", **common, index=IndexOptions(index_dir=tmp_path / "i1"),
+                       run=RetrieveRun(limit=2, batch_size=1, show_progress=False))
+    with pytest.warns(DeprecationWarning, match=r"pass index=IndexOptions\(index_dir=...\)"):
+        with pytest.warns(DeprecationWarning, match=r"pass run=RetrieveRun\(limit=..., batch_size=..., show_progress="):
+            old = retrieve("writing", tmp_path / "old.jsonl", **common, index_dir=tmp_path / "i2", limit=2,
+                           batch_size=1, show_progress=False)
+    assert (tmp_path / "i2" / "manifest.json").is_file() and old == new
+    assert len((tmp_path / "new.jsonl").read_text().splitlines()) == 2
+    assert (tmp_path / "old.jsonl").read_text() == (tmp_path / "new.jsonl").read_text()
+    with pytest.raises(ValueError, match=r"index= and the old keyword\(s\) index_dir"):
+        retrieve("writing", tmp_path / "x.jsonl", **common, index=IndexOptions(), index_dir=tmp_path)
+    with pytest.warns(DeprecationWarning, match=r"retrieve\(lfrqa_data_dir=...\) is deprecated: pass data_dir="):
+        with pytest.raises(ValueError, match="split"):
+            retrieve("writing", tmp_path / "y.jsonl", lfrqa_data_dir=tmp_path, split="nope")
+
+
+def test_arena_callback_takes_questions_and_schedule_and_its_old_keywords_for_one_release():
+    pytest.importorskip("transformers")
+    import inspect
+
+    from metric_arena import RunConfig
+    from metric_arena.train import ArenaCallback, ArenaQuestions, ArenaSchedule
+
+    assert len([p for p in inspect.signature(ArenaCallback.__init__).parameters if p != "self"]) <= 8
+    run = RunConfig(api_key="sk-x")
+    new = ArenaCallback(judge="openai:m", run=run, schedule=ArenaSchedule(every_n_steps=3, at_end=False),
+                        questions=ArenaQuestions(n=5, domains=["fiqa"], seed=2, data_dir="d"))
+    with pytest.warns(DeprecationWarning, match=r"pass questions=ArenaQuestions\(n=..., domains=..., seed=..., data_dir"):
+        with pytest.warns(DeprecationWarning, match=r"pass schedule=ArenaSchedule\(every_n_steps=..., at_end=...\)"):
+            old = ArenaCallback(judge="openai:m", run=run, every_n_steps=3, at_end=False, n_questions=5,
+                                domains=["fiqa"], seed=2, data_dir="d")
+    assert old.sample_options == new.sample_options and old.data_dir == new.data_dir == "d"
+    assert (old.every_n_steps, old.at_end) == (new.every_n_steps, new.at_end) == (3, False)
+
+
+def test_write_report_groups_intervals_and_analyses_and_keeps_its_old_keywords_for_one_release():
+    import inspect
+
+    from metric_arena.report import ReportAnalyses, build_leaderboard, write_report
+    from metric_arena.stats import Intervals
+
+    assert len(inspect.signature(write_report).parameters) <= 10
+    assert len(inspect.signature(build_leaderboard).parameters) <= 8
+    with pytest.warns(DeprecationWarning, match=r"pass intervals=Intervals\(n_boot=..., seed=...\)"):
+        with pytest.raises(Exception, match="style"):
+            build_leaderboard([], n_boot=20, seed=3, style_features="nope")
+    with pytest.warns(DeprecationWarning, match=r"pass analyses=ReportAnalyses\(plots=..., style_features=...\)"):
+        with pytest.raises(Exception, match="style"):
+            write_report([], "unused", plots=False, analyses=None, intervals=Intervals(n_boot=20),
+                         **{"style_features": "nope"})
+    with pytest.raises(Exception, match="analyses= and the old keyword"):
+        write_report([], "unused", analyses=ReportAnalyses(), plots=False)
+
+
+def test_colbert_retriever_groups_indexing_and_search_settings(tmp_path):
+    import inspect
+
+    from retrieval import ColBERTIndexing, ColBERTRetriever, PlaidSearch
+
+    assert len([p for p in inspect.signature(ColBERTRetriever.__init__).parameters if p != "self"]) <= 10
+    new = ColBERTRetriever("ck", indexing=ColBERTIndexing(doc_maxlen=180, options={"nway": 2}),
+                           search=PlaidSearch(ndocs=64), show_progress=False)
+    with pytest.warns(DeprecationWarning, match=r"pass indexing=ColBERTIndexing\(doc_maxlen=..., options=...\)"):
+        with pytest.warns(DeprecationWarning, match=r"pass search=PlaidSearch\(ndocs=...\)"):
+            old = ColBERTRetriever("ck", doc_maxlen=180, colbert_options={"nway": 2}, ndocs=64, show_progress=False)
+    assert old.index_options == new.index_options == {"doc_maxlen": 180, "nway": 2}
+    assert old.search_options == new.search_options
+    meta = {"settings": {"checkpoint": "ck", "nbits": 2, "index_options": new.index_options}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        with pytest.raises(FileNotFoundError):  # no PLAID folder: after the settings were read back
+            ColBERTRetriever._load(tmp_path, meta, ndocs=64, show_progress=False)
+
+
+def test_every_push_takes_one_hub_upload_object_and_its_old_keywords_for_one_release(tmp_path):
+    import inspect
+
+    from builders import HUB_UPLOAD_KEYWORDS, HubUpload, push_dataset
+    from metric_arena.calibrate import push_card
+    from metric_arena.report import push_run
+    from metric_arena.space import push_metric
+    from retrieval import push_index
+
+    for push in (push_dataset, push_card, push_run, push_metric, push_index):
+        parameters = inspect.signature(push).parameters
+        assert "upload" in parameters and not set(HUB_UPLOAD_KEYWORDS) & set(parameters), push.__name__
+    with pytest.warns(DeprecationWarning, match=r"push_run\(private=..., commit_message=...\) is deprecated: "
+                                                r"pass upload=HubUpload\(private=..., commit_message=...\)"):
+        with pytest.raises(Exception, match="repo"):
+            push_run(tmp_path, "not a repo id", private=True, commit_message="m")
+    with pytest.raises(Exception, match="upload= and the old keyword"):
+        push_index(tmp_path, "org/name", upload=HubUpload(), token="t")
+
+
+def test_reward_function_takes_its_columns_as_one_object_and_the_old_keywords_for_one_release():
+    import inspect
+
+    from metric_arena import RunConfig
+    from metric_arena.train import RewardColumns, reward_function
+
+    assert len(inspect.signature(reward_function).parameters) <= 8
+    run = RunConfig(api_key="sk-x")
+    with pytest.warns(DeprecationWarning, match=r"pass columns=RewardColumns\(reference=..., id=...\)"):
+        old = reward_function(judge="openai:m", run=run, reference_column="gold", id_column=None)
+    new = reward_function(judge="openai:m", run=run, columns=RewardColumns(reference="gold", id=None))
+    assert (old.reference_column, old.question_column, old.id_column) == \
+        (new.reference_column, new.question_column, new.id_column) == ("gold", "question", None)
+
+
+#: Entry points whose head (predictions, references, questions, ids, domains...) becomes one input record
+#: in the judge's own change; until then they are the only wide ones.
+AWAITING_THE_INPUT_RECORD = {"judge_pairs", "ajudge_pairs", "compute", "submit_judge_batch"}
+#: The entry points the README shows, at most 8 parameters each.
+README_ENTRY_POINTS = ("metric_arena.reward_function", "metric_arena.ArenaCallback", "metric_arena.build_leaderboard",
+                       "metric_arena.calibrate.calibrate_judges", "metric_arena.report.write_report")
+
+
+def _parameters(target) -> list[str]:
+    import inspect
+
+    function = target.__init__ if inspect.isclass(target) else target
+    return [p for p in inspect.signature(function).parameters if p not in ("self", "cls")]
+
+
+def test_no_public_entry_point_takes_more_than_ten_parameters():
+    import importlib
+    import inspect
+
+    wide = []
+    for room in ("metric_arena", "metric_arena.llm", "metric_arena.judge", "metric_arena.generate", "metric_arena.report",
+                 "metric_arena.stats", "metric_arena.calibrate", "metric_arena.train", "lfrqa", "builders", "retrieval"):
+        module = importlib.import_module(room)
+        for name in module.__all__:
+            try:
+                target = getattr(module, name)
+            except ImportError:
+                continue
+            if not callable(target) or name in AWAITING_THE_INPUT_RECORD or (
+                    inspect.isclass(target) and "__init__" not in vars(target)):
+                continue
+            if inspect.isclass(target) and dataclasses.is_dataclass(target):
+                continue  # records and option objects
+            try:
+                n = len(_parameters(target))
+            except (TypeError, ValueError):
+                continue
+            if n > 10:
+                wide.append(f"{room}.{name} ({n})")
+    assert wide == []
+    import metric_arena
+
+    for dotted in README_ENTRY_POINTS:
+        module, _, name = dotted.rpartition(".")
+        target = getattr(importlib.import_module(module), name)
+        assert len(_parameters(target)) <= 8, dotted
+    assert metric_arena  # the README's own import
