@@ -62,7 +62,7 @@ def test_backend_names_are_written_in_the_registry_only():
 
 def test_the_reference_name_and_the_run_folder_file_names_are_written_in_records_only():
     _only_in({"LFRQA", "verdicts.jsonl", "summary.json", ".verdicts.replacing.jsonl", "tournament.json",
-              "leaderboard.json", "report.json"}, "metric_arena/records.py")
+              "leaderboard.json", "report.json"}, "metric_arena/records/__init__.py")
 
 
 def _tuples(value: tuple) -> list[str]:

@@ -18,6 +18,7 @@ from metric_arena.calibrate._anchor import (
 )
 from metric_arena.judge import JudgeInputs, JudgeSpec, judge_config, judge_dry_run, judge_pairs
 from metric_arena.llm import RunConfig
+from metric_arena.records import VERDICTS_FILE
 from metric_arena.report import load_run
 from metric_arena.stats import MIN_ANCHORS, Intervals, anchor_size
 
@@ -119,7 +120,7 @@ def anchor_dry_run(
                                 judge=_anchor_config(anchor, judge), run=anchor.run or run, data_dir=data_dir),
     }
     plan = None
-    if pilot is not None and (Path(pilot) / ANCHOR_FOLDER / "verdicts.jsonl").is_file():
+    if pilot is not None and (Path(pilot) / ANCHOR_FOLDER / VERDICTS_FILE).is_file():
         plan = pilot_plan(pilot, n_total=len(eligible), half_width=half_width, intervals=intervals)
     return {"n_pairs": len(eligible), "n_anchors": len(part.qids), "estimates": estimates, "plan": plan,
             "half_width": half_width}

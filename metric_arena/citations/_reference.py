@@ -8,6 +8,7 @@ import os
 from lfrqa import split_cited_sentences
 from lfrqa.errors import RagQaArenaError
 from metric_arena.citations._parse import strip_markers
+from metric_arena.records import REFERENCE
 
 __all__ = ["lfrqa_citations", "lfrqa_cited_answers"]
 
@@ -49,7 +50,7 @@ def lfrqa_cited_answers(data_dir: str | os.PathLike | None = None, *, explicit: 
         taken[row["domain"]] = taken.get(row["domain"], 0) + 1
         pids = [f"{doc}-0" for doc in row["gold_doc_ids"]]
         prediction = {"qid": row["qid"], "domain": row["domain"], "question": row["question"],
-                      "answer": row["answer_with_citations"], "model": "LFRQA", "prompt": "lfrqa", "passages": pids}
+                      "answer": row["answer_with_citations"], "model": REFERENCE, "prompt": "lfrqa", "passages": pids}
         if explicit:
             sentences = split_cited_sentences(row["answer_with_citations"])  # what the citations column was read from
             prediction["sentences"] = [{"text": strip_markers(text), "citations": cites}

@@ -37,12 +37,11 @@ from metric_arena.citations._parse import Passages, cited_sentences, resolved
 from metric_arena.citations._reference import lfrqa_citations
 from metric_arena.citations._score import ALCE_FIELDS, NO_CITATIONS, alce_scores, reference_scores
 from metric_arena.llm import RunConfig, synchronous
-from metric_arena.records import Citations, check_citations, check_prediction, check_retrieved
+from metric_arena.records import SUMMARY_FILE, Citations, check_citations, check_prediction, check_retrieved
 from metric_arena.stats import Intervals
 
 __all__ = ["CiteConfig", "CiteInputs", "acite", "cite", "read_cite_inputs"]
 
-SUMMARY_FILE = "summary.json"
 SETTINGS_FILE = ".settings.json"
 SETTINGS = ("system", "entailment", "n_passages")
 _CHUNK = 256  # answers scored together (bounded memory for any file)

@@ -29,7 +29,6 @@ at.
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import os
 import re
@@ -43,7 +42,6 @@ from typing import TYPE_CHECKING
 
 from lfrqa.checks import check_int, grouped_keywords
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import iter_jsonl
 from metric_arena.judge._config import JudgeConfig, JudgeSpec, TournamentSchedule, judge_config
 from metric_arena.judge._cost import judge_dry_run
 from metric_arena.judge._inputs import (
@@ -58,9 +56,9 @@ from metric_arena.judge._inputs import (
 )
 from metric_arena.judge._plan import DEFAULT_JUDGE
 from metric_arena.judge._run import ajudge_pairs
-from metric_arena.judge._tournament_folder import TournamentFolder
+from metric_arena.judge._tournament_folder import TournamentFolder, finished_match, folder_battles, match_folder_name
 from metric_arena.llm import CostEstimate, Progress, RunConfig, Session, synchronous
-from metric_arena.records import DEFAULT_SAMPLE, REFERENCE, REPLACING_FILE, SUMMARY_FILE, VERDICTS_FILE
+from metric_arena.records import DEFAULT_SAMPLE, REFERENCE, REPLACING_FILE
 from metric_arena.stats import DEFAULT_ALPHA, BattleCounts, Intervals, SequentialRanking, stratified_sample
 
 if TYPE_CHECKING:
@@ -164,38 +162,16 @@ def _match_inputs(plan: Tournament, a: str, b: str, qids: list[str]) -> JudgeInp
     )
 
 
-def _name(a: str, b: str) -> str:
-    return a if b == REFERENCE else f"{a}__vs__{b}"
-
-
-def _finished(folder: Path, a: str, b: str, qids: list[str], config: JudgeConfig) -> dict | None:
-    """The summary of a finished run folder holding exactly this match with no pair to ask again, or None."""
-    try:
-        summary = json.loads((folder / SUMMARY_FILE).read_text(encoding="utf-8"))
-        rows = [row for _, row in iter_jsonl(folder / VERDICTS_FILE)]
-        judged = [row["qid"] for row in rows]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    if not isinstance(summary, dict):  # an edited summary (a JSON array...): the match is played again
-        return None
-    same = (summary.get("system"), summary.get("opponent"), summary.get("judges"), summary.get("order"),
-            summary.get("seed"), summary.get("parse", "strict")) == (a, b, config.specs, config.order,
-                                                                     config.seed, config.parse)
-    # a pair that failed at the judge is asked again (one whose answer was never generated has no judgment)
-    again = any(row.get("failed") and row.get("judgments") for row in rows)
-    return summary if same and not again and sorted(judged) == sorted(qids) else None
-
-
 async def _play(plan: Tournament, a: str, b: str, qids: list[str], *, folder: TournamentFolder,
                 judge: JudgeConfig, settings: dict) -> dict:
     """One match (``a`` against ``b`` on ``qids``): reused when its folder already holds it finished."""
-    where = folder.root / _name(a, b)
-    found = _finished(where, a, b, qids, judge)
-    old = folder.reusable(_name(a, b))
-    if found is None and old is not None and _finished(old, a, b, qids, judge) is not None:
+    where = folder.root / match_folder_name(a, b)
+    found = finished_match(where, a, b, qids, judge)
+    old = folder.reusable(match_folder_name(a, b))
+    if found is None and old is not None and finished_match(old, a, b, qids, judge) is not None:
         shutil.rmtree(where, ignore_errors=True)  # the folder being replaced holds this very match: copy it
         shutil.copytree(old, where, ignore=shutil.ignore_patterns(".lock", REPLACING_FILE))
-        found = _finished(where, a, b, qids, judge)
+        found = finished_match(where, a, b, qids, judge)
     if found is not None:
         return {**found, "reused": True, "n_sent": 0, "n_cached": 0}  # nothing asked by this call
     result = await ajudge_pairs(_match_inputs(plan, a, b, qids), judge=judge, out=where, progress=False, **settings)
@@ -208,25 +184,15 @@ def _match_row(result: dict) -> dict:
     return {key: result.get(key) for key in keys}
 
 
-def _battles(root: Path, matches: list[dict]) -> list[tuple[str, str, str]]:
-    """Every judged battle so far, read back from the match folders."""
-    battles = []
-    for match in matches:
-        for _, row in iter_jsonl(root / _name(match["system"], match["opponent"]) / VERDICTS_FILE):
-            if row.get("outcome") is not None:
-                battles.append((row["system_a"], row["system_b"], row["outcome"]))
-    return battles
-
-
 async def _adaptive(plan: Tournament, matches: list[dict], *, folder: TournamentFolder, judge: JudgeConfig,
                     settings: dict, alpha: float, round_size: int, max_judgments: int | None, bar: Progress,
                     pool: RequestPool) -> dict:
     rule = SequentialRanking(list(plan.systems), alpha=alpha, tuned_n=min(200, plan.n_common))
     taken = {pair: 0 for pair in plan.pairs()}
     spent, rounds, pair_results = 0, 0, {}
-    against_reference = _battles(folder.root, matches)  # read once: only the pairs' folders change between rounds
+    against_reference = folder_battles(folder.root, matches)  # read once: only the pairs' folders change between rounds
     while True:
-        battles = against_reference + _battles(folder.root, list(pair_results.values()))
+        battles = against_reference + folder_battles(folder.root, list(pair_results.values()))
         ranking, records = rule.look(BattleCounts.from_battles(battles, [REFERENCE, *plan.systems]), anchor=REFERENCE)
         left = math.inf if max_judgments is None else max_judgments - spent
         step = rule.plan(records, ranking, n_max=plan.n_common, round_size=round_size, budget_left=left, taken=taken)
@@ -294,7 +260,7 @@ async def atournament(
     _check_settings(alpha=alpha, round_size=round_size, max_judgments=max_judgments, adaptive=adaptive)
     plan = load_tournament(predictions, seed=config.seed, data_dir=data_dir)
     sizes = sorted({min(n, plan.n_common) for n in requested})
-    names = [_name(name, REFERENCE) for name in plan.systems] + [_name(a, b) for a, b in plan.pairs()]
+    names = [match_folder_name(name, REFERENCE) for name in plan.systems] + [match_folder_name(a, b) for a, b in plan.pairs()]
     folder = TournamentFolder(out, _design(plan, config, sizes=requested, adaptive=adaptive, alpha=alpha,
                                            max_judgments=max_judgments, round_size=round_size),
                               names, overwrite=overwrite)

@@ -12,14 +12,16 @@ only once it is complete, stale match folders removed.
 from __future__ import annotations
 
 import contextlib
+import json
 import shutil
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import atomic_write, dumps_json, loads_json, make_folder
-from metric_arena.records import SUMMARY_FILE, TOURNAMENT_FILE, VERDICTS_FILE
+from lfrqa.files import atomic_write, dumps_json, iter_jsonl, loads_json, make_folder
+from metric_arena.judge._config import JudgeConfig
+from metric_arena.records import REFERENCE, SUMMARY_FILE, TOURNAMENT_FILE, VERDICTS_FILE
 
-__all__ = ["TOURNAMENT_FILE", "TournamentFolder", "design_changes"]
+__all__ = ["TOURNAMENT_FILE", "TournamentFolder", "design_changes", "finished_match", "folder_battles", "match_folder_name"]
 
 STAGING = ".replacing"
 _RUN_FILES = (VERDICTS_FILE, SUMMARY_FILE)
@@ -111,3 +113,36 @@ class TournamentFolder:
             (self.root / name).rename(self.out / name)
         (self.root / TOURNAMENT_FILE).replace(self.out / TOURNAMENT_FILE)
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def match_folder_name(a: str, b: str) -> str:
+    """The run folder of the match of ``a`` against ``b``: ``a``'s name against the reference, else ``a__vs__b``."""
+    return a if b == REFERENCE else f"{a}__vs__{b}"
+
+
+def finished_match(folder: Path, a: str, b: str, qids: list[str], config: JudgeConfig) -> dict | None:
+    """The summary of a finished run folder holding exactly this match with no pair to ask again, or None."""
+    try:
+        summary = json.loads((folder / SUMMARY_FILE).read_text(encoding="utf-8"))
+        rows = [row for _, row in iter_jsonl(folder / VERDICTS_FILE)]
+        judged = [row["qid"] for row in rows]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(summary, dict):  # an edited summary (a JSON array...): the match is played again
+        return None
+    same = (summary.get("system"), summary.get("opponent"), summary.get("judges"), summary.get("order"),
+            summary.get("seed"), summary.get("parse", "strict")) == (a, b, config.specs, config.order,
+                                                                     config.seed, config.parse)
+    # a pair that failed at the judge is asked again (one whose answer was never generated has no judgment)
+    again = any(row.get("failed") and row.get("judgments") for row in rows)
+    return summary if same and not again and sorted(judged) == sorted(qids) else None
+
+
+def folder_battles(root: Path, matches: list[dict]) -> list[tuple[str, str, str]]:
+    """Every judged battle so far, read back from the match folders."""
+    battles = []
+    for match in matches:
+        for _, row in iter_jsonl(root / match_folder_name(match["system"], match["opponent"]) / VERDICTS_FILE):
+            if row.get("outcome") is not None:
+                battles.append((row["system_a"], row["system_b"], row["outcome"]))
+    return battles

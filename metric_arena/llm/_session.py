@@ -35,7 +35,7 @@ from metric_arena.llm._runner import DEFAULT_MAX_CONCURRENCY, RequestResult, Ret
 from metric_arena.llm._specs import make_backends, parse_spec
 from metric_arena.llm._tasks import Progress, gather_or_cancel, run_until_stopped
 from metric_arena.llm._tokens import encodings_loaded, load_encodings, make_budgets
-from metric_arena.llm._types import Backend, ChatRequest, Completion
+from metric_arena.llm._types import OPENAI, Backend, ChatRequest, Completion
 
 __all__ = ["Concurrency", "RequestPool", "RunConfig", "Session"]
 
@@ -230,7 +230,7 @@ class Session:
         client of the network backends (aiohttp) and the token encodings replies are counted with (once per
         process). For code that opens sessions later, on a clock (a reward called by a trainer), so that its
         first call costs what the next ones do."""
-        if any(isinstance(m, str) and parse_spec(m)[0] == "openai" for m in models):
+        if any(isinstance(m, str) and parse_spec(m)[0] == OPENAI for m in models):
             import aiohttp  # noqa: F401 - what an openai backend posts with
 
         load_encodings()

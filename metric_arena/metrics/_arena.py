@@ -10,13 +10,13 @@ import numpy as np
 
 from lfrqa.files import iter_records
 from metric_arena.metrics._types import Estimate, Field, MetricSummary
-from metric_arena.records import check_verdict
 from metric_arena.stats import Intervals, bootstrap_interval
+from metric_arena.records import REFERENCE, VERDICTS_FILE, check_verdict
 
 __all__ = ["ARENA", "ArenaMetric", "share_estimates"]
 
 #: The file of a run folder the arena metric reads.
-_VERDICTS = "verdicts.jsonl"
+_VERDICTS = VERDICTS_FILE
 _UNKNOWN_DOMAIN = "unknown"
 
 
@@ -33,7 +33,7 @@ class ArenaMetric:
         Field(name="loss_rate", label="loss rate", higher_is_better=False),
     )
 
-    def __init__(self, reference: str = "LFRQA") -> None:
+    def __init__(self, reference: str = REFERENCE) -> None:
         self.reference = reference
 
     def present(self, run_dir: Path) -> bool:

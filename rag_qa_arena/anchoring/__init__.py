@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
+from metric_arena.records import SUMMARY_FILE, VERDICTS_FILE
 
 _EPILOG = """\
 the run folder (--out RUN): the cheap judge's run folder as `judge` writes it, RUN/anchor (the reference
@@ -148,7 +149,7 @@ def _judge(args: argparse.Namespace, intervals) -> int:
     from lfrqa.files import refuse_output_over_input
 
     refuse_output_over_input(("--out", args.out), [("--predictions", args.predictions), ("--versus", args.versus)],
-                             written=("verdicts.jsonl", "summary.json", "anchored.json"))
+                             written=(VERDICTS_FILE, SUMMARY_FILE, "anchored.json"))
     system = args.name or (Path(args.predictions).stem if args.versus else Path(args.out).resolve().name)
     result = run_reporting_failures(
         lambda: judge_anchored(inputs, judge=judge_settings(judges, args), anchor=plan, out=args.out,

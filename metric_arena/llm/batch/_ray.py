@@ -28,6 +28,7 @@ from pathlib import Path
 from lfrqa.checks import check_int
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import make_folder
+from metric_arena.llm._types import VLLM
 from metric_arena.llm.batch._passes import (
     answered_ids,
     bucket_of,
@@ -318,7 +319,7 @@ def run_requests(
     todo = [(p, n) for p, n in count_ids(files, ok) if n > 0]
     urls = engine.urls if isinstance(engine, HttpEndpoints) else ()
     weights = shares(urls, history) if urls else [1.0]
-    record = {"pass": number, "engine": "vllm" if isinstance(engine, VllmEngine) else "http",
+    record = {"pass": number, "engine": VLLM if isinstance(engine, VllmEngine) else "http",
               "started": now(), "n_requests": sum(n for _, n in todo), "files": [], "endpoints": {},
               "shares": {plain_url(u): round(w, 4) for u, w in zip(urls, weights)}}
     make_folder(out)

@@ -9,6 +9,7 @@ from pathlib import Path
 from lfrqa.errors import RagQaArenaError
 from metric_arena.citations import CITATIONS
 from metric_arena.metrics import ARENA, Estimate, Metric, MetricSummary
+from metric_arena.records import VERDICTS_FILE
 from metric_arena.stats import Intervals
 
 __all__ = ["METRICS", "UnknownMetric", "attach_metrics", "metric_named", "metric_only_folders", "metric_sections",
@@ -51,7 +52,7 @@ def metric_only_folders(runs: Sequence) -> tuple[list, list[Path]]:
     judged, scored = [], []
     for run in runs:
         path = Path(run) if isinstance(run, (str, os.PathLike)) else None
-        if (path is not None and path.is_dir() and not (path / "verdicts.jsonl").is_file()
+        if (path is not None and path.is_dir() and not (path / VERDICTS_FILE).is_file()
                 and any(metric.present(path) for metric in METRICS.values())):
             scored.append(path)
         else:
