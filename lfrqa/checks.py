@@ -105,6 +105,7 @@ def grouped_keywords(group: str, options: type | None, names: Mapping[str, str] 
         else:
             @functools.wraps(function)
             def wrapper(*args, **kwargs):
+                """The entry point, its loose keywords of earlier releases translated (``__wrapped__``)."""
                 return function(*args, **translated(kwargs))
         return wrapper
 

@@ -77,7 +77,7 @@ def runs(tmp_path_factory):
 
 def test_the_arena_and_a_toy_metric_keep_the_contract(toy):
     assert isinstance(ARENA, Metric) and isinstance(toy, Metric)
-    assert list(METRICS) == ["arena", "toy"]
+    assert list(METRICS) == ["arena", "citations", "toy"]  # the arena first, the citation scores second
 
 
 def test_report_renders_a_section_for_each_metric_a_run_holds(toy, runs, tmp_path, capsys):
@@ -110,7 +110,7 @@ def test_compare_gates_on_any_registered_metric(toy, runs, capsys):
     assert main(["compare", base, new, "--metric", "arena", "--fail-if-worse", "--n-boot", "200"]) == 1
     capsys.readouterr()
     assert main(["compare", base, new, "--metric", "bleu"]) == 2
-    assert "Unknown metric 'bleu'. Known: arena, toy" in capsys.readouterr().err
+    assert "Unknown metric 'bleu'. Known: arena, citations, toy" in capsys.readouterr().err
     assert main(["compare", base, plain, "--metric", "toy", "--json"]) == 2
     assert json.loads(capsys.readouterr().out)["reason"] == "empty_run"
     result = compare_metric(base, new, "toy", intervals=Intervals(n_boot=200))

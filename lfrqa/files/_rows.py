@@ -27,6 +27,7 @@ __all__ = [
     "iter_records",
     "json_line",
     "loads_json",
+    "written_rows",
     "lone_surrogate",
     "package_version",
     "read_json_file",
@@ -355,3 +356,35 @@ def package_version() -> str:
         return version(DISTRIBUTION)
     except PackageNotFoundError:
         return "unknown"
+
+
+def written_rows(path: str | os.PathLike, warnings: list[str], *, writer: str = "the writer",
+                 fix: str = "write it again") -> Iterator[tuple[str, dict]]:
+    """``(where, row)`` for each row of a JSON Lines file a writer appends to as it goes (a run folder's
+    ``verdicts.jsonl``), one line at a time. A torn last line (a crash or a full disk cut it, inside a
+    multi-byte character too) is skipped with a warning appended to ``warnings``; any other bad line is an
+    error naming it (``fix`` says what to do); a lone surrogate in a line is refused
+    (:func:`refuse_lone_surrogates`). ``writer`` names who writes the file, in the warning."""
+    torn: tuple[int, str] | None = None
+    with open(path, "rb") as lines:
+        for line_no, raw in enumerate(lines, 1):
+            if torn is not None:  # a bad line with more after it: not a torn tail
+                raise RagQaArenaError(f"{path}:{torn[0]}: {torn[1]}") from None
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                if raw.endswith(b"\n"):
+                    raise RagQaArenaError(f"{path}:{line_no}: not UTF-8 text ({error.reason}); {fix}") from None
+                torn = (line_no, f"not UTF-8 text ({error.reason}); {fix}")
+                continue
+            if not line.strip():
+                continue
+            try:
+                row = loads_json(line)
+            except json.JSONDecodeError as error:
+                torn = (line_no, f"not valid JSON ({error.msg})")
+                continue
+            refuse_lone_surrogates(row, f"{path}:{line_no}", text=line)
+            yield f"{path}:{line_no}", row
+    if torn is not None:
+        warnings.append(f"{path}:{torn[0]}: torn last line skipped ({writer} stopped while writing it)")

@@ -76,7 +76,7 @@ from metric_arena.judge._batch import (
     judge_batch_status,
     submit_judge_batch,
 )
-from metric_arena.judge._config import JudgeConfig, JudgeSpec, TournamentSchedule, judge_config
+from metric_arena.judge._config import JudgeConfig, JudgeSpec, MetricOptions, TournamentSchedule, judge_config
 from metric_arena.judge._cost import (
     format_estimate,
     judge_dry_run,
@@ -155,6 +155,7 @@ __all__ = [
     "MAX_EXPORT_SYSTEMS",
     "MAX_TOURNAMENT_SYSTEMS",
     "Tournament",
+    "MetricOptions",
     "TournamentSchedule",
     "ajudge_pairs",
     "atournament",

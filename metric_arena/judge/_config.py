@@ -12,6 +12,7 @@ lfrqa.RagQaArenaError: Unknown order policy 'sideways'. Available: paper, random
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
 
@@ -20,10 +21,10 @@ from lfrqa.errors import InvalidInputType, RagQaArenaError
 from metric_arena.judge._parse import check_parse
 from metric_arena.judge._plan import DEFAULT_JUDGE, check_order
 from metric_arena.llm import Backend, parse_spec
-from metric_arena.records import DEFAULT_SAMPLE
+from metric_arena.records import DEFAULT_SAMPLE, REFERENCE
 from metric_arena.stats import DEFAULT_ALPHA
 
-__all__ = ["JudgeConfig", "JudgeSpec", "TournamentSchedule", "judge_config"]
+__all__ = ["JudgeConfig", "JudgeSpec", "MetricOptions", "TournamentSchedule", "judge_config"]
 
 
 @dataclass(frozen=True)
@@ -104,3 +105,22 @@ class TournamentSchedule:
     alpha: float = DEFAULT_ALPHA
     max_judgments: int | None = None
     round_size: int = 100
+
+
+@dataclass(frozen=True, kw_only=True)
+class MetricOptions:
+    """The evaluate metric's options beside its inputs, ``judge`` and ``run``: the names in the verdicts
+    (``system``, ``opponent``), a run folder to write (``out``), ``progress``, the pinned files' folder
+    (``data_dir``) and a retrieve output whose passages the answers' citation markers name (``citations``:
+    adds citation scores, :mod:`metric_arena.citations`).
+
+    >>> MetricOptions(system="my-rag").opponent
+    'LFRQA'
+    """
+
+    system: str | None = None
+    opponent: str = REFERENCE
+    out: str | os.PathLike | None = None
+    progress: bool | None = None
+    data_dir: str | os.PathLike | None = None
+    citations: str | os.PathLike | None = None

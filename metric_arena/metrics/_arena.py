@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lfrqa.files import iter_records
+from lfrqa.files import written_rows
 from metric_arena.metrics._types import Estimate, Field, MetricSummary
 from metric_arena.stats import Intervals, bootstrap_interval
 from metric_arena.records import REFERENCE, VERDICTS_FILE, check_verdict
@@ -42,7 +42,7 @@ class ArenaMetric:
     def read_rows(self, run_dir: Path) -> list[Mapping]:
         """One row per qid (a resumed run's later line wins): ``qid``, ``system``, ``domain``, ``outcome``."""
         rows: dict[tuple[str, str], dict] = {}
-        for where, line in iter_records(Path(run_dir) / _VERDICTS, hint="Each line must be one verdict object"):
+        for where, line in written_rows(Path(run_dir) / _VERDICTS, [], writer="the judge", fix="re-run the judge"):
             verdict = check_verdict(line, where)
             a, b = verdict["system_a"], verdict["system_b"]
             system = a if b == self.reference else f"{a} vs {b}"

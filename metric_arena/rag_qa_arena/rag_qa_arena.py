@@ -15,7 +15,8 @@ import datasets
 import evaluate
 
 from metric_arena import DEFAULT_JUDGE, JudgeInputs, judge_pairs  # From: rag-qa-arena
-from metric_arena.records import REFERENCE  # From: rag-qa-arena
+from metric_arena.judge import MetricOptions  # From: rag-qa-arena
+from lfrqa.checks import grouped_keywords  # From: rag-qa-arena
 
 _CITATION = """\
 @article{han2024ragqaarena,
@@ -138,6 +139,12 @@ FEATURE_SETS = [
 class RagQaArena(evaluate.Metric):
     """Pairwise LLM judge of RAG-QA Arena (LFRQA)."""
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # evaluate copies compute() and appends the inputs' description to the copy's docstring; the copy of a
+        # decorated compute() holds the decorator's: give it compute's own
+        self.compute.__func__.__doc__ = (type(self).compute.__doc__ or "") + (self.info.inputs_description or "")
+
     def _info(self):
         return evaluate.MetricInfo(
             description=_DESCRIPTION,
@@ -203,6 +210,7 @@ class RagQaArena(evaluate.Metric):
         extra = {k: v for k, v in given.items() if v is not None and k not in ("predictions", "references")}
         super().add(prediction=prediction, reference=reference, **extra)
 
+    @grouped_keywords("options", MetricOptions, ["out", "system", "opponent", "progress", "data_dir", "citations"])
     def compute(
         self,
         *,
@@ -213,16 +221,13 @@ class RagQaArena(evaluate.Metric):
         domains=None,
         judge=DEFAULT_JUDGE,
         run=None,
-        out=None,
-        system=None,
-        opponent=REFERENCE,
-        progress=None,
-        data_dir=None,
-        citations=None,
+        options=None,
     ):
-        """Judge the pairs given here, or those added with :meth:`add_batch` / :meth:`add`."""
-        options = dict(judge=judge, run=run, out=out, system=system, opponent=opponent, progress=progress,
-                       data_dir=data_dir, citations=citations)
+        """Judge the pairs given here, or those added with :meth:`add_batch` / :meth:`add`. ``options``: a
+        :class:`metric_arena.judge.MetricOptions` (system and opponent names, a run folder ``out``,
+        ``progress``, ``data_dir``, ``citations``); those loose keywords work for one release, with a
+        ``DeprecationWarning``."""
+        options = dict(judge=judge, run=run, options=options)
         try:
             if predictions is None and references is None and questions is None:
                 if ids is not None or domains is not None:
@@ -245,13 +250,11 @@ class RagQaArena(evaluate.Metric):
         domains=None,
         judge=DEFAULT_JUDGE,
         run=None,
-        out=None,
-        system=None,
-        opponent=REFERENCE,
-        progress=None,
-        data_dir=None,
-        citations=None,
+        options=None,
     ):
+        options = options if options is not None else MetricOptions()
+        system, opponent, out, progress = options.system, options.opponent, options.out, options.progress
+        data_dir, citations = options.data_dir, options.citations
         if citations is not None and ids is None:
             raise ValueError("citations=RETRIEVED_FILE scores the markers against LFRQA's citations: give ids "
                              "(LFRQA qids) with the predictions")

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import iter_records, loads_json, lone_surrogate, refuse_lone_surrogates
+from lfrqa.files import iter_records, loads_json, lone_surrogate, written_rows
 from metric_arena.prompts import clean_response
 from metric_arena.records import REFERENCE, REPLACING_FILE, SUMMARY_FILE, VERDICTS_FILE, Verdict, check_prediction, check_verdict
 from metric_arena.stats import judge_outcome, reference_vote, summarize
@@ -258,37 +258,14 @@ def _read_verdicts(verdicts_path: Path, warnings: list[str], *, lean: bool = Fal
     crash or a full disk cut it, inside a multi-byte character too) is skipped with a warning; any other
     bad line is an error naming it. A domain that is not a string is counted as unknown, with a warning."""
     rows: list[Verdict] = []
-    torn: tuple[int, str] | None = None
-    with verdicts_path.open("rb") as lines:
-        for line_no, raw in enumerate(lines, 1):
-            if torn is not None:  # a bad line with more after it: not a torn tail
-                raise RagQaArenaError(f"{verdicts_path}:{torn[0]}: {torn[1]}") from None
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as error:
-                if raw.endswith(b"\n"):
-                    raise RagQaArenaError(f"{verdicts_path}:{line_no}: not UTF-8 text ({error.reason}); re-run the "
-                                          "judge") from None
-                torn = (line_no, f"not UTF-8 text ({error.reason}); re-run the judge")
-                continue
-            if not line.strip():
-                continue
-            try:
-                row = loads_json(line)
-            except json.JSONDecodeError as error:
-                torn = (line_no, f"not valid JSON ({error.msg})")
-                continue
-            refuse_lone_surrogates(row, f"{verdicts_path}:{line_no}", text=line)
-            verdict = check_verdict(row, f"{verdicts_path}:{line_no}")
-            if verdict.get("domain") is not None and not isinstance(verdict["domain"], str):
-                warnings.append(f"{verdicts_path}:{line_no}: domain {verdict['domain']!r:.40} is not a string: counted "
-                                "as unknown")
-                verdict["domain"] = None
-            if lean:
-                verdict = _lean(verdict)
-            rows.append(verdict)
-    if torn is not None:
-        warnings.append(f"{verdicts_path}:{torn[0]}: torn last line skipped (the judge stopped while writing it)")
+    for where, row in written_rows(verdicts_path, warnings, writer="the judge", fix="re-run the judge"):
+        verdict = check_verdict(row, where)
+        if verdict.get("domain") is not None and not isinstance(verdict["domain"], str):
+            warnings.append(f"{where}: domain {verdict['domain']!r:.40} is not a string: counted as unknown")
+            verdict["domain"] = None
+        if lean:
+            verdict = _lean(verdict)
+        rows.append(verdict)
     return rows
 
 
