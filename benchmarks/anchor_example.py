@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 
 import _setup  # noqa: F401 - this checkout first on sys.path, and $LFRQA_DATA_DIR
+from _setup import quick_args  # noqa: E402
 from judge_card_example import STRENGTH, _u, reply
 from lfrqa.files import loads_json
 from rag_qa_arena.cli import main as cli
@@ -37,8 +38,7 @@ def main() -> int:
     parser.add_argument("--out", default="/tmp/anchor-example")
     parser.add_argument("--pairs", type=int, default=2000)
     parser.add_argument("--anchors", type=int, default=300)
-    parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args()
+    args = quick_args(parser)  # --quick: small sizes, seconds (CI: benchmarks/run_quick.py)
     if args.quick:
         args.pairs, args.anchors = 120, 40
     import lfrqa

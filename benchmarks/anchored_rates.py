@@ -33,6 +33,7 @@ import time
 import numpy as np
 
 import _setup  # noqa: F401 - this checkout first on sys.path, and $LFRQA_DATA_DIR
+from _setup import quick_args  # noqa: E402
 from metric_arena.stats import Intervals, anchored_rate, cohen_kappa
 
 JUDGES = ("shifted", "length", "position", "noisy")
@@ -80,8 +81,7 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=3000, help="N, the pairs the cheap judge judges")
     parser.add_argument("--anchors", type=int, nargs="+", default=[100, 300, 1000])
     parser.add_argument("--rates", type=float, nargs="+", default=[0.2, 0.35, 0.5, 0.65, 0.8])
-    parser.add_argument("--quick", action="store_true", help="small sizes, seconds; exit 1 when something breaks")
-    args = parser.parse_args()
+    args = quick_args(parser)  # --quick: small sizes, seconds (CI: benchmarks/run_quick.py)
     if args.quick:
         args.runs, args.anchors, args.rates = 60, [300], [0.2, 0.5, 0.8]
     rng = np.random.default_rng(29)

@@ -23,6 +23,7 @@ import sys
 import time
 
 import _setup  # noqa: F401 - this checkout first on sys.path
+from _setup import quick_args  # noqa: E402
 
 SHARES = (0.0, 0.25, 0.5, 0.75, 1.0)
 FIELDS = ("reference_recall", "reference_precision", "gold_precision", "support", "citation_recall",
@@ -84,10 +85,9 @@ async def score_all(items, share, seed, strip=False):
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="20 answers per domain (seconds)")
     parser.add_argument("--per-domain", type=int, help="answers per domain (default: all)")
     parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    args = quick_args(parser)  # --quick: small sizes, seconds (CI: benchmarks/run_quick.py)
     started = time.perf_counter()
     items = cases(20 if args.quick else args.per_domain, args.seed)
     print(f"{len(items):,} LFRQA answers, each shown its gold documents and as many distractors")

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 import _setup  # noqa: F401 - this checkout first on sys.path, and $LFRQA_DATA_DIR
+from _setup import quick_args  # noqa: E402
 import lfrqa  # noqa: E402
 
 FULL = 14_020
@@ -78,8 +79,7 @@ def main() -> int:
     parser.add_argument("--max-requests-per-file", type=int, default=50_000)
     parser.add_argument("--max-bytes-per-file", type=int, default=200_000_000)
     parser.add_argument("--memory-limit-mib", type=float, default=1024.0, help="fail above this peak RSS")
-    parser.add_argument("--quick", action="store_true", help="1 and 3 systems x 30 questions, 7 requests a file")
-    args = parser.parse_args()
+    args = quick_args(parser)  # --quick: small sizes, seconds (CI: benchmarks/run_quick.py)
     if args.quick:
         args.systems, args.questions, args.sample, args.max_requests_per_file = [1, 3], 30, 10, 7
     qids = lfrqa.load("all")["qid"][: args.questions]

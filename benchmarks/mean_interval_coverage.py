@@ -17,6 +17,7 @@ import sys
 import time
 
 import _setup  # noqa: F401 - this checkout first on sys.path
+from _setup import quick_args  # noqa: E402
 import numpy as np
 
 #: (name, share of 0s, share of 1s, Beta a, Beta b)
@@ -38,10 +39,9 @@ def draw(rng, n, zeros, ones, a, b):
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true")
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--floor", type=float, default=0.90)
-    args = parser.parse_args()
+    args = quick_args(parser)  # --quick: small sizes, seconds (CI: benchmarks/run_quick.py)
     from metric_arena.stats import mean_interval
 
     runs = 100 if args.quick else args.runs

@@ -22,6 +22,7 @@ import sys
 import numpy as np
 
 import _setup  # noqa: F401 - this checkout first on sys.path, and $LFRQA_DATA_DIR
+from _setup import quick_args  # noqa: E402
 from metric_arena.stats import Intervals, paired_bootstrap
 
 
@@ -61,8 +62,7 @@ def main() -> int:
     parser.add_argument("--n-boot", type=int, default=1000)
     parser.add_argument("--n", type=int, nargs="+", default=[30, 100, 500])
     parser.add_argument("--deltas", type=float, nargs="+", default=[0.0, -0.05, -0.15])
-    parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args()
+    args = quick_args(parser)  # --quick: small sizes, seconds (CI: benchmarks/run_quick.py)
     if args.quick:
         args.runs, args.n_boot, args.n, args.deltas = 120, 300, [60], [0.0, -0.15]
     rng = np.random.default_rng(0)

@@ -18,6 +18,7 @@ import sys
 import time
 
 import _setup  # noqa: F401 - this checkout first on sys.path
+from _setup import quick_args  # noqa: E402
 
 #: Published architectures (hidden size, layers, heads, feed-forward), DeBERTa-v3's 128,100-token vocabulary.
 MODELS = {
@@ -44,10 +45,9 @@ def build(sizes, vocab):
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="a tiny model, few pairs")
     parser.add_argument("--pairs", type=int, default=64)
     parser.add_argument("--tokens", type=int, default=256)
-    args = parser.parse_args()
+    args = quick_args(parser)  # --quick: small sizes, seconds (CI: benchmarks/run_quick.py)
     try:
         import torch
     except ImportError:

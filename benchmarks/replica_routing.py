@@ -31,6 +31,7 @@ import tempfile
 import time
 
 import _setup  # noqa: F401 - this checkout first on sys.path, and $LFRQA_DATA_DIR
+from _setup import quick_args  # noqa: E402
 from _fast_server import fast_server  # noqa: E402
 from judge_throughput import synthetic_pairs  # noqa: E402
 
@@ -74,8 +75,7 @@ def main() -> int:
     parser.add_argument("--max-vs-good", type=float, default=1.0)
     parser.add_argument("--max-vs-ideal", type=float, default=1.3)
     parser.add_argument("--repeat", type=int, default=2, help="runs of each, in turn (the best of each compared)")
-    parser.add_argument("--quick", action="store_true", help="300 pairs, latencies / 4, looser bounds (noise)")
-    args = parser.parse_args()
+    args = quick_args(parser)  # --quick: small sizes, seconds (CI: benchmarks/run_quick.py)
     if args.quick:
         args.pairs, args.slow, args.fast, args.repeat = 300, args.slow / 4, args.fast / 4, 1
         args.max_vs_good, args.max_vs_ideal = 1.5, 4.0  # seconds of work: start-up and a busy CPU weigh more

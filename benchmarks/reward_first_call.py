@@ -22,6 +22,7 @@ import sys
 import time
 
 import _setup  # noqa: F401 - this checkout first on sys.path, and $LFRQA_DATA_DIR
+from _setup import quick_args  # noqa: E402
 from judge_throughput import synthetic_pairs  # noqa: E402
 
 
@@ -65,14 +66,13 @@ def child(url: str, prompts: int, generations: int, concurrency: int, calls: int
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="small sizes (seconds); exit 1 when a call fails")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--prompts", type=int)
     parser.add_argument("--generations", type=int)
     parser.add_argument("--latency", type=float)
     parser.add_argument("--concurrency", type=int)
     parser.add_argument("--calls", type=int)
-    args = parser.parse_args()
+    args = quick_args(parser)  # --quick: small sizes, seconds (CI: benchmarks/run_quick.py)
     quick = {"prompts": 8, "generations": 4, "latency": 0.05, "concurrency": 16, "calls": 3}
     full = {"prompts": 32, "generations": 8, "latency": 0.25, "concurrency": 64, "calls": 4}
     for name, value in (quick if args.quick else full).items():

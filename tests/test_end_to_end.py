@@ -47,7 +47,7 @@ def arena_run(writing_dir, tmp_path):  # noqa: F811 - pytest fixture injection
     data_dir, _ = writing_dir
     retrieved = tmp_path / "retrieved.jsonl"
     assert main(["retrieve", "--domain", "writing", "--retriever", "bm25", "--k", "5", "--limit", str(N_QUESTIONS),
-                 "--data-dir", str(data_dir), "--out", str(retrieved), "--no-progress"]) == 0
+                 "--corpus-dir", str(data_dir), "--out", str(retrieved), "--no-progress"]) == 0
     runs = tmp_path / "runs"
     with OpenAIServer(arena_server_reply) as server:
         common = ["--base-url", server.base_url, "--api-key", "sk-local-test", "--cache-dir", str(tmp_path / "cache"),

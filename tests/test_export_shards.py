@@ -128,7 +128,7 @@ def test_a_whole_export_after_parts_replaces_them_and_bad_settings_are_named(sys
 
 def test_the_tournament_hands_its_matches_over_one_at_a_time(systems, lfrqa_data_dir):
     matches = tournament_requests(systems, sample=SAMPLE, data_dir=lfrqa_data_dir)
-    assert not isinstance(matches, (list, tuple)) and len(next(matches)["predictions"]) == N_QUESTIONS
+    assert not isinstance(matches, (list, tuple)) and len(next(matches).predictions) == N_QUESTIONS
     assert sum(1 for _ in matches) == len(SYSTEMS) - 1 + 6
 
 
@@ -165,7 +165,10 @@ def test_a_match_planned_in_chunks_gives_the_requests_of_one_plan(lfrqa_data_dir
     run = RunConfig(cache_dir=tmp_path / "c", base_url="http://127.0.0.1:9/v1", api_key="sk-local")
     monkeypatch.setattr(exchange, "EXPORT_CHUNK", 3)
     done = export_judge_requests([match], tmp_path / "x", judge="openai:judge", run=run, data_dir=lfrqa_data_dir)
-    [plan] = judge_batch_requests(**match, judge="openai:judge", run=run, data_dir=lfrqa_data_dir).values()
+    from metric_arena.judge import JudgeInputs
+
+    [plan] = judge_batch_requests(JudgeInputs(**match), judge="openai:judge", run=run,
+                                  data_dir=lfrqa_data_dir).values()
     assert sorted(_ids(tmp_path / "x")) == sorted(key for key, _ in plan["requests"]) and done["n_requests"] == 7
 
 
