@@ -29,3 +29,20 @@ def quick_args(parser, **small):
     if args.quick:
         print(f"{QUICK_BANNER} {Path(sys.argv[0]).name}: small sizes, not the README's figures", flush=True)
     return args
+
+
+def timed_cli(argv: list[str]):
+    """Wall seconds, peak RSS (MiB) and the result of ``python -m rag_qa_arena ARGV`` in a fresh process."""
+    import subprocess
+    import time
+
+    probe = ("import resource, runpy, sys; sys.argv = ['rag-qa-arena', *sys.argv[1:]]\n"
+             "try:\n    runpy.run_module('rag_qa_arena', run_name='__main__')\n"
+             "except SystemExit as e:\n    code = e.code\nelse:\n    code = 0\n"
+             "print('PEAK', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
+             "sys.exit(code)")
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True, cwd=ROOT)
+    wall = time.perf_counter() - started
+    peak = [line for line in done.stderr.splitlines() if line.startswith("PEAK ")]
+    return wall, (int(peak[-1].split()[1]) / 1024 if peak else float("nan")), done

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import _setup  # noqa: F401 - this checkout first on sys.path, and $LFRQA_DATA_DIR
 from _setup import ROOT, quick_args  # noqa: E402
+from tests.test_pinned_resolution import fill_downloads  # noqa: E402  (the download cache an online run leaves)
 
 GUARD = r"""
 import socket
@@ -60,17 +61,6 @@ def _run(what: str, env: dict, data: str = "") -> dict:
     if done.returncode != 0:
         sys.exit(f"{what} failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def fill_downloads(data: Path, downloads: Path) -> None:
-    """The download cache an earlier online run leaves: each pinned file under sha256(url).sha256(etag)."""
-    from lfrqa import _sources
-
-    downloads.mkdir(parents=True, exist_ok=True)
-    for relpath in _sources.SHA256:
-        if (data / relpath).is_file():
-            name = _sources.url_cache_stem(_sources.BASE_URL + relpath) + "." + "e" * 64
-            (downloads / name).write_bytes((data / relpath).read_bytes())
 
 
 def _line(label: str, row: dict) -> str:

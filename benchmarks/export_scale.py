@@ -17,31 +17,15 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import _setup  # noqa: F401 - this checkout first on sys.path, and $LFRQA_DATA_DIR
-from _setup import quick_args  # noqa: E402
+from _setup import quick_args, timed_cli as _timed  # noqa: E402
 import lfrqa  # noqa: E402
 
 FULL = 14_020
-
-
-def _timed(argv: list[str]) -> tuple[float, float, subprocess.CompletedProcess]:
-    """Wall seconds, peak RSS (MiB) and the result of ``python -m rag_qa_arena ARGV`` in a fresh process."""
-    probe = ("import resource, runpy, sys; sys.argv = ['rag-qa-arena', *sys.argv[1:]]\n"
-             "try:\n    runpy.run_module('rag_qa_arena', run_name='__main__')\n"
-             "except SystemExit as e:\n    code = e.code\nelse:\n    code = 0\n"
-             "print('PEAK', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
-             "sys.exit(code)")
-    started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True, cwd=_setup.ROOT)
-    wall = time.perf_counter() - started
-    peak = [line for line in done.stderr.splitlines() if line.startswith("PEAK ")]
-    return wall, (int(peak[-1].split()[1]) / 1024 if peak else float("nan")), done
 
 
 def _check_shards(out: Path, max_requests: int, max_bytes: int) -> tuple[int, int, int, list[str]]:

@@ -23,12 +23,11 @@ pytestmark = pytest.mark.slow
 WORDS = [f"w{i}" for i in range(400)]
 CHUNK = 30
 
-# The child builds the index and kills itself (SIGKILL: no clean-up runs) as soon as ColBERT has
-# written its first chunk to disk, as a crash in hour 10 would.
-CHILD = """
+# The child kills itself (SIGKILL: no clean-up runs) as soon as ColBERT has written its first chunk to disk,
+# as a crash in hour 10 would; then it runs what follows.
+DIE_AFTER_FIRST_CHUNK = """
 import json, os, signal, sys
 from colbert.indexing import index_saver
-from retrieval import ColBERTIndexing, ColBERTRetriever
 
 write = index_saver.IndexSaver._write_chunk_to_disk
 def write_then_die(self, chunk_idx, *args):
@@ -36,7 +35,9 @@ def write_then_die(self, chunk_idx, *args):
     if chunk_idx == 0:
         os.kill(os.getpid(), signal.SIGKILL)
 index_saver.IndexSaver._write_chunk_to_disk = write_then_die
-
+"""
+CHILD = DIE_AFTER_FIRST_CHUNK + """
+from retrieval import ColBERTIndexing, ColBERTRetriever
 checkpoint, index_dir, passages_file = sys.argv[1:4]
 passages = [json.loads(line) for line in open(passages_file)]
 ColBERTRetriever(checkpoint, index_dir=index_dir, indexing=ColBERTIndexing(chunk_passages=%d), show_progress=False).index(passages)
@@ -135,17 +136,8 @@ def test_a_piped_build_prints_a_plain_line_per_chunk(checkpoint, passages, tmp_p
     assert "\r" not in child.stderr and "\x1b[" not in child.stderr
 
 
-CLI_CHILD = """
-import os, signal, sys
-from colbert.indexing import index_saver
+CLI_CHILD = DIE_AFTER_FIRST_CHUNK + """
 from rag_qa_arena.cli import main
-
-write = index_saver.IndexSaver._write_chunk_to_disk
-def write_then_die(self, chunk_idx, *args):
-    write(self, chunk_idx, *args)
-    if chunk_idx == 0:
-        os.kill(os.getpid(), signal.SIGKILL)
-index_saver.IndexSaver._write_chunk_to_disk = write_then_die
 sys.exit(main(sys.argv[1:]))
 """
 
