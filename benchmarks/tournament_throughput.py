@@ -84,7 +84,7 @@ def pool_bodies(files: dict[str, Path], *, sample: int, seed: int) -> list[dict]
     judge, run = JudgeConfig("openai:bench-judge", seed=seed), RunConfig(use_cache=False)
     bodies = []
     for match in matches:
-        for plan in judge_batch_requests(**match, judge=judge, run=run).values():
+        for plan in judge_batch_requests(match, judge=judge, run=run).values():
             bodies.extend(body for _, body in plan["requests"])
     return bodies
 

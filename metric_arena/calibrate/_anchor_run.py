@@ -53,9 +53,10 @@ def _subset(inputs: JudgeInputs, qids: list[str]) -> JudgeInputs:
     wanted = set(qids)
     keep = [i for i, q in enumerate(inputs.qids) if q in wanted]
     pick = lambda xs: [xs[i] for i in keep]  # noqa: E731
-    return replace(inputs, qids=pick(inputs.qids), answers=pick(inputs.answers), references=pick(inputs.references),
-                   questions=pick(inputs.questions), domains=None if inputs.domains is None else pick(inputs.domains),
-                   failed=pick(inputs.failed))
+    return replace(inputs, ids=pick(inputs.qids), predictions=pick(inputs.predictions),
+                   references=pick(inputs.references), questions=pick(inputs.questions),
+                   domains=None if inputs.domains is None else pick(inputs.domains),
+                   generation_failed=pick(inputs.failed), sample=None, target_width=None)
 
 
 def _eligible(inputs: JudgeInputs) -> list[str]:
@@ -80,14 +81,12 @@ def judge_anchored(
     :func:`~metric_arena.judge_pairs` (both judges' answers are cached). Returns ``{"cheap": summary,
     "anchor": summary, "anchored": anchored rates}``."""
     anchors = draw_anchors(inputs.qids, anchor.sample, anchor.seed)
-    common = dict(system=system or Path(out).resolve().name, opponent=inputs.opponent, data_dir=data_dir,
-                  progress=progress, overwrite=overwrite, n_boot=intervals.n_boot)
-    cheap = judge_pairs(inputs.answers, inputs.references, inputs.questions, ids=inputs.qids, domains=inputs.domains,
-                        judge=judge, run=run, out=out, generation_failed=inputs.failed, **common)
+    inputs = replace(inputs, system=system or Path(out).resolve().name)
+    common = dict(data_dir=data_dir, progress=progress, overwrite=overwrite, n_boot=intervals.n_boot)
+    cheap = judge_pairs(inputs, judge=judge, run=run, out=out, **common)
     part = _subset(inputs, anchors)
-    reference = judge_pairs(part.answers, part.references, part.questions, ids=part.qids, domains=part.domains,
-                            judge=_anchor_config(anchor, judge), run=anchor.run or run,
-                            out=Path(out) / ANCHOR_FOLDER, generation_failed=part.failed, **common)
+    reference = judge_pairs(part, judge=_anchor_config(anchor, judge), run=anchor.run or run,
+                            out=Path(out) / ANCHOR_FOLDER, **common)
     result = anchored_from_run(out, Path(out) / ANCHOR_FOLDER, intervals=intervals, seed=anchor.seed,
                                sample=anchor.sample)
     write_anchored(out, result)
@@ -108,16 +107,13 @@ def anchor_dry_run(
     """What :func:`judge_anchored` would send, per judge (``estimates``: the cheap judge's on every pair, the
     reference judge's on the subset), and ``plan``: the anchors the win rate's ``half_width`` needs, from the
     ``pilot`` run folder (an earlier anchored run: both judges on a first subset), else None."""
-    inputs = replace(inputs, failed=list(inputs.failed))
     eligible = _eligible(inputs)
     part = _subset(inputs, draw_anchors(inputs.qids, anchor.sample, anchor.seed))
     part = _subset(part, _eligible(part))  # (a pair whose answer failed to generate is never sent)
     full = _subset(inputs, eligible)
     estimates = {
-        "cheap": judge_dry_run(full.answers, full.references, full.questions, ids=full.qids, domains=full.domains,
-                               judge=judge, run=run, data_dir=data_dir),
-        "anchor": judge_dry_run(part.answers, part.references, part.questions, ids=part.qids, domains=part.domains,
-                                judge=_anchor_config(anchor, judge), run=anchor.run or run, data_dir=data_dir),
+        "cheap": judge_dry_run(full, judge=judge, run=run, data_dir=data_dir),
+        "anchor": judge_dry_run(part, judge=_anchor_config(anchor, judge), run=anchor.run or run, data_dir=data_dir),
     }
     plan = None
     if pilot is not None and (Path(pilot) / ANCHOR_FOLDER / VERDICTS_FILE).is_file():
