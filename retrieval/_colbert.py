@@ -347,6 +347,7 @@ def _import_colbert():
     from retrieval import _colbert_compat, _torch_extensions
 
     _colbert_compat.apply()  # colbert-ai <= 0.2.22 under transformers 5: see retrieval/_colbert_compat.py
+    _colbert_compat.tolerate_detached_head()  # ColBERT stamps configs with the cwd's git branch
     _torch_extensions.guard_colbert_loads()  # a killed build's lock never hangs a load (see that module)
 
 

@@ -100,3 +100,51 @@ def fix_class(cls: type) -> type:
     cls.init_weights = init_weights
     setattr(cls, _MARK, True)
     return cls
+
+
+#: Modules that bind ColBERT's ``get_metadata_only`` by name (it stamps each config it saves with the git branch
+#: of the current folder's repository).
+_METADATA_MODULES = ("utility.utils.save_metadata", "colbert.infra.config.base_config", "colbert.data.examples",
+                     "colbert.data.ranking")
+
+
+def tolerate_detached_head() -> None:
+    """Let ColBERT save its configs from a git checkout on a detached HEAD (CI checkouts, ``git checkout
+    <commit>``, worktrees): its ``get_metadata_only`` asks GitPython for the *current folder's* branch and
+    raises ``TypeError: HEAD is a detached symbolic reference``, which stops every index build and search
+    there. The wrapper gives ColBERT's own metadata when it can and, when git cannot name a branch, the same
+    record without the git fields (as ColBERT writes outside a repository). Once; colbert-ai <= FIXED_UP_TO."""
+    from packaging.version import Version
+
+    try:
+        if Version(metadata.version("colbert-ai")) > Version(FIXED_UP_TO):
+            return
+        stamp = importlib.import_module(_METADATA_MODULES[0])
+    except (ImportError, metadata.PackageNotFoundError):
+        return
+    original = stamp.get_metadata_only
+    if getattr(original, _MARK, False):
+        return
+
+    @functools.wraps(original)
+    def get_metadata_only():
+        try:
+            return original()
+        except (TypeError, ValueError, OSError):  # no branch to name (detached HEAD), or git itself failing
+            import socket
+            import sys
+            import time
+
+            from colbert.utils.utils import dotdict
+
+            return dotdict(hostname=socket.gethostname(), current_datetime=time.strftime("%b %d, %Y ; %l:%M%p %Z (%z)"),
+                           cmd=" ".join(sys.argv))
+
+    setattr(get_metadata_only, _MARK, True)
+    for name in _METADATA_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        if getattr(module, "get_metadata_only", None) is original:
+            module.get_metadata_only = get_metadata_only

@@ -165,3 +165,24 @@ def test_retrieve_resume_continues_a_killed_index_build(writing_dir, checkpoint,
     assert (index_dir / "plaid" / "0.codes.pt").stat().st_mtime_ns == kept
     total = len(Retriever.load(index_dir, show_progress=False))
     assert sum(encoded) == total - CHUNK and len(out.read_text().splitlines()) == 10
+
+
+def test_colbert_saves_its_configs_from_a_checkout_on_a_detached_head(tmp_path, monkeypatch):
+    """ColBERT stamps every config it saves with the current folder's git branch; on a detached HEAD (CI
+    checkouts, worktrees) GitPython raises and every build and search there failed."""
+    import subprocess as sp
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    sp.run(["git", "init", "-q", str(repo)], check=True)
+    sp.run([*git, "commit", "-q", "--allow-empty", "-m", "x"], check=True)
+    sp.run([*git, "checkout", "-q", "--detach"], check=True)
+    monkeypatch.chdir(repo)
+    from retrieval._colbert import _import_colbert
+
+    _import_colbert()
+    from colbert.infra.config import base_config
+
+    stamp = base_config.get_metadata_only()
+    assert stamp["hostname"] and "git_branch" not in stamp
