@@ -48,6 +48,7 @@ class SplitWriter:
     entry per file: ``name``, ``n_requests``, ``bytes``, ``sha256`` and ``first_custom_id``.
 
     >>> import tempfile
+    >>> from pathlib import Path
     >>> writer = SplitWriter(Path(tempfile.mkdtemp()), prefix="batch-", max_requests=2, max_bytes=100)
     >>> for k in range(3):
     ...     writer.add(f"k{k}", b'{"custom_id": "k%d"}\\n' % k)
