@@ -35,7 +35,6 @@ A damaged file raises :class:`CacheCorrupt`; a full disk or a read-only folder a
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import errno
 import functools
@@ -48,12 +47,12 @@ import sqlite3
 import threading
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import make_folder, process_identity
+from metric_arena.llm._tasks import SerialThread
 from metric_arena.llm._types import ChatRequest, Completion, imported_fields
 
 __all__ = ["CACHE_ENV", "SCHEMA_VERSION", "CacheCorrupt", "CachedCompletion", "CompletionCache", "cache_key",
@@ -190,7 +189,7 @@ class CompletionCache:
             ) from None
         self.path = path
         self._lock = threading.Lock()
-        self._executor: ThreadPoolExecutor | None = None
+        self._thread = SerialThread("rag-qa-arena-cache")
         with _sqlite_errors(path):
             self._conn = sqlite3.connect(str(path), timeout=60.0, isolation_level=None, check_same_thread=False)
             try:
@@ -206,16 +205,9 @@ class CompletionCache:
         """``fn(*args, **kwargs)`` (e.g. ``cache.get``) run on this cache's worker thread, awaited:
         async code calls the cache this way, so a write waiting for another process's lock never
         blocks the event loop. Calls run one at a time in the order made; a call already made
-        still runs when the awaiting task is cancelled (a decided write is stored, a claim released)."""
-        with self._lock:
-            if self._executor is None:
-                self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rag-qa-arena-cache")
-            future = self._executor.submit(functools.partial(fn, *args, **kwargs))
-        result = asyncio.wrap_future(future)
-        # When the awaiting task was cancelled (another request's fatal error), nobody reads an
-        # error of the call: mark it read, so asyncio logs no "exception was never retrieved".
-        result.add_done_callback(_read_outcome)
-        return await asyncio.shield(result)
+        still runs when the awaiting task is cancelled (a decided write is stored, a claim released).
+        Calls made while the thread is busy are drained together (:class:`SerialThread`)."""
+        return await self._thread.call(functools.partial(fn, *args, **kwargs) if args or kwargs else fn)
 
     # -- reading -----------------------------------------------------------------------------
     def get(self, key: str) -> CachedCompletion | None:
@@ -306,10 +298,7 @@ class CompletionCache:
 
     def close(self) -> None:
         """Wait for the calls made through :meth:`off_loop`, then close the connection."""
-        with self._lock:
-            executor, self._executor = self._executor, None
-        if executor is not None:
-            executor.shutdown(wait=True)
+        self._thread.close()
         with self._lock:
             self._conn.close()
 
@@ -321,11 +310,6 @@ class CompletionCache:
 
     def __repr__(self) -> str:
         return f"CompletionCache({str(self.path)!r})"
-
-
-def _read_outcome(future: asyncio.Future) -> None:
-    if not future.cancelled():
-        future.exception()
 
 
 _SQLITE_ERRNO = {"SQLITE_FULL": errno.ENOSPC, "SQLITE_READONLY": errno.EROFS, "SQLITE_READONLY_DIRECTORY": errno.EROFS,
