@@ -62,6 +62,7 @@ CACHE_ENV = "RAG_QA_ARENA_CACHE"
 CACHE_FILE = "completions.sqlite"
 _KEY_VERSION = 1
 _SQLITE_MAX_VARS = 900
+_RETURNING = " RETURNING owner" if sqlite3.sqlite_version_info >= (3, 35) else ""
 _ORIGINAL_CHARS = "original_chars"  # version 0 kept a cut reply's full length in the usage column
 #: The layout of the cache file (``PRAGMA user_version``): 0 before it was versioned, 1 with the
 #: ``original_chars`` and ``system_folded`` columns.
@@ -266,10 +267,13 @@ class CompletionCache:
         live owner is sending it right now (False). The owner's own claim is renewed."""
         now = time.time()
         with self._lock, _sqlite_errors(self.path):
-            self._conn.execute(
+            # (RETURNING, SQLite 3.35+: the row when this owner wrote it, so the common case needs no second look)
+            written = self._conn.execute(
                 "INSERT INTO claims (key, owner, expires) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET "
-                "owner = excluded.owner, expires = excluded.expires WHERE claims.expires < ? OR claims.owner = ?",
-                (key, owner, now + ttl, now, owner))
+                "owner = excluded.owner, expires = excluded.expires WHERE claims.expires < ? OR claims.owner = ?"
+                + _RETURNING, (key, owner, now + ttl, now, owner)).fetchall()
+            if written:
+                return True
             row = self._conn.execute("SELECT owner FROM claims WHERE key = ?", (key,)).fetchone()
             if row is None or row[0] == owner:
                 return True
