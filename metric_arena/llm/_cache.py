@@ -38,7 +38,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
-import hashlib
 import json
 import os
 import socket
@@ -53,14 +52,13 @@ from pathlib import Path
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import make_folder, process_identity
 from metric_arena.llm._tasks import SerialThread
-from metric_arena.llm._types import ChatRequest, Completion, imported_fields
+from metric_arena.llm._types import ChatRequest, Completion, cache_keys, canonical_json, imported_fields
 
 __all__ = ["CACHE_ENV", "SCHEMA_VERSION", "CacheCorrupt", "CachedCompletion", "CompletionCache", "cache_key",
            "default_cache_dir"]
 
 CACHE_ENV = "RAG_QA_ARENA_CACHE"
 CACHE_FILE = "completions.sqlite"
-_KEY_VERSION = 1
 _SQLITE_MAX_VARS = 900
 _RETURNING = " RETURNING owner" if sqlite3.sqlite_version_info >= (3, 35) else ""
 _ORIGINAL_CHARS = "original_chars"  # version 0 kept a cut reply's full length in the usage column
@@ -133,19 +131,9 @@ def default_cache_dir() -> Path:
     return Path(value).expanduser() if value else Path.home() / ".cache" / "rag_qa_arena"
 
 
-def canonical_json(obj) -> str:
-    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-
-
 def cache_key(identity: dict, request: ChatRequest, attempt: int = 0) -> str:
     """sha256 hex digest of (backend identity, decoding parameters, messages, attempt)."""
     return cache_keys(identity, request, [attempt])[0]
-
-
-def cache_keys(identity: dict, request: ChatRequest, attempts) -> list[str]:
-    """:func:`cache_key` of each of ``attempts``, the request serialized once (``attempt`` sorts first)."""
-    rest = canonical_json({"v": _KEY_VERSION, "backend": identity, "params": request.params(), "messages": request.messages})
-    return [hashlib.sha256(f'{{"attempt":{int(a)},{rest[1:]}'.encode("utf-8")).hexdigest() for a in attempts]
 
 
 class CacheCorrupt(RagQaArenaError):
