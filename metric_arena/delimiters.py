@@ -198,8 +198,8 @@ _RATING_VERBS = ("output", "print", "return", "respond", "reply", "say", "write"
 
 
 def _may_address(folded: str) -> bool:
-    return (any(word in folded for word in _ADDRESS_WORDS)
-            or (any(digit in folded for digit in "012") and any(verb in folded for verb in _RATING_VERBS)))
+    has = folded.__contains__
+    return any(map(has, _ADDRESS_WORDS)) or (any(map(has, "012")) and any(map(has, _RATING_VERBS)))
 
 
 def judge_address(text: str) -> list[str]:
