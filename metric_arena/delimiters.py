@@ -190,6 +190,18 @@ _ADDRESS = tuple((name, re.compile(pattern)) for name, pattern in JUDGE_ADDRESS_
 _ANY_ADDRESS = re.compile("|".join(f"(?:{pattern})" for _, pattern in JUDGE_ADDRESS_RULES))
 
 
+# Words one of which every match of a rule holds (whitespace is single spaces where the rules look: ``\s+``
+# matches " " only): a text with none of them is matched by no rule, and is not scanned.
+_ADDRESS_WORDS = ("ignore", "disregard", "forget", "answer", "response", "judge", "grader", "evaluator", "assessor",
+                  "you are", "you must", "you should", "you will", "instruction", "prompt")
+_RATING_VERBS = ("output", "print", "return", "respond", "reply", "say", "write", "give")  # ... then a 0, 1 or 2
+
+
+def _may_address(folded: str) -> bool:
+    has = folded.__contains__
+    return any(map(has, _ADDRESS_WORDS)) or (any(map(has, "012")) and any(map(has, _RATING_VERBS)))
+
+
 def judge_address(text: str) -> list[str]:
     """The rules of :data:`JUDGE_ADDRESS_RULES` that ``text`` matches (plain words addressed to the judge),
     in rule order; matched as a reader sees the text (look-alike letters folded, lower case).
@@ -201,7 +213,7 @@ def judge_address(text: str) -> list[str]:
     """
     folded = text if text.isascii() else _folded(text)[0]
     folded = " ".join(folded.lower().split())
-    if not _ANY_ADDRESS.search(folded):
+    if not _may_address(folded) or not _ANY_ADDRESS.search(folded):
         return []
     return [name for name, pattern in _ADDRESS if pattern.search(folded)]
 

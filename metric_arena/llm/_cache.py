@@ -35,11 +35,9 @@ A damaged file raises :class:`CacheCorrupt`; a full disk or a read-only folder a
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import errno
 import functools
-import hashlib
 import json
 import os
 import socket
@@ -48,21 +46,21 @@ import sqlite3
 import threading
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
 from lfrqa.files import make_folder, process_identity
-from metric_arena.llm._types import ChatRequest, Completion, imported_fields
+from metric_arena.llm._tasks import SerialThread
+from metric_arena.llm._types import ChatRequest, Completion, cache_keys, canonical_json, imported_fields
 
 __all__ = ["CACHE_ENV", "SCHEMA_VERSION", "CacheCorrupt", "CachedCompletion", "CompletionCache", "cache_key",
            "default_cache_dir"]
 
 CACHE_ENV = "RAG_QA_ARENA_CACHE"
 CACHE_FILE = "completions.sqlite"
-_KEY_VERSION = 1
 _SQLITE_MAX_VARS = 900
+_RETURNING = " RETURNING owner" if sqlite3.sqlite_version_info >= (3, 35) else ""
 _ORIGINAL_CHARS = "original_chars"  # version 0 kept a cut reply's full length in the usage column
 #: The layout of the cache file (``PRAGMA user_version``): 0 before it was versioned, 1 with the
 #: ``original_chars`` and ``system_folded`` columns.
@@ -133,19 +131,9 @@ def default_cache_dir() -> Path:
     return Path(value).expanduser() if value else Path.home() / ".cache" / "rag_qa_arena"
 
 
-def canonical_json(obj) -> str:
-    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-
-
 def cache_key(identity: dict, request: ChatRequest, attempt: int = 0) -> str:
     """sha256 hex digest of (backend identity, decoding parameters, messages, attempt)."""
     return cache_keys(identity, request, [attempt])[0]
-
-
-def cache_keys(identity: dict, request: ChatRequest, attempts) -> list[str]:
-    """:func:`cache_key` of each of ``attempts``, the request serialized once (``attempt`` sorts first)."""
-    rest = canonical_json({"v": _KEY_VERSION, "backend": identity, "params": request.params(), "messages": request.messages})
-    return [hashlib.sha256(f'{{"attempt":{int(a)},{rest[1:]}'.encode("utf-8")).hexdigest() for a in attempts]
 
 
 class CacheCorrupt(RagQaArenaError):
@@ -190,7 +178,7 @@ class CompletionCache:
             ) from None
         self.path = path
         self._lock = threading.Lock()
-        self._executor: ThreadPoolExecutor | None = None
+        self._thread = SerialThread("rag-qa-arena-cache")
         with _sqlite_errors(path):
             self._conn = sqlite3.connect(str(path), timeout=60.0, isolation_level=None, check_same_thread=False)
             try:
@@ -206,16 +194,9 @@ class CompletionCache:
         """``fn(*args, **kwargs)`` (e.g. ``cache.get``) run on this cache's worker thread, awaited:
         async code calls the cache this way, so a write waiting for another process's lock never
         blocks the event loop. Calls run one at a time in the order made; a call already made
-        still runs when the awaiting task is cancelled (a decided write is stored, a claim released)."""
-        with self._lock:
-            if self._executor is None:
-                self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rag-qa-arena-cache")
-            future = self._executor.submit(functools.partial(fn, *args, **kwargs))
-        result = asyncio.wrap_future(future)
-        # When the awaiting task was cancelled (another request's fatal error), nobody reads an
-        # error of the call: mark it read, so asyncio logs no "exception was never retrieved".
-        result.add_done_callback(_read_outcome)
-        return await asyncio.shield(result)
+        still runs when the awaiting task is cancelled (a decided write is stored, a claim released).
+        Calls made while the thread is busy are drained together (:class:`SerialThread`)."""
+        return await self._thread.call(functools.partial(fn, *args, **kwargs) if args or kwargs else fn)
 
     # -- reading -----------------------------------------------------------------------------
     def get(self, key: str) -> CachedCompletion | None:
@@ -274,10 +255,13 @@ class CompletionCache:
         live owner is sending it right now (False). The owner's own claim is renewed."""
         now = time.time()
         with self._lock, _sqlite_errors(self.path):
-            self._conn.execute(
+            # (RETURNING, SQLite 3.35+: the row when this owner wrote it, so the common case needs no second look)
+            written = self._conn.execute(
                 "INSERT INTO claims (key, owner, expires) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET "
-                "owner = excluded.owner, expires = excluded.expires WHERE claims.expires < ? OR claims.owner = ?",
-                (key, owner, now + ttl, now, owner))
+                "owner = excluded.owner, expires = excluded.expires WHERE claims.expires < ? OR claims.owner = ?"
+                + _RETURNING, (key, owner, now + ttl, now, owner)).fetchall()
+            if written:
+                return True
             row = self._conn.execute("SELECT owner FROM claims WHERE key = ?", (key,)).fetchone()
             if row is None or row[0] == owner:
                 return True
@@ -306,10 +290,7 @@ class CompletionCache:
 
     def close(self) -> None:
         """Wait for the calls made through :meth:`off_loop`, then close the connection."""
-        with self._lock:
-            executor, self._executor = self._executor, None
-        if executor is not None:
-            executor.shutdown(wait=True)
+        self._thread.close()
         with self._lock:
             self._conn.close()
 
@@ -321,11 +302,6 @@ class CompletionCache:
 
     def __repr__(self) -> str:
         return f"CompletionCache({str(self.path)!r})"
-
-
-def _read_outcome(future: asyncio.Future) -> None:
-    if not future.cancelled():
-        future.exception()
 
 
 _SQLITE_ERRNO = {"SQLITE_FULL": errno.ENOSPC, "SQLITE_READONLY": errno.EROFS, "SQLITE_READONLY_DIRECTORY": errno.EROFS,

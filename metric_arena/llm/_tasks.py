@@ -5,8 +5,11 @@ backend, and the progress bar."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -14,7 +17,80 @@ from typing import Any, TypeVar
 from lfrqa.checks import check_int
 from metric_arena.llm._types import Backend, ChatRequest, Completion
 
-__all__ = ["Batcher", "Progress", "gather_or_cancel", "run_sync", "run_until_stopped", "synchronous"]
+__all__ = ["Batcher", "Progress", "SerialThread", "gather_or_cancel", "run_sync", "run_until_stopped", "synchronous"]
+
+
+class SerialThread:
+    """Synchronous calls run one at a time, in the order made, on a thread of their own, awaited by
+    async code (:meth:`call`). Calls made while the thread is busy queue up and are drained in one go,
+    their outcomes handed back to the loop together: one wake-up of each side for many calls. A call
+    made still runs when its awaiting task is cancelled (its outcome, an error too, is then dropped)."""
+
+    #: Seconds of calls after which the outcomes so far go back to the loop before the next call.
+    HAND_BACK_AFTER = 0.002
+
+    def __init__(self, name: str):
+        self.name = name
+        self._lock = threading.Lock()  # guards the queue; never held while a call runs
+        self._queue: list = []
+        self._draining = False
+        self._executor: ThreadPoolExecutor | None = None
+
+    async def call(self, fn: Callable[[], Any]) -> Any:
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        with self._lock:
+            self._queue.append((fn, loop, future))
+            if not self._draining:
+                self._draining = True
+                if self._executor is None:
+                    self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=self.name)
+                self._executor.submit(self._drain)
+        return await future
+
+    def _drain(self) -> None:
+        while True:
+            with self._lock:
+                calls, self._queue = self._queue, []
+                if not calls:
+                    self._draining = False
+                    return
+            done: list = []
+            since = time.monotonic()
+            for fn, loop, future in calls:
+                try:
+                    done.append((loop, future, True, fn()))
+                except BaseException as error:  # handed to the awaiting task
+                    done.append((loop, future, False, error))
+                if time.monotonic() - since > self.HAND_BACK_AFTER:  # a slow call delays no other's answer
+                    _hand_back(done)
+                    done, since = [], time.monotonic()
+            _hand_back(done)
+
+    def close(self) -> None:
+        """Wait for the calls made, then stop the thread (a later call starts a new one)."""
+        with self._lock:
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=True)
+
+
+def _hand_back(done: list) -> None:
+    by_loop: dict = {}
+    for loop, future, ok, value in done:
+        by_loop.setdefault(loop, []).append((future, ok, value))
+    for loop, outcomes in by_loop.items():
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
+            loop.call_soon_threadsafe(_resolve, outcomes)
+
+
+def _resolve(outcomes: list) -> None:
+    for future, ok, value in outcomes:
+        if not future.cancelled():
+            if ok:
+                future.set_result(value)
+            else:
+                future.set_exception(value)
 
 
 @dataclass

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -213,3 +214,59 @@ class LocalBackend(Backend):
     def _generate_sync(self, requests: list[ChatRequest]) -> list[Completion]:
         """One completion per request, in order (blocking; called in a worker thread). A request that
         cannot be answered alone (e.g. a prompt over the input budget) gets its error in its place."""
+
+
+# -- cache keys (metric_arena.llm._cache) ----------------------------------------------------------
+#: The version of the cache key's layout.
+KEY_VERSION = 1
+
+
+def canonical_json(obj) -> str:
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def cache_keys(identity: dict, request: ChatRequest, attempts) -> list[str]:
+    """:func:`~metric_arena.llm._cache.cache_key` of each of ``attempts``, the request serialized once
+    (``attempt`` sorts first). The hash of what precedes the last message (attempt, backend, a judge's fixed
+    prompt and few-shot turns) is kept per process and continued: a request hashes its own last message only."""
+    messages = request.messages
+    if not isinstance(messages, (list, tuple)):
+        rest = canonical_json({"v": KEY_VERSION, "backend": identity, "params": request.params(), "messages": messages})
+        return [hashlib.sha256(f'{{"attempt":{int(a)},{rest[1:]}'.encode("utf-8")).hexdigest() for a in attempts]
+    backend, prefix = canonical_json(identity), tuple(_message_json(m) for m in messages[:-1])
+    last = (("," if prefix else "") + canonical_json(messages[-1])) if messages else ""
+    # canonical JSON sorts the keys: attempt, backend, messages, params, v
+    tail = f'{last}],"params":{canonical_json(request.params())},"v":{KEY_VERSION}}}'.encode("utf-8")
+    keys = []
+    for a in map(int, attempts):
+        head = _heads.get((a, backend, prefix))
+        if head is None:
+            head = hashlib.sha256(f'{{"attempt":{a},"backend":{backend},"messages":[{",".join(prefix)}'.encode())
+            _kept(_heads)[(a, backend, prefix)] = head
+        digest = head.copy()
+        digest.update(tail)
+        keys.append(digest.hexdigest())
+    return keys
+
+
+# Per process: the canonical JSON of recurring messages (by role and content) and the hash states of key
+# beginnings, each emptied when it holds _KEPT of them.
+_KEPT = 256
+_message_texts: dict[tuple, str] = {}
+_heads: dict[tuple, object] = {}
+
+
+def _kept(memo: dict) -> dict:
+    if len(memo) >= _KEPT:
+        memo.clear()
+    return memo
+
+
+def _message_json(message) -> str:
+    if not (isinstance(message, dict) and len(message) == 2 and all(isinstance(v, str) for v in message.values())):
+        return canonical_json(message)
+    key = tuple(message.items())
+    text = _message_texts.get(key)
+    if text is None:
+        text = _kept(_message_texts)[key] = canonical_json(message)
+    return text

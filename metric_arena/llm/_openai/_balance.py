@@ -88,8 +88,10 @@ class Balancer:
         """The replicas to try for one attempt, best first: those in service by expected completion (a replica
         not tried for ``PROBE_EVERY`` seconds first), then the one out that is back soonest (never a flagged
         one)."""
-        now = self.clock()
         n = len(self.load)
+        if n == 1:  # one replica: it, unless flagged (what the ordering below gives, without its cost)
+            return [] if self.flagged[0] is not None else [0]
+        now = self.clock()
         self._turn = (self._turn + 1) % n
         turns = [(self._turn + k) % n for k in range(n) if self.flagged[(self._turn + k) % n] is None]
         cold = all(fit is None for fit in self.fit)  # nothing known yet: in turn
