@@ -101,6 +101,17 @@ def test_report_renders_a_section_for_each_metric_a_run_holds(toy, runs, tmp_pat
     assert 'id="metric-toy"' in page and 'id="metric-arena"' in page and "toy error share" in page and "scored by the toy scorer" in page
 
 
+def test_the_report_reads_each_verdict_file_once(toy, runs, tmp_path, monkeypatch):
+    """The arena's section takes the verdicts the leaderboard read, not the files a second time."""
+    from metric_arena.report import write_report
+
+    monkeypatch.setattr(type(ARENA), "read_rows", lambda self, run_dir: pytest.fail(f"{run_dir} read twice"))
+    board = write_report(list(runs.values()), tmp_path / "lb", intervals=Intervals(n_boot=20))
+    [arena] = [s for s in board.metrics if s["name"] == "arena"]
+    shown = {row["system"]: row["fields"]["win_rate"]["value"] for row in arena["systems"]}
+    assert shown == pytest.approx({e["system"]: e["win_rate"] for e in board.entries if e["system"] in shown})
+
+
 def test_compare_gates_on_any_registered_metric(toy, runs, capsys):
     base, new, plain = (str(runs[k]) for k in ("base", "new", "plain"))
     assert main(["compare", base, new, "--metric", "toy", "--fail-if-worse", "--n-boot", "200"]) == 1

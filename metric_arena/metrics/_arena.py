@@ -3,7 +3,7 @@ implementation of the contract, read from a run folder's ``verdicts.jsonl``."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -41,9 +41,13 @@ class ArenaMetric:
 
     def read_rows(self, run_dir: Path) -> list[Mapping]:
         """One row per qid (a resumed run's later line wins): ``qid``, ``system``, ``domain``, ``outcome``."""
+        return self.rows_of(check_verdict(line, where) for where, line in
+                            written_rows(Path(run_dir) / _VERDICTS, [], writer="the judge", fix="re-run the judge"))
+
+    def rows_of(self, verdicts: Iterable[Mapping]) -> list[Mapping]:
+        """:meth:`read_rows` of verdicts already read (a report's loaded runs: their files are not read again)."""
         rows: dict[tuple[str, str], dict] = {}
-        for where, line in written_rows(Path(run_dir) / _VERDICTS, [], writer="the judge", fix="re-run the judge"):
-            verdict = check_verdict(line, where)
+        for verdict in verdicts:
             a, b = verdict["system_a"], verdict["system_b"]
             system = a if b == self.reference else f"{a} vs {b}"
             rows[(system, verdict["qid"])] = {"qid": verdict["qid"], "system": system,

@@ -19,6 +19,7 @@ from metric_arena.report._leaderboard import (
 from metric_arena.report._plots import plot_length_ratio, plot_ratings, plot_win_matrix, plot_win_rates
 from metric_arena.report._retrieval import RetrievedFiles
 from metric_arena.report._runs import REFERENCE, Run, load_runs
+from metric_arena.metrics import ARENA
 from metric_arena.records import LEADERBOARD_FILE, REPORT_FILE, VERDICTS_FILE
 from metric_arena.report.sections import attach_metrics, metric_only_folders, metric_sections
 from metric_arena.report.views import ViewerOptions, anchored_entries, length_ratio_curves, verdict_view
@@ -84,7 +85,8 @@ def write_report(
     board.warnings[:0] = skipped
     _attach_anchored(board, loaded)
     board.metrics = attach_metrics(board.entries, metric_sections(  # every registered metric the runs hold
-        [run.path for run in loaded] + scored, intervals=intervals))
+        [run.path for run in loaded] + scored, intervals=intervals,
+        rows_read={ARENA.name: {run.path: ARENA.rows_of(run.verdicts) for run in loaded}}))  # read once, above
     if labels is not None:
         verdicts = [v for run in loaded for v in run.verdicts]
         board.agreement = agreement(labels, verdicts, judge=analyses.agreement_judge)

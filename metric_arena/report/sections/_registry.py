@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
@@ -61,15 +61,18 @@ def metric_only_folders(runs: Sequence) -> tuple[list, list[Path]]:
 
 
 def metric_sections(runs: Sequence[str | os.PathLike], *, intervals: Intervals = Intervals(),
-                    metrics: Sequence[Metric] | None = None) -> list[dict]:
+                    metrics: Sequence[Metric] | None = None,
+                    rows_read: Mapping[str, Mapping[Path, list[Mapping]]] | None = None) -> list[dict]:
     """One section per metric (registered, or ``metrics``) present in at least one of the ``runs`` folders:
-    its fields and, per system, :func:`summary_dict` of its summary over the rows of every such run."""
+    its fields and, per system, :func:`summary_dict` of its summary over the rows of every such run.
+    ``rows_read``: metric name -> folder -> the rows the caller has already read (not read again)."""
     sections = []
     for metric in metrics if metrics is not None else list(METRICS.values()):
         holding = [Path(run) for run in runs if metric.present(Path(run))]
         if not holding:
             continue
-        rows = [row for run in holding for row in metric.read_rows(run)]
+        known = (rows_read or {}).get(metric.name, {})
+        rows = [row for run in holding for row in (known[run] if run in known else metric.read_rows(run))]
         sections.append({
             "name": metric.name,
             "fields": [{"name": f.name, "label": f.label, "higher_is_better": f.higher_is_better, "kind": f.kind}
