@@ -34,7 +34,7 @@ import numpy as np
 
 import _setup  # noqa: F401 - this checkout first on sys.path, and $LFRQA_DATA_DIR
 from _setup import quick_args  # noqa: E402
-from metric_arena.stats import Intervals, anchored_rate, cohen_kappa
+from metric_arena.stats import Intervals, anchored_difference, anchored_rate, cohen_kappa
 
 JUDGES = ("shifted", "length", "position", "noisy")
 
@@ -75,6 +75,25 @@ def one_setting(kind: str, p: float, n: int, big_n: int, runs: int, rng: np.rand
             "kappa": float(np.mean(kappas))}
 
 
+def gate_setting(drop: float, n: int, big_n: int, runs: int, rng: np.random.Generator) -> dict:
+    """How often ``compare --anchored`` calls NEW worse (its rule: the anchored difference's 95% interval wholly
+    below 0) when NEW's true rate is ``drop`` below BASE's 0.5. The cheap judge is merely noisy on BASE and
+    shifted +10 points in NEW's favour: the raw cheap rates' gate would miss real drops and hide regressions."""
+    called, raw_called = 0, 0
+    for _ in range(runs):
+        sides = []
+        for p, kind in ((0.5, "noisy"), (0.5 - drop, "shifted")):
+            truth = (rng.random(big_n) < p).astype(float)
+            cheap = cheap_verdicts(kind, truth, p, rng)
+            anchors = rng.choice(big_n, size=n, replace=False)
+            sides.append((anchored_rate(truth[anchors], cheap[anchors], cheap), cheap.mean()))
+        (base, raw_base), (new, raw_new) = sides
+        called += anchored_difference(base, new)["difference_ci"][1] < 0
+        raw_half = 1.96 * np.sqrt(raw_base * (1 - raw_base) / big_n + raw_new * (1 - raw_new) / big_n)
+        raw_called += raw_new - raw_base + raw_half < 0
+    return {"anchored": called / runs, "raw": raw_called / runs}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=1000)
@@ -111,7 +130,16 @@ def main() -> int:
             if kappa >= 0.6 and narrower < 0.20 and n <= args.pairs // 10:  # with n/N large, the gain is bounded
                 failures.append(f"{kind} n={n}: kappa {kappa:.2f} but the anchored interval only {narrower:.0%} narrower")
     print("coverage cells: worst/mean over the true rates; width: mean over runs and rates; narrower: 1 - anchored "
-          f"width / reference-only width. {time.perf_counter() - started:.1f} s")
+          "width / reference-only width.")
+    print(f"compare --anchored --fail-if-worse (NEW truly 0 / 5 / 10 points below BASE's 0.5; cheap judge noisy on "
+          f"BASE, +10 points for NEW; one-sided limit 2.5%), n = 300 of N = {args.pairs:,}:")
+    for drop in (0.0, 0.05, 0.10):
+        gate = gate_setting(drop, 300, args.pairs, args.runs, rng)
+        print(f"  drop {drop:.2f}: called worse in {gate['anchored']:.1%} of runs (the raw cheap rates' gate: "
+              f"{gate['raw']:.1%})")
+        if drop == 0.0 and gate["anchored"] > (0.06 if args.quick else 0.035):
+            failures.append(f"the anchored gate calls an equal NEW worse in {gate['anchored']:.1%} of runs")
+    print(f"{time.perf_counter() - started:.1f} s")
     for failure in failures:
         print(f"FAILED: {failure}", file=sys.stderr)
     return 1 if failures else 0

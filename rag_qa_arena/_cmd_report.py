@@ -133,9 +133,6 @@ def _run(args: argparse.Namespace) -> int:
     from metric_arena.report.sections import metric_only_folders
 
     paths, scored = metric_only_folders(args.runs)  # e.g. `cite` folders: their metric's section only
-    if not paths and scored:
-        raise RagQaArenaError(f"{scored[0]} holds a metric's rows but no verdicts: a report needs at least one "
-                              "judge run folder (`rag-qa-arena judge --out DIR`); give it beside this one")
     runs, skipped = load_runs(paths, lean=True)  # what the report counts, not the judges' reply texts
     backfill_styles(runs, predictions=_named_files(args.predictions), reference=args.reference,
                     data_dir=args.data_dir)

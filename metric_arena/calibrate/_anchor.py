@@ -19,7 +19,7 @@ from lfrqa.errors import RagQaArenaError
 from lfrqa.files import atomic_write, dumps_json
 from metric_arena.report import Run, load_run
 from metric_arena.report.views import ANCHORED_JSON, read_anchored
-from metric_arena.stats import Intervals, anchored_rate, load_human_labels, majority_labels
+from metric_arena.stats import Intervals, anchored_difference, anchored_rate, load_human_labels, majority_labels
 
 __all__ = ["ANCHOR_FOLDER", "METRICS", "anchored_comparison", "anchored_from_labels", "anchored_from_run",
            "draw_anchors", "write_anchored"]
@@ -194,18 +194,16 @@ def anchored_comparison(base: str | os.PathLike, new: str | os.PathLike, *, min_
     if sides["base"].get("opponent") != sides["new"].get("opponent"):
         raise RagQaArenaError(f"--anchored: base is judged against {sides['base'].get('opponent')!r} and new against "
                               f"{sides['new'].get('opponent')!r}: compare runs against the same opponent")
-    z = NormalDist().inv_cdf(0.5 + confidence / 2)
     metrics, worse_on = {}, []
     for metric in METRICS:
         b, n = sides["base"][metric], sides["new"][metric]
         if b.get("estimate") is None or n.get("estimate") is None:
             raise RagQaArenaError(f"--anchored: too few anchors for an anchored {metric} in "
                                   f"{base if b.get('estimate') is None else new} (at least 10 judged on both sides)")
-        diff = n["estimate"] - b["estimate"]
-        half = z * math.sqrt(b["se"] ** 2 + n["se"] ** 2)
-        metrics[metric] = {"rate_base": b["estimate"], "rate_new": n["estimate"], "difference": diff,
-                           "difference_ci": [diff - half, diff + half], "n_anchors": [b["n"], n["n"]]}
-        if diff + half < -min_delta:
+        difference = anchored_difference(b, n, confidence=confidence)
+        metrics[metric] = {"rate_base": b["estimate"], "rate_new": n["estimate"], **difference,
+                           "n_anchors": [b["n"], n["n"]]}
+        if difference["difference_ci"][1] < -min_delta:
             worse_on.append(metric)
     return {"base": {"run": str(base), "system": sides["base"]["system"], "anchor": sides["base"]["anchor"]["label"]},
             "new": {"run": str(new), "system": sides["new"]["system"], "anchor": sides["new"]["anchor"]["label"]},

@@ -128,9 +128,6 @@ def _read_runs(runs, out: Path) -> tuple[list[Run], list[str], list[Path]]:
     runs = [r for r in runs if isinstance(r, Run) or os.path.realpath(r) != os.path.realpath(out)
             or (Path(r) / VERDICTS_FILE).is_file()]  # realpath: a symlink loop is no error here
     runs, scored = metric_only_folders(runs)
-    if not runs and scored:
-        raise RagQaArenaError(f"{scored[0]} holds a metric's rows but no verdicts: a report needs at least one "
-                              "judge run folder (`rag-qa-arena judge --out DIR`); give it beside this one")
     loaded, skipped = load_runs(runs, lean=True)
     for run in loaded:
         if out.resolve() == run.path.resolve():

@@ -29,7 +29,7 @@ from metric_arena.stats._length import (
     style_controlled_bradley_terry,
 )
 from metric_arena.stats._length_control import LengthControl, length_controlled_rates
-from metric_arena.stats._ppi import MIN_ANCHORS, anchor_size, anchored_rate
+from metric_arena.stats._ppi import MIN_ANCHORS, anchor_size, anchored_difference, anchored_rate
 from metric_arena.stats._paired import paired_bootstrap, paired_comparison, sign_test
 from metric_arena.stats._rates import bootstrap_interval, mean_interval, percentile_interval, summarize
 from metric_arena.stats._ratings import (
@@ -70,6 +70,7 @@ __all__ = [
     "SequentialRanking",
     "agreement",
     "anchor_size",
+    "anchored_difference",
     "anchored_rate",
     "MIN_BATTLES_FOR_INTERVAL",
     "bootstrap_bradley_terry",

@@ -38,7 +38,7 @@ from lfrqa.errors import RagQaArenaError
 from metric_arena.stats._sampling import wilson_interval
 from metric_arena.stats._settings import Intervals
 
-__all__ = ["MIN_ANCHORS", "anchor_size", "anchored_rate"]
+__all__ = ["MIN_ANCHORS", "anchor_size", "anchored_difference", "anchored_rate"]
 
 #: Fewer anchored pairs than this: no anchored interval (the variances cannot be estimated).
 MIN_ANCHORS = 10
@@ -191,3 +191,17 @@ def anchor_size(
     corr = float(np.corrcoef(y, f)[0, 1]) if y.std() > 0 and f.std() > 0 else None
     return {"n_anchored": n_needed, "n_reference_only": n_ref, "n_total": n_total, "half_width": half_width,
             "confidence": intervals.confidence, "lambda": lam, "n_pilot": int(y.size), "correlation": corr}
+
+
+def anchored_difference(base: dict, new: dict, *, confidence: float = 0.95) -> dict:
+    """``new - base`` of two anchored rates (:func:`anchored_rate` results, or dicts with ``estimate`` and
+    ``se``) with a normal interval whose variance is the sum of the two: their anchors are drawn apart, and
+    the positive correlation of two runs on the same questions only narrows the truth's spread, so the
+    interval errs wide. Its error rates as a gate are measured in ``benchmarks/anchored_rates.py``.
+
+    >>> anchored_difference({"estimate": 0.5, "se": 0.02}, {"estimate": 0.4, "se": 0.02})["difference"]
+    -0.09999999999999998
+    """
+    diff = new["estimate"] - base["estimate"]
+    half = _z(confidence) * math.sqrt(base["se"] ** 2 + new["se"] ** 2)
+    return {"difference": diff, "difference_ci": [diff - half, diff + half]}

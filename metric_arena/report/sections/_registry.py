@@ -48,7 +48,8 @@ def metric_named(name: str) -> Metric:
 def metric_only_folders(runs: Sequence) -> tuple[list, list[Path]]:
     """``runs`` split into what the leaderboard reads (judge run folders, and anything else, which is
     named there) and the folders that hold only a registered metric's rows (no ``verdicts.jsonl``, e.g.
-    a ``cite`` folder), which add to that metric's section alone."""
+    a ``cite`` folder), which add to that metric's section alone. Only such folders, with no judge run
+    beside them, are refused in one line."""
     judged, scored = [], []
     for run in runs:
         path = Path(run) if isinstance(run, (str, os.PathLike)) else None
@@ -57,6 +58,9 @@ def metric_only_folders(runs: Sequence) -> tuple[list, list[Path]]:
             scored.append(path)
         else:
             judged.append(run)
+    if scored and not judged:
+        raise RagQaArenaError(f"{scored[0]} holds a metric's rows but no verdicts: a report needs at least one "
+                              "judge run folder (`rag-qa-arena judge --out DIR`); give it beside this one")
     return judged, scored
 
 
