@@ -15,6 +15,7 @@ locks, the output-over-input check, process identity).
 from lfrqa.files._outputs import (
     RunLocked,
     atomic_write,
+    cut_torn_tail,
     exclusive_lock,
     file_in_the_way,
     in_the_way_message,
@@ -49,6 +50,7 @@ __all__ = [
     "JsonlAppender",
     "RunLocked",
     "atomic_write",
+    "cut_torn_tail",
     "bounded_lines",
     "download_errors",
     "dumps_json",

@@ -17,6 +17,7 @@ from lfrqa.errors import RagQaArenaError
 __all__ = [
     "RunLocked",
     "atomic_write",
+    "cut_torn_tail",
     "exclusive_lock",
     "file_in_the_way",
     "in_the_way_message",
@@ -178,3 +179,29 @@ def _boot_id() -> str:
             return handle.read().strip()[:8]
     except OSError:
         return "boot"
+
+
+def cut_torn_tail(path: str | os.PathLike) -> None:
+    """Cut a last line left half-written by a crash (nothing when the file ends with a newline or is missing),
+    so that lines appended after it start on a line of their own and a reader sees complete lines only."""
+    if not path.is_file():
+        return
+    with open(path, "rb+") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        if size == 0:
+            return
+        handle.seek(size - 1)
+        if handle.read(1) == b"\n":
+            return
+        chunk = 1 << 16
+        end = size
+        while end > 0:
+            start = max(0, end - chunk)
+            handle.seek(start)
+            block = handle.read(end - start)
+            cut = block.rfind(b"\n")
+            if cut >= 0:
+                handle.truncate(start + cut + 1)
+                return
+            end = start
+        handle.truncate(0)

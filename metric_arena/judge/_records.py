@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import JsonlAppender, atomic_write, dumps_json, exclusive_lock, json_line, loads_json, make_folder
+from lfrqa.files import JsonlAppender, atomic_write, cut_torn_tail, dumps_json, exclusive_lock, json_line, loads_json, make_folder
 from metric_arena.judge._parse import judge_outcome
 from metric_arena.records import REPLACING_FILE, SUMMARY_FILE, VERDICTS_FILE, Verdict, check_verdict
 from metric_arena.stats import summarize
@@ -52,7 +52,7 @@ class RunWriter:
             self.replacing = bool(previous) and overwrite
             self.path = self.dir / (REPLACING_FILE if self.replacing else VERDICTS_FILE)
             if not self.replacing:
-                _drop_torn_tail(self.path)
+                cut_torn_tail(self.path)
                 atomic_write(self.dir / PENDING_SETTINGS_FILE, dumps_json({k: settings[k] for k in SETTINGS
                                                                            if k in settings}))
             self._appender = JsonlAppender(self.path, mode="w" if self.replacing else "a")
@@ -126,31 +126,6 @@ def _changes(previous: dict, settings: dict) -> list[str]:
         if old != new:
             changed.append(f"{name} {old!r} there, {new!r} now")
     return changed
-
-
-def _drop_torn_tail(path: Path) -> None:
-    """Cut a last line left half-written by a crash, so appended verdicts start on a line of their own."""
-    if not path.is_file():
-        return
-    with open(path, "rb+") as handle:
-        size = handle.seek(0, os.SEEK_END)
-        if size == 0:
-            return
-        handle.seek(size - 1)
-        if handle.read(1) == b"\n":
-            return
-        chunk = 1 << 16
-        end = size
-        while end > 0:
-            start = max(0, end - chunk)
-            handle.seek(start)
-            block = handle.read(end - start)
-            cut = block.rfind(b"\n")
-            if cut >= 0:
-                handle.truncate(start + cut + 1)
-                return
-            end = start
-        handle.truncate(0)
 
 
 def summarize_verdicts(verdicts: list[Verdict], judge_names: list[str], *, order: str, seed: int, n_boot: int,

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import atomic_write, dumps_json, read_json_file
+from lfrqa.files import atomic_write, cut_torn_tail, dumps_json, read_json_file
 from metric_arena.llm.batch._files import now
 
 __all__ = ["PASSES_FILE", "answered_ids", "bucket_of", "completion_line", "count_ids", "cumulative", "error_line",
@@ -84,7 +84,7 @@ def answered_ids(out: Path) -> tuple[set[str], dict[str, int]]:
     ok: set[str] = set()
     failed: dict[str, str] = {}
     for path in sorted(out.rglob("*.pass-*.jsonl")):
-        drop_unfinished_line(path)
+        cut_torn_tail(path)  # a pass killed while writing: that request has no answer and is sent again
         with open(path, "rb") as handle:
             for raw in handle:
                 if not raw.strip():
@@ -105,22 +105,6 @@ def answered_ids(out: Path) -> tuple[set[str], dict[str, int]]:
         if key not in ok:
             codes[code] = codes.get(code, 0) + 1
     return ok, codes
-
-
-def drop_unfinished_line(path: Path) -> None:
-    """Cut a result file after its last complete line: a pass killed while writing may leave half a line, which
-    would stop the import; that request has no answer, and the next pass sends it again."""
-    size = path.stat().st_size
-    if not size:
-        return
-    with open(path, "rb+") as handle:
-        handle.seek(max(0, size - (1 << 20)))
-        tail = handle.read()
-        if tail.endswith(b"\n"):
-            return
-        cut = tail.rfind(b"\n")
-        if cut >= 0 or len(tail) == size:  # (a line over 1 MiB is left for the import to name)
-            handle.truncate(size - len(tail) + cut + 1)
 
 
 def error_code(record: Mapping) -> str:
