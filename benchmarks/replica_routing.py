@@ -35,14 +35,16 @@ from _setup import quick_args  # noqa: E402
 from _fast_server import fast_server  # noqa: E402
 from judge_throughput import synthetic_pairs  # noqa: E402
 
-from metric_arena import RunConfig, judge_pairs  # noqa: E402
+from metric_arena import JudgeInputs, RunConfig, judge_pairs  # noqa: E402
 
 
 def _judge(data, urls: list[str], concurrency: int, cache: str) -> tuple[float, dict]:
     run = RunConfig(base_url=urls, api_key="sk-bench", max_concurrency=concurrency, cache_dir=cache,
                     endpoint_name="bench-pool")
+    predictions, references, questions = data
+    inputs = JudgeInputs(predictions=predictions, references=references, questions=questions)
     started = time.perf_counter()
-    result = judge_pairs(*data, judge="openai:bench-judge", run=run, progress=False, n_boot=10)
+    result = judge_pairs(inputs, judge="openai:bench-judge", run=run, progress=False, n_boot=10)
     return time.perf_counter() - started, result
 
 
@@ -51,9 +53,10 @@ def _check(result: dict, names: list[str], received: dict[str, int]) -> bool:
     [endpoint] = result["endpoints"].values()
     broken = bool(result["n_failed"])
     for name, replica in zip(names, endpoint["replicas"]):
+        latency = "none answered" if replica["mean_latency_s"] is None else f"{replica['mean_latency_s']:.3f} s"
         print(f"    {name:<6} {replica['n_requests']:>6,} requests ({replica['n_requests'] / sum(received.values()):4.0%}),"
-              f" {replica['n_failures']:>4,} failures, {replica['n_retries']:>4,} retries, mean latency "
-              f"{replica['mean_latency_s'] or 0:.3f} s, recent error rate {replica['error_rate']:.2f}")
+              f" {replica['n_failures']:>4,} failures, {replica['n_retries']:>4,} retries, {replica['n_hedges']:>3,} hedge "
+              f"copies, mean latency {latency}, recent error rate {replica['error_rate']:.2f}")
         if replica["n_requests"] != received[name]:
             print(f"    COUNTS DIFFER: the server {name} received {received[name]:,}")
             broken = True
@@ -74,7 +77,7 @@ def main() -> int:
     parser.add_argument("--failure-rate", type=float, default=0.3)
     parser.add_argument("--max-vs-good", type=float, default=1.0)
     parser.add_argument("--max-vs-ideal", type=float, default=1.3)
-    parser.add_argument("--repeat", type=int, default=2, help="runs of each, in turn (the best of each compared)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each, in turn (the best of each compared)")
     args = quick_args(parser)  # --quick: small sizes, seconds (CI: benchmarks/run_quick.py)
     if args.quick:
         args.pairs, args.slow, args.fast, args.repeat = 300, args.slow / 4, args.fast / 4, 1

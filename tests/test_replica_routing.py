@@ -149,3 +149,53 @@ def test_a_replica_not_yet_known_is_tried_one_request_at_a_time_once_another_is_
     assert balance.order()[0] == 1  # counted as the fastest known: it is tried
     balance.load[:] = [3, 1]
     assert balance.order()[0] == 0  # but one request at a time until its own answers are known
+
+
+def test_an_exploring_attempt_gets_a_copy_at_the_best_replica_once_it_outlasts_that_ones_expected_latency():
+    clock = Clock()
+    balance = Balancer(2, clock=clock)
+    assert balance.doubtful(0) and balance.doubtful(1)  # nothing known: every attempt explores
+    token = balance.started(1)
+    wait, other = balance.backup(1, token[0])
+    assert other is None and wait == Balancer.POLL  # nothing known to hedge with: look again soon
+    for _ in range(Balancer.WARM_UP + 10):
+        _answer(balance, clock, 0, 0.2)
+    assert not balance.doubtful(0) and balance.doubtful(1)
+    wait, other = balance.backup(1, clock.now)
+    assert other is None and abs(wait - Balancer.HEDGE_AFTER * balance.expected(0)) < 1e-9
+    clock.now += wait
+    assert balance.backup(1, clock.now - wait) == (0.0, 0)  # ran as long as replica 0 is expected to: copy there
+    balance.overtaken(1, token)  # the copy answered first: replica 1 took at least that long
+    assert balance.line(1) is not None and balance.line(1)[1] > 1.2 * balance.line(0)[1]
+    assert balance.timed[1] == 0 and balance.figures(1)["mean_latency_s"] is None  # a lower bound, not an answer
+    assert balance.doubtful(1)  # known slower: its later attempts (probes) are hedged too
+    with_one = Balancer(1, clock=clock)
+    assert not with_one.doubtful(0)  # one replica: nothing to hedge with
+
+
+def test_a_slow_replicas_first_requests_are_answered_by_copies_at_the_fast_one(tmp_path):
+    with OpenAIServer(latency=3.0) as slow, OpenAIServer(latency=0.02) as fast:
+        run = RunConfig(base_url=[slow.base_url, fast.base_url], max_concurrency=8, cache_dir=tmp_path / "c")
+        result = judge_pairs(*_pairs(60), judge="openai:judge", run=run, progress=False, n_boot=10)
+        sent = [len(slow.requests), len(fast.requests)]
+    slow_row, fast_row = result["endpoints"]["openai:judge"]["replicas"]
+    assert result["n_failed"] == 0 and [slow_row["n_requests"], fast_row["n_requests"]] == sent
+    assert slow_row["n_requests"] >= 1 and slow_row["n_answered"] == 0, slow_row  # each one overtaken by its copy
+    assert fast_row["n_hedges"] == slow_row["n_requests"] and fast_row["n_answered"] == 60
+    assert slow_row["n_failures"] == slow_row["n_retries"] == fast_row["n_retries"] == 0
+
+
+def test_answers_to_attempts_sent_before_a_failure_do_not_bring_a_replica_back_early():
+    balance, clock = _trained(lambda r, load: 0.2 if r == 0 else 0.1)
+    balance.load[:] = [0, 3]  # three attempts in flight at replica 1; one of them fails
+    balance.failed(1)
+    balance.load[1] -= 1
+    for _ in range(2):  # the two others answer
+        balance.load[1] -= 1
+        balance.answered(1)
+    assert balance.order()[0] == 0  # still out: an answer does not end the back-off
+    clock.now += Balancer.OUT_FOR + 0.01
+    balance.load[1] = 1
+    assert balance.order()[0] == 0  # back on probation, but those two answers do not count: one in flight at most
+    balance.load[1] = 0
+    assert balance.order()[0] == 1

@@ -180,20 +180,23 @@ class OpenAIBackend(Backend):
         last: BackendError | None = None
         balance = self._balance
         body = self._direct[0].encode(self.model, request) if self._direct is not None else None
+        tried: set[int] = set()
         for replica in balance.order():
-            token, answered = balance.started(replica, retry=last is not None), False
+            if replica in tried:  # a hedge's copy went there already
+                continue
             try:
-                completion = await (self._complete_at(replica, request) if body is None
-                                    else self._post_direct(replica, body, request.max_tokens))
-                answered = True
+                if balance.doubtful(replica):
+                    replica, completion = await self._hedged(replica, body, request, retry=last is not None,
+                                                             tried=tried)
+                else:
+                    tried.add(replica)
+                    completion = await self._attempt(replica, balance.started(replica, retry=last is not None),
+                                                     body, request)
             except TransientBackendError as failure:
                 if len(self.replicas) == 1 or failure.kind == "429":
                     raise  # one server, or a rate limit: the runner's retry policy decides
-                balance.failed(replica)
                 last = failure
                 continue
-            finally:
-                balance.finished(replica, token, answered=answered)
             self._models[replica][completion.model] += 1
             if len(self.replicas) > 1 and not same_model(self.model, completion.model):
                 balance.flag(replica, f"replies as model {completion.model!r}, not {self.model!r}")
@@ -206,6 +209,67 @@ class OpenAIBackend(Backend):
             return completion
         raise last or BackendError(f"every replica of {self.spec} is out: {self._flags()}; check the servers behind "
                                    "--base-url", kind="model_mismatch")
+
+    async def _attempt(self, replica: int, token: tuple[float, int], body: bytes | None,
+                       request: ChatRequest) -> Completion:
+        """One attempt at ``replica`` (``token`` from the balancer's ``started``), counted as over when it ends;
+        a transient failure takes the replica out (a rate limit, or with one replica, is the runner's)."""
+        answered = False
+        try:
+            completion = await (self._complete_at(replica, request) if body is None
+                                else self._post_direct(replica, body, request.max_tokens))
+            answered = True
+            return completion
+        except TransientBackendError as failure:
+            if len(self.replicas) > 1 and failure.kind != "429":
+                self._balance.failed(replica)
+            raise
+        finally:
+            self._balance.finished(replica, token, answered=answered)
+
+    async def _hedged(self, replica: int, body: bytes | None, request: ChatRequest, *, retry: bool,
+                      tried: set[int]) -> tuple[int, Completion]:
+        """A doubtful attempt at ``replica`` (one that explores: :meth:`Balancer.doubtful`), with a copy sent to
+        the replica expected first once it runs past ``Balancer.HEDGE_AFTER`` × that one's expected latency (a
+        hedged request): the first answer is kept and the other attempt cancelled. (replica, completion) of
+        the answer; the last failure when both fail."""
+        balance = self._balance
+        tried.add(replica)
+        token = balance.started(replica, retry=retry)
+        running = {asyncio.ensure_future(self._attempt(replica, token, body, request)): (replica, token)}
+        hedging, failure = True, None
+        try:
+            while running:
+                wait = None
+                if hedging:
+                    wait, other = balance.backup(replica, token[0])
+                    if other is not None and other not in tried:
+                        tried.add(other)
+                        balance.hedges[other] += 1
+                        copy = balance.started(other)
+                        running[asyncio.ensure_future(self._attempt(other, copy, body, request))] = (other, copy)
+                        hedging = False
+                        continue
+                    hedging = wait is not None and other is None
+                done, _ = await asyncio.wait(running, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    who, _ = running.pop(task)
+                    try:
+                        completion = task.result()
+                    except TransientBackendError as error:
+                        failure, hedging = error, False  # the other half, if running, carries the request on
+                        for rest, _ in running.values():
+                            balance.retries[rest] += 1
+                        continue
+                    for rest, rest_token in running.values():
+                        balance.overtaken(rest, rest_token)
+                    return who, completion
+            raise failure
+        finally:
+            for task in running:
+                task.cancel()
+            if running:
+                await asyncio.gather(*running, return_exceptions=True)
 
     def _flags(self) -> str:
         return "; ".join(f"{shown_url(url)} {why}" for (url, _), why in zip(self.replicas, self._balance.flagged)

@@ -19,16 +19,25 @@ class Balancer:
     by load (equal replicas share the load, whatever the noise of their estimates). A replica with no answer
     yet fitted (its first ``WARM_UP`` answers, which carry the connections' set-up, are not) counts as the
     fastest known, one request in flight at a time once another replica is fitted (before, all take turns). A replica not sent to for ``PROBE_EVERY`` seconds gets the next request, so a slow one that became
-    fast is noticed.
+    fast is noticed. A replica's expected completion is divided by its recent success rate (1 − ``error_rate``):
+    the time to an answer, failed attempts counted.
+
+    The few attempts that explore (at a replica not fitted yet, or a probe of one known slower) are
+    :meth:`doubtful`: once one runs ``HEDGE_AFTER`` × the expected latency of the best other replica, a copy goes
+    there (:meth:`backup`) and the first answer is kept, the other attempt cancelled; the cancelled one counts
+    as taking at least as long as it ran (:meth:`overtaken`), so a slow replica is known as slow without waiting
+    for its answers.
 
     A replica that fails (connection, timeout, 5xx) is out for ``OUT_FOR`` seconds, twice as long after each
     further failure (up to ``MAX_OUT_FOR``); back, it is on probation: at most 1 + (answers in a row) requests in
-    flight, and a failure sends it out for the next, longer back-off. Only ``CLEAN_AFTER`` answers in a row clear
+    flight (answers to attempts sent before the failure not counted), and a failure sends it out for the next, longer
+    back-off. Only ``CLEAN_AFTER`` answers in a row clear
     its record (one answer no longer does). When every replica is out, the one back soonest is tried. A replica
     :meth:`flag`-ged (it replied as another model) is out for good.
 
     Counts per replica: ``attempts`` (requests sent), ``served`` (answers used), ``failures`` (failed attempts),
-    ``retries`` (attempts for a request that had just failed at another replica), ``discarded`` (answers of a
+    ``retries`` (attempts that carried on a request that had just failed at another replica: sent after the
+    failure, or the copy of a hedge already running), ``hedges`` (copies sent there), ``discarded`` (answers of a
     flagged replica), ``latency_sum`` and ``timed`` (seconds and number of answered attempts) and ``error_rate``
     (weighted recent share of failed attempts)."""
 
@@ -40,6 +49,8 @@ class Balancer:
     TOLERANCE = 0.25
     WARM_UP = 4
     PROBE_EVERY = 30.0
+    HEDGE_AFTER = 1.0
+    POLL = 0.02  # a doubtful attempt looks again after POLL s, then a quarter of its age, while none is fitted
 
     def __init__(self, n: int, clock: Callable[[], float] = time.monotonic) -> None:
         self.clock = clock
@@ -48,6 +59,7 @@ class Balancer:
         self.served = [0] * n
         self.failures = [0] * n
         self.retries = [0] * n
+        self.hedges = [0] * n
         self.discarded = [0] * n
         self.latency_sum = [0.0] * n
         self.timed = [0] * n
@@ -57,6 +69,7 @@ class Balancer:
         self.strikes = [0] * n
         self.clean = [0] * n
         self.fit: list[list[float] | None] = [None] * n  # weighted means of load, latency, load², load × latency
+        self.points = [0] * n  # (load, latency) points in the fit
         self.last_sent = [clock()] * n
         self._turn = 0
 
@@ -82,7 +95,40 @@ class Balancer:
             y = min(known, default=1.0)
             line = (1.0, y, self.MIN_SLOPE * y)
         x, y, slope = line
-        return max(y + slope * (self.load[replica] + 1 - x), 0.0)
+        return max(y + slope * (self.load[replica] + 1 - x), 0.0) / max(1.0 - self.error_rate[replica], 0.05)
+
+    def doubtful(self, replica: int) -> bool:
+        """Whether an attempt at ``replica`` explores: it is not fitted yet, or it is known slower than another
+        replica beyond ``TOLERANCE`` (a probe, or the only one in service): such an attempt may be hedged."""
+        if len(self.load) == 1:
+            return False
+        line = self.line(replica)
+        if line is None:
+            return True
+        known = [fit[1] for r, fit in enumerate(self.fit) if fit is not None and r != replica]
+        return bool(known) and line[1] > min(known) * (1 + self.TOLERANCE)
+
+    def backup(self, replica: int, sent: float) -> tuple[float | None, int | None]:
+        """For a doubtful attempt at ``replica`` sent at ``sent`` and not answered yet: ``(0.0, other)`` to send a
+        copy to ``other`` now, ``(seconds, None)`` to ask again then, ``(None, None)`` never to hedge it."""
+        now = self.clock()
+        others = [r for r, fit in enumerate(self.fit) if r != replica and fit is not None and not self.strikes[r]
+                  and self.flagged[r] is None and self.out_until[r] <= now]
+        if not others:
+            return max(self.POLL, (now - sent) / 4), None  # nothing known to hedge with yet: a few looks a doubling
+        best = min(others, key=self.expected)
+        typical = self.expected(best)
+        line = self.line(replica)
+        if line is not None and line[1] <= typical * (1 + self.TOLERANCE):
+            return None, None  # known by now, and as fast as the best: no copy
+        due = sent + self.HEDGE_AFTER * typical
+        return (0.0, best) if now >= due else (due - now, None)
+
+    def overtaken(self, replica: int, token: tuple[float, int]) -> None:
+        """The attempt of ``token`` is cancelled, a copy elsewhere having answered first: it took at least as long
+        as it ran, and that lower bound is fitted (warm-up or not), so the replica is known as slow."""
+        sent, in_flight = token
+        self._fit(replica, in_flight, max(self.clock() - sent, 0.0))
 
     def order(self) -> list[int]:
         """The replicas to try for one attempt, best first: those in service by expected completion (a replica
@@ -121,18 +167,19 @@ class Balancer:
             latency = max(self.clock() - sent, 0.0)
             self.latency_sum[replica] += latency
             self.timed[replica] += 1
-            fitted = self.timed[replica] - self.WARM_UP
-            if fitted <= 0:  # the first answers carry the connections' set-up: not the replica's speed
-                return
-            point = (in_flight, latency, in_flight * in_flight, in_flight * latency)
-            fit = self.fit[replica] or list(point)
-            weight = max(self.SMOOTHING, 1 / fitted)  # a plain mean of the first 1 / SMOOTHING answers
-            self.fit[replica] = [m + weight * (p - m) for m, p in zip(fit, point)]
+            if self.timed[replica] > self.WARM_UP:  # the first answers carry the connections' set-up, not its speed
+                self._fit(replica, in_flight, latency)
+
+    def _fit(self, replica: int, in_flight: int, latency: float) -> None:
+        point = (in_flight, latency, in_flight * in_flight, in_flight * latency)
+        fit = self.fit[replica] or list(point)
+        self.points[replica] += 1
+        weight = max(self.SMOOTHING, 1 / self.points[replica])  # a plain mean of the first 1 / SMOOTHING points
+        self.fit[replica] = [m + weight * (p - m) for m, p in zip(fit, point)]
 
     def answered(self, replica: int) -> None:
         self.served[replica] += 1
         self.error_rate[replica] *= 1 - self.SMOOTHING
-        self.out_until[replica] = 0.0
         if self.strikes[replica]:
             self.clean[replica] += 1
             if self.clean[replica] >= self.CLEAN_AFTER:
@@ -143,12 +190,13 @@ class Balancer:
         self.error_rate[replica] += self.SMOOTHING * (1 - self.error_rate[replica])
         self.out_until[replica] = self.clock() + min(self.MAX_OUT_FOR, self.OUT_FOR * 2 ** self.strikes[replica])
         self.strikes[replica] += 1
-        self.clean[replica] = 0
+        self.clean[replica] = min(0, 1 - self.load[replica])  # answers to attempts already in flight do not count as clean
 
     def figures(self, replica: int) -> dict:
-        """What the run's summary records of ``replica``: requests sent, failed, retried, mean latency."""
+        """What the run's summary records of ``replica``: requests sent, failed, retried, hedge copies, mean
+        latency."""
         timed = self.timed[replica]
         return {"n_requests": self.attempts[replica], "n_failures": self.failures[replica],
-                "n_retries": self.retries[replica],
+                "n_retries": self.retries[replica], "n_hedges": self.hedges[replica],
                 "mean_latency_s": round(self.latency_sum[replica] / timed, 4) if timed else None,
                 "error_rate": round(self.error_rate[replica], 4)}
