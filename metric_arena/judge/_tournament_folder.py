@@ -79,7 +79,7 @@ class TournamentFolder:
         if changes and not overwrite:
             raise RagQaArenaError(
                 f"{self.out} holds another tournament ({'; '.join(changes)}): choose another --out, or pass "
-                "--overwrite (overwrite=True) to replace it once the new one is complete (cached judgments are "
+                "--overwrite (output=RunOutput(overwrite=True)) to replace it once the new one is complete (cached judgments are "
                 "reused)")
         self.replacing = bool(changes)
         self.root = self.out / STAGING if self.replacing else self.out
