@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import make_folder
+from lfrqa.kernel import make_folder
 from rag_qa_arena._options import confidence_level, finite, percent, positive_int
 from rag_qa_arena._options import seed as seed_type
 
@@ -68,7 +68,7 @@ def _run_calibrate(args: argparse.Namespace) -> int:
         if not name or not path or name in predictions:
             raise RagQaArenaError(f"--predictions {item!r}: give SYSTEM=FILE or FILE, one file per system")
         predictions[name] = path
-    from lfrqa.files import refuse_output_over_input
+    from lfrqa.kernel import refuse_output_over_input
 
     refuse_output_over_input(("--out", args.out),
                              [("--reference", run) for run in args.reference] + [("--candidate", run) for run in args.candidate]
@@ -181,7 +181,7 @@ def _min_shared(values: list[tuple[str, float]] | None):
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from lfrqa.files import dumps_json
+    from lfrqa.kernel import dumps_json
     from metric_arena.report import ComparisonRefused, compare_runs
     from metric_arena.report.markdown import comparison_markdown, refusal_markdown
     from rag_qa_arena._options import injection_lines
@@ -256,7 +256,7 @@ def _print_anchored(anchored: dict, level: str) -> None:
 
 def _compare_metric(args: argparse.Namespace, shown: str) -> int:
     """``compare --metric NAME``: the gate on any registered metric (text, JSON or Markdown)."""
-    from lfrqa.files import dumps_json
+    from lfrqa.kernel import dumps_json
     from metric_arena.report import ComparisonRefused
     from metric_arena.report.sections import compare_metric, comparison_lines
     from metric_arena.stats import Intervals

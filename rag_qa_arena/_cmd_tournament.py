@@ -171,7 +171,7 @@ def run_tournament(args: argparse.Namespace) -> int:
                                                          data_dir=args.data_dir), judge, run_settings(args))
     if not args.out:
         raise RagQaArenaError("--out RUNS_DIR is required (the folder for the run folders), or use --dry-run")
-    from lfrqa.files import refuse_output_over_input
+    from lfrqa.kernel import refuse_output_over_input
 
     refuse_output_over_input(("--out", args.out), [("PRED_FILE", path) for path in systems.values()], written=None)
     result = run_reporting_failures(

@@ -20,7 +20,7 @@ from typing import Any
 from builders import check_domain_split, doc_id_of
 from lfrqa.checks import check_int, grouped_keywords
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import atomic_write, dumps_json, json_line, loads_json, make_folder
+from lfrqa.kernel import atomic_write, dumps_json, json_line, loads_json, make_folder
 from retrieval._base import META_FILE, Retriever
 from retrieval._manifest import CORPUS_SIZE_KEYS, MANIFEST_FILE, check_new_index_dir, describe_corpus, write_manifest
 from retrieval._metrics import DEFAULT_KS, evaluate

@@ -21,7 +21,7 @@ from typing import Any
 from builders import HUB_UPLOAD_KEYWORDS, HubUpload, check_repo_id, hub_download_errors, scan_files, upload_files
 from lfrqa.checks import grouped_keywords
 from lfrqa.errors import InvalidInputType, RagQaArenaError
-from lfrqa.files import make_folder
+from lfrqa.kernel import make_folder
 from retrieval._base import Retriever
 from retrieval._manifest import (
     CARD_FILE,

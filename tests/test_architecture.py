@@ -138,3 +138,19 @@ def test_the_cli_contract_forbids_every_private_module():
                for package in ("lfrqa", "builders", "retrieval", "metric_arena")
                for path in (root / package).rglob("_*.py") if path.name != "__init__.py"}
     assert private <= set(contract["forbidden_modules"]), sorted(private - set(contract["forbidden_modules"]))
+
+
+def test_the_kernel_contract_forbids_every_other_module_of_lfrqa():
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    config = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    [contract] = [c for c in config if c.get("source_modules") == ["lfrqa.kernel"]]
+    modules = {f"lfrqa.{path.stem if path.name != '__init__.py' else path.parent.name}"
+               for path in [*(root / "lfrqa").glob("*.py"), *(root / "lfrqa").glob("*/__init__.py")]
+               if path.name != "__init__.py" or path.parent != root / "lfrqa"}
+    assert "lfrqa.files" in modules and "lfrqa.checks" in modules
+    allowed = {"lfrqa.kernel", "lfrqa.errors"}
+    missing = modules - allowed - set(contract["forbidden_modules"])
+    assert not missing, sorted(missing)

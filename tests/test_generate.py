@@ -168,7 +168,7 @@ def test_resume_refuses_another_model_or_prompt(tmp_path):
 
 
 def test_a_second_run_on_the_same_output_is_refused(tmp_path):
-    from lfrqa.files import RunLocked
+    from lfrqa.kernel import RunLocked
     from metric_arena.generate._output import exclusive as _exclusive
 
     out = tmp_path / "preds.jsonl"

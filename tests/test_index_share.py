@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from lfrqa.files import sha256_file
+from lfrqa.kernel import sha256_file
 from rag_qa_arena.cli import main
 from retrieval import BM25Retriever, IndexCorpus, IndexOptions, RetrieveRun, load_index, retrieve
 from tests.test_cmd_retrieve import N_DOCS, writing_dir  # noqa: F401  (fixture)

@@ -328,3 +328,22 @@ def test_load_index_takes_its_corpus_as_one_object_and_its_old_keywords_for_one_
         load_index(tmp_path / "index", corpus=IndexCorpus(passages=rows), domain="writing")
     with pytest.raises(ValueError, match=r"corpus=\[\]: give a retrieval.IndexCorpus"):
         load_index(tmp_path / "index", corpus=[], show_progress=False)
+
+
+def test_lfrqa_files_is_the_kernel_under_its_old_name_for_one_release():
+    import importlib
+
+    import lfrqa.files
+    import lfrqa.kernel
+
+    assert set(lfrqa.files.__all__) == set(lfrqa.kernel.__all__) and "atomic_write" in lfrqa.kernel.__all__
+    for name in lfrqa.kernel.__all__:
+        with pytest.warns(DeprecationWarning, match=rf"lfrqa.files is now lfrqa.kernel: import {name} from "):
+            assert getattr(lfrqa.files, name) is getattr(lfrqa.kernel, name)
+    with pytest.warns(DeprecationWarning, match="lfrqa.files is now lfrqa.kernel"):
+        namespace: dict = {}
+        exec("from lfrqa.files import atomic_write", namespace)
+    assert namespace["atomic_write"] is lfrqa.kernel.atomic_write
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        lfrqa.files.nope  # noqa: B018
+    assert importlib.import_module("lfrqa.kernel").__doc__.startswith("The shared file kernel")

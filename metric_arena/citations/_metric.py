@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from lfrqa.files import iter_records
+from lfrqa.kernel import iter_records
 from metric_arena.metrics import Estimate, Field, MetricSummary
 from metric_arena.records import check_citations
 from metric_arena.stats import Intervals, mean_interval

@@ -61,7 +61,7 @@ from pathlib import Path
 
 from lfrqa.checks import grouped_keywords
 from lfrqa.errors import InvalidInputType
-from lfrqa.files import (
+from lfrqa.kernel import (
     JsonlAppender,
     atomic_write,
     dumps_json,

@@ -17,7 +17,7 @@ import shutil
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import atomic_write, dumps_json, iter_jsonl, loads_json, make_folder
+from lfrqa.kernel import atomic_write, dumps_json, iter_jsonl, loads_json, make_folder
 from metric_arena.judge._config import JudgeConfig
 from metric_arena.records import REFERENCE, SUMMARY_FILE, TOURNAMENT_FILE, VERDICTS_FILE
 

@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from typing import Literal, TypedDict
 
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import lone_surrogate
+from lfrqa.kernel import lone_surrogate
 from metric_arena.records._citations import CitedSentence, Citations, ScoredSentence, check_citations
 from metric_arena.records._output import RUN_OUTPUT_KEYWORDS, RunOutput, run_output
 from metric_arena.stats import OUTCOMES
