@@ -111,6 +111,8 @@ no shared judged question (no_shared_questions) or fewer than --min-shared (too_
 --metric NAME compares on any registered metric instead (the report's "Metric: NAME" sections; the
 arena's own is "arena"): for each of its fields, the paired bootstrap interval of new - base on the
 items both runs hold; NEW is worse when a field's whole interval lies beyond -D on its bad side.
+Runs scored differently are refused as above: judge run folders with other judges, --parse or
+--order, cite folders with another --entailment (different_judges) or --passages (setting_changed).
 
 Exit codes: 0 compared (not worse, or worse without --fail-if-worse); 1 with --fail-if-worse when
 NEW is significantly worse; 2 refused or bad input.
@@ -263,13 +265,17 @@ def _compare_metric(args: argparse.Namespace, shown: str) -> int:
 
     try:
         result = compare_metric(args.base, args.new, args.metric, min_delta=args.min_delta,
-                                intervals=Intervals(n_boot=args.n_boot, seed=args.seed, confidence=args.confidence))
+                                intervals=Intervals(n_boot=args.n_boot, seed=args.seed, confidence=args.confidence),
+                                allow_judge_change=args.allow_judge_change,
+                                allow_setting_change=args.allow_setting_change)
     except ComparisonRefused as refused:
         if shown == "json":
             print(dumps_json({"status": "refused", "reason": refused.reason, "message": refused.detail,
                               "metric": args.metric, "base": {"run": args.base}, "new": {"run": args.new},
                               "exit_code": 2}))
         raise
+    for line in result["warnings"]:
+        print(f"rag-qa-arena: warning: {line}", file=sys.stderr)
     lines = comparison_lines(result)
     if shown == "json":
         print(dumps_json(result))

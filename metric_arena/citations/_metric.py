@@ -44,6 +44,8 @@ class CitationMetric:
 
     name = "citations"
     fields: Sequence[Field] = CITATION_FIELDS
+    #: What two runs must share to be compared (``compare --metric``): keys of a ``cite`` folder's summary.json.
+    settings = ("entailment", "n_passages")
 
     def present(self, run_dir: Path) -> bool:
         return (Path(run_dir) / CITATIONS_FILE).is_file()
