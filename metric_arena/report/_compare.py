@@ -190,11 +190,9 @@ def refuse_other_scoring(scoring: Mapping[str, Mapping[str, object]], *, allow_j
     changed = [n for n in known if n not in JUDGE_SETTINGS and base[n] != new[n]]
     lines = [f"{n} {base[n]} in BASE, {new[n]} in NEW" for n in changed]
     if changed and not allow_setting_change:
-        flags = " and ".join(_FLAGS.get(n, n) for n in changed) if set(changed) - set(COMPARED_SETTINGS) else \
-            "--parse and --order"
         raise ComparisonRefused("setting_changed", f"the runs were judged with other settings ({'; '.join(lines)}): "
-                                f"each moves the rates by itself. Judge both with the same {flags}, or "
-                                "pass --allow-setting-change")
+                                f"each moves the rates by itself. Judge both with the same "
+                                f"{' and '.join(_FLAGS.get(n, n) for n in changed)}, or pass --allow-setting-change")
     warnings = [f"settings differ ({line}), compared anyway (--allow-setting-change)" for line in lines]
     warnings += [f"judges differ ({n} {base[n]!r} in BASE, {new[n]!r} in NEW), compared anyway "
                  "(--allow-judge-change)" for n in judged]
