@@ -26,7 +26,7 @@ from pathlib import Path
 import _setup  # noqa: F401 - this checkout first on sys.path, and $LFRQA_DATA_DIR
 from _setup import quick_args  # noqa: E402
 from judge_card_example import STRENGTH, _u, reply
-from lfrqa.files import loads_json
+from lfrqa.kernel import loads_json
 from rag_qa_arena.cli import main as cli
 from tests.openai_server import OpenAIServer
 

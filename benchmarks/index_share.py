@@ -50,7 +50,7 @@ def bench(n_docs: int, n_queries: int, work: Path) -> None:
     import datasets
 
     from builders import load_corpus
-    from retrieval import IndexOptions, RetrieveRun, export_index, load_index, retrieve
+    from retrieval import IndexCorpus, IndexOptions, RetrieveRun, export_index, load_index, retrieve
 
     datasets.disable_progress_bars()
     data_dir = _write_corpus(work / "data", n_docs)
@@ -70,7 +70,8 @@ def bench(n_docs: int, n_queries: int, work: Path) -> None:
     exported = time.perf_counter() - start
 
     start = time.perf_counter()
-    index = load_index(work / "shared", passages=corpus, domain="writing", split="test", show_progress=False)
+    index = load_index(work / "shared", corpus=IndexCorpus(passages=corpus, domain="writing", split="test"),
+                       show_progress=False)
     loaded = time.perf_counter() - start
     from retrieval._manifest import corpus_fingerprint, read_manifest, verify_files
 

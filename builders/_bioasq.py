@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import iter_jsonl
+from lfrqa.kernel import iter_jsonl
 
 BIOASQ_DOCUMENTS = "bioasq/documents.jsonl"
 

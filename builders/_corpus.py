@@ -19,7 +19,7 @@ import datasets
 from builders import _documents, _passages
 from builders._documents import CORPUS_DOMAINS, RawSource, iter_documents, locate_source
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import download_errors
+from lfrqa.kernel import download_errors
 
 LEVELS: tuple[str, ...] = ("passages", "documents")
 #: Our split names -> the ``datasets`` split each is stored as (as in :func:`lfrqa.load`).

@@ -16,7 +16,7 @@ from builders._card import BENCHMARK_FILE, render_card
 from builders._retrieved import RETRIEVED_PREFIX, check_retrieved_name, export_retrieved, retrieved_section
 from builders._card import eval_yaml as benchmark_file
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import make_folder
+from lfrqa.kernel import make_folder
 
 _SPLIT_FILE = {"test": "test", "dev": "validation"}
 

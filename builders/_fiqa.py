@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import iter_jsonl
+from lfrqa.kernel import iter_jsonl
 
 FIQA_TSV = "fiqa/FiQA_train_doc_final.tsv"
 FIQA_BEIR = "fiqa/corpus.jsonl"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from lfrqa.checks import grouped_keywords
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import make_folder
+from lfrqa.kernel import make_folder
 from builders._secrets import env_secrets, redact_secrets, scan_files
 
 __all__ = [

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from builders._passages import doc_id_of
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import iter_records, make_folder
+from lfrqa.kernel import iter_records, make_folder
 
 __all__ = ["RETRIEVED_PREFIX", "check_retrieved_name", "export_retrieved", "resolve_retrieved", "retrieved_configs", "retrieved_section"]
 

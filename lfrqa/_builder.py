@@ -18,7 +18,7 @@ import pyarrow as pa
 from lfrqa import _bioasq, _sources
 from lfrqa._domains import DOMAINS, PUBLISHED_DOMAINS, annotation_relpath, dev_relpath
 from lfrqa._records import InvalidRecord, normalize_record
-from lfrqa.files import download_errors, iter_jsonl
+from lfrqa.kernel import download_errors, iter_jsonl
 
 #: Read by ``datasets`` when it builds a builder of this module: already "extended for streaming", so it does not
 #: patch ``open``, ``os.path.join``, ``pandas.read_excel``, ``scipy.io.loadmat``… here (importing scipy, xml, …:

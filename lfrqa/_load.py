@@ -17,7 +17,7 @@ from lfrqa import _sources
 from lfrqa._builder import LFRQA, SPLIT_NAMES, source_files, sources_fingerprint
 from lfrqa._domains import check_name, check_split
 from lfrqa._records import InvalidRecord
-from lfrqa.files import atomic_write, sha256_file
+from lfrqa.kernel import atomic_write, sha256_file
 
 
 def load(

@@ -22,8 +22,8 @@ import sys
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import download_errors
-from lfrqa.files import sha256_file
+from lfrqa.kernel import download_errors
+from lfrqa.kernel import sha256_file
 
 PINNED_REPO = "awslabs/rag-qa-arena"
 PINNED_COMMIT = "9dd32dc344237a78108771b8e862ee9151647f61"

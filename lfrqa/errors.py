@@ -10,7 +10,7 @@ exception is a bug and keeps its traceback. ``except ArenaError`` catches every 
     │   ├── MissingDependency (ImportError)   an optional package to install     lfrqa.errors
     │   ├── ChecksumError                     pinned bytes differ                lfrqa
     │   ├── InvalidRecord                     an annotation that is no LFRQA row lfrqa
-    │   ├── RunLocked                         an output another process holds    lfrqa.files
+    │   ├── RunLocked                         an output another process holds    lfrqa.kernel
     │   ├── HubRefusedError                   the Hub refused an upload          builders
     │   ├── SecretFoundError                  a credential in an upload          builders
     │   ├── IndexMismatch                     an index for another corpus        retrieval

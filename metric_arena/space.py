@@ -38,7 +38,7 @@ from pathlib import Path
 from builders import HUB_UPLOAD_KEYWORDS, HubUpload, check_repo_id, scan_files, upload_files
 from lfrqa.checks import grouped_keywords
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import DISTRIBUTION, make_folder, package_version
+from lfrqa.kernel import DISTRIBUTION, make_folder, package_version
 
 __all__ = ["METRIC_NAME", "MODULE_DIR", "SPACE_SDK", "build_wheel", "export_metric", "metric_files", "push_metric"]
 

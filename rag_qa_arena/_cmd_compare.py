@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import make_folder
+from lfrqa.kernel import make_folder
 from rag_qa_arena._options import confidence_level, finite, percent, positive_int
 from rag_qa_arena._options import seed as seed_type
 
@@ -68,7 +68,7 @@ def _run_calibrate(args: argparse.Namespace) -> int:
         if not name or not path or name in predictions:
             raise RagQaArenaError(f"--predictions {item!r}: give SYSTEM=FILE or FILE, one file per system")
         predictions[name] = path
-    from lfrqa.files import refuse_output_over_input
+    from lfrqa.kernel import refuse_output_over_input
 
     refuse_output_over_input(("--out", args.out),
                              [("--reference", run) for run in args.reference] + [("--candidate", run) for run in args.candidate]
@@ -111,6 +111,8 @@ no shared judged question (no_shared_questions) or fewer than --min-shared (too_
 --metric NAME compares on any registered metric instead (the report's "Metric: NAME" sections; the
 arena's own is "arena"): for each of its fields, the paired bootstrap interval of new - base on the
 items both runs hold; NEW is worse when a field's whole interval lies beyond -D on its bad side.
+Runs scored differently are refused as above: judge run folders with other judges, --parse or
+--order, cite folders with another --entailment (different_judges) or --passages (setting_changed).
 
 Exit codes: 0 compared (not worse, or worse without --fail-if-worse); 1 with --fail-if-worse when
 NEW is significantly worse; 2 refused or bad input.
@@ -181,7 +183,7 @@ def _min_shared(values: list[tuple[str, float]] | None):
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from lfrqa.files import dumps_json
+    from lfrqa.kernel import dumps_json
     from metric_arena.report import ComparisonRefused, compare_runs
     from metric_arena.report.markdown import comparison_markdown, refusal_markdown
     from rag_qa_arena._options import injection_lines
@@ -256,20 +258,24 @@ def _print_anchored(anchored: dict, level: str) -> None:
 
 def _compare_metric(args: argparse.Namespace, shown: str) -> int:
     """``compare --metric NAME``: the gate on any registered metric (text, JSON or Markdown)."""
-    from lfrqa.files import dumps_json
+    from lfrqa.kernel import dumps_json
     from metric_arena.report import ComparisonRefused
     from metric_arena.report.sections import compare_metric, comparison_lines
     from metric_arena.stats import Intervals
 
     try:
         result = compare_metric(args.base, args.new, args.metric, min_delta=args.min_delta,
-                                intervals=Intervals(n_boot=args.n_boot, seed=args.seed, confidence=args.confidence))
+                                intervals=Intervals(n_boot=args.n_boot, seed=args.seed, confidence=args.confidence),
+                                allow_judge_change=args.allow_judge_change,
+                                allow_setting_change=args.allow_setting_change)
     except ComparisonRefused as refused:
         if shown == "json":
             print(dumps_json({"status": "refused", "reason": refused.reason, "message": refused.detail,
                               "metric": args.metric, "base": {"run": args.base}, "new": {"run": args.new},
                               "exit_code": 2}))
         raise
+    for line in result["warnings"]:
+        print(f"rag-qa-arena: warning: {line}", file=sys.stderr)
     lines = comparison_lines(result)
     if shown == "json":
         print(dumps_json(result))

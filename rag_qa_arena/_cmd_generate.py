@@ -142,6 +142,7 @@ def _backend_options(args: argparse.Namespace) -> dict:
 def run_generate(args: argparse.Namespace) -> int:
     from metric_arena.generate import (
         GenerationConfig,
+        RunOutput,
         format_generation_estimate,
         generate_answers,
         generation_dry_run,
@@ -179,8 +180,9 @@ def run_generate(args: argparse.Namespace) -> int:
 
     result = run_reporting_failures(
         lambda: generate_answers(
-            args.retrieved, args.model, generation=generation, run=run, out=args.out, overwrite=args.overwrite,
-            progress=not args.no_progress and sys.stderr.isatty(), data_dir=args.data_dir, limit=args.limit,
+            args.retrieved, args.model, generation=generation, run=run, out=args.out,
+            output=RunOutput(overwrite=args.overwrite, progress=not args.no_progress and sys.stderr.isatty()),
+            data_dir=args.data_dir, limit=args.limit,
         ),
         stopped=f"Answers finished before the error are in {args.out}; re-run the same command to resume.",
         where=os.path.dirname(os.path.abspath(args.out)),

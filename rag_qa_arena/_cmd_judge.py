@@ -198,7 +198,7 @@ def run_judge(args: argparse.Namespace) -> int:
     if not args.dry_run and not args.out and not args.batch and not args.export_requests:
         raise RagQaArenaError("--out DIR is required (the run folder for verdicts.jsonl and summary.json), or use --dry-run")
     check_backend_args(args)
-    from lfrqa.files import refuse_output_over_input
+    from lfrqa.kernel import refuse_output_over_input
 
     refuse_output_over_input(("--out", args.out), [("--predictions", args.predictions), ("--versus", args.versus),
                                                    ("--references", args.references)],

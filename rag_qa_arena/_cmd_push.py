@@ -8,7 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from lfrqa.files import make_folder
+from lfrqa.kernel import make_folder
 from metric_arena.records import SUMMARY_FILE, VERDICTS_FILE
 
 _DESCRIPTION = """\
@@ -134,7 +134,7 @@ def _run(args: argparse.Namespace) -> int:
     err = Console(stderr=True)
     wants_results = _wants_eval_results(args)
     if args.dry_run:
-        from lfrqa.files import refuse_output_over_input
+        from lfrqa.kernel import refuse_output_over_input
 
         refuse_output_over_input(("--dry-run", args.dry_run), [("RUN_DIR", args.run)] + [
             ("RUN_DIR", Path(args.run) / name) for name in (VERDICTS_FILE, SUMMARY_FILE)],

@@ -106,7 +106,7 @@ _RUN_FILES = RUN_FILES
 
 def _refuse_outputs_over_inputs(args: argparse.Namespace) -> None:
     """--out and --battles never write over a run folder's files, --human-labels or --retrieved."""
-    from lfrqa.files import refuse_output_over_input
+    from lfrqa.kernel import refuse_output_over_input
 
     inputs = [("RUN_DIR", Path(run) / name) for run in args.runs for name in _RUN_FILES]
     inputs += [("--human-labels", args.human_labels)]

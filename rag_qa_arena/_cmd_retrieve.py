@@ -170,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
                               "with --retriever bm25")
     from pathlib import Path
 
-    from lfrqa.files import refuse_output_over_input
+    from lfrqa.kernel import refuse_output_over_input
 
     for written in (args.out, Path(args.out).with_name(Path(args.out).stem + ".metrics.json")):
         refuse_output_over_input(("--out", written), [("--questions", args.questions)])
@@ -211,7 +211,7 @@ def _retrieve(args: argparse.Namespace, options: dict, corpus_dir, data_dir) -> 
 def _read_questions(path: str) -> list[dict]:
     import os
 
-    from lfrqa.files import iter_records, saved_dataset
+    from lfrqa.kernel import iter_records, saved_dataset
 
     hint = 'Each line must be one {"qid", "question"} object.'
     if not os.path.isfile(path) and not saved_dataset(path):

@@ -141,7 +141,7 @@ def _warn_sample(sizes: list[int], n_common: int) -> None:
 
 
 def run_tournament(args: argparse.Namespace) -> int:
-    from metric_arena.judge import DEFAULT_JUDGE, TournamentSchedule, tournament
+    from metric_arena.judge import DEFAULT_JUDGE, RunOutput, TournamentSchedule, tournament
     from metric_arena.records import DEFAULT_SAMPLE
     from rag_qa_arena.exchange import export_requests
     from rag_qa_arena._options import (
@@ -171,7 +171,7 @@ def run_tournament(args: argparse.Namespace) -> int:
                                                          data_dir=args.data_dir), judge, run_settings(args))
     if not args.out:
         raise RagQaArenaError("--out RUNS_DIR is required (the folder for the run folders), or use --dry-run")
-    from lfrqa.files import refuse_output_over_input
+    from lfrqa.kernel import refuse_output_over_input
 
     refuse_output_over_input(("--out", args.out), [("PRED_FILE", path) for path in systems.values()], written=None)
     result = run_reporting_failures(
@@ -179,8 +179,8 @@ def run_tournament(args: argparse.Namespace) -> int:
             systems, out=args.out, judge=judge_settings(judges, args, build=False), run=run_settings(args),
             schedule=TournamentSchedule(sample=args.sample, adaptive=args.adaptive, alpha=args.alpha,
                                         max_judgments=args.max_judgments, round_size=args.round_size),
-            data_dir=args.data_dir, progress=not args.no_progress and sys.stderr.isatty(),
-            overwrite=args.overwrite,
+            data_dir=args.data_dir,
+            output=RunOutput(overwrite=args.overwrite, progress=not args.no_progress and sys.stderr.isatty()),
         ),
         stopped=f"Matches finished before the error are in {args.out}; judgments are cached: run it again to resume.",
         where=args.out,

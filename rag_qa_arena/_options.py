@@ -114,7 +114,7 @@ def cannot_write_message(error: OSError, where: str | None) -> str | None:
         return None
     place = error.filename or where or "the output folder"
     if error.errno in (errno.EEXIST, errno.ENOTDIR):
-        from lfrqa.files import file_in_the_way, in_the_way_message
+        from lfrqa.kernel import file_in_the_way, in_the_way_message
 
         blocker = file_in_the_way(place)
         if blocker is not None:

@@ -14,7 +14,7 @@ import os
 import sys
 
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import package_version
+from lfrqa.kernel import package_version
 
 # Order in which command groups appear in --help.
 _COMMAND_MODULES = ("data", "retrieve", "generate", "judge", "cite", "tournament", "report", "compare", "push")  # push: also `metric`

@@ -15,10 +15,10 @@ from retrieval._colbert import ColBERTIndexing, ColBERTRetriever, PlaidSearch
 from retrieval._manifest import MANIFEST_LIMIT
 from retrieval._metrics import evaluate
 from retrieval._pipeline import RETRIEVERS, IndexOptions, RetrieveRun, retrieve
-from retrieval._share import export_index, load_index, push_index
+from retrieval._share import IndexCorpus, export_index, load_index, push_index
 
 __all__ = [
-    "MANIFEST_LIMIT", "RETRIEVERS", "BM25Retriever", "ColBERTIndexing", "ColBERTRetriever", "IndexOptions", "PlaidSearch",
+    "MANIFEST_LIMIT", "RETRIEVERS", "BM25Retriever", "ColBERTIndexing", "ColBERTRetriever", "IndexCorpus", "IndexOptions", "PlaidSearch",
     "RetrieveRun", "Retriever", "evaluate",
     "export_index", "load_index",
     "push_index", "retrieve",

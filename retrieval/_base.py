@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 from lfrqa.checks import check_int
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import atomic_write, dumps_json, make_folder, package_version, read_json_file
+from lfrqa.kernel import atomic_write, dumps_json, make_folder, package_version, read_json_file
 
 META_FILE = "retriever.json"
 PIDS_FILE = "pids.json"

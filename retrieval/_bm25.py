@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from lfrqa.errors import MissingDependency, RagQaArenaError
-from lfrqa.files import make_folder
+from lfrqa.kernel import make_folder
 from retrieval._base import (
     Results,
     Retriever,

@@ -42,7 +42,7 @@ from typing import Any
 
 from lfrqa.checks import grouped_keywords
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import make_folder, read_json_file
+from lfrqa.kernel import make_folder, read_json_file
 from retrieval._base import (
     META_FILE,
     Results,
@@ -369,7 +369,7 @@ def _check_checkpoint(checkpoint: str) -> None:
 def checkpoint_identity(checkpoint: str) -> dict[str, str | None]:
     """``{"name", "revision"}`` of a checkpoint: a local folder's revision is the sha256 of its files,
     a Hub id's the commit of the copy transformers resolves (None when it cannot be resolved)."""
-    from lfrqa.files import sha256_file
+    from lfrqa.kernel import sha256_file
 
     folder = Path(checkpoint)
     if folder.is_dir():

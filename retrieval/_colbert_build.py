@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import atomic_write, dumps_json, read_json_file
+from lfrqa.kernel import atomic_write, dumps_json, read_json_file
 
 BUILD_FILE = "build.json"
 COLBERT_CHUNK = 25_000  # ColBERT's own upper bound of passages per chunk

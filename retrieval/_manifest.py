@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import atomic_write, dumps_json, package_version, read_json_file, sha256_file
+from lfrqa.kernel import atomic_write, dumps_json, package_version, read_json_file, sha256_file
 from retrieval._base import META_FILE, Retriever
 from retrieval._colbert_build import BUILD_FILE
 

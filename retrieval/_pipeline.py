@@ -20,11 +20,11 @@ from typing import Any
 from builders import check_domain_split, doc_id_of
 from lfrqa.checks import check_int, grouped_keywords
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import atomic_write, dumps_json, json_line, loads_json, make_folder
+from lfrqa.kernel import atomic_write, dumps_json, json_line, loads_json, make_folder
 from retrieval._base import META_FILE, Retriever
 from retrieval._manifest import CORPUS_SIZE_KEYS, MANIFEST_FILE, check_new_index_dir, describe_corpus, write_manifest
 from retrieval._metrics import DEFAULT_KS, evaluate
-from retrieval._share import load_index
+from retrieval._share import IndexCorpus, load_index
 
 RETRIEVERS: tuple[str, ...] = ("colbert", "bm25")
 
@@ -144,8 +144,9 @@ def retrieve(
         corpus = load_corpus(domain, split=split, corpus_dir=corpus_dir)
     coverage = corpus_coverage(domain, split, corpus, rows)
     if index_from is not None:
-        engine = load_index(index_from, revision=index.revision, passages=corpus, domain=domain, split=split,
-                            retriever=retriever, checkpoint=checkpoint, trust=index.trust, show_progress=show_progress)
+        engine = load_index(index_from, revision=index.revision,
+                            corpus=IndexCorpus(passages=corpus, domain=domain, split=split), retriever=retriever,
+                            checkpoint=checkpoint, trust=index.trust, show_progress=show_progress)
     else:
         engine = _retriever(retriever or "bm25", corpus, index_dir, checkpoint, index.options or {}, show_progress,
                             resume=resume, describe=lambda: {**describe_corpus(corpus, domain=domain, split=split),

@@ -14,13 +14,14 @@ import os
 import shutil
 import sys
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from builders import HUB_UPLOAD_KEYWORDS, HubUpload, check_repo_id, hub_download_errors, scan_files, upload_files
 from lfrqa.checks import grouped_keywords
-from lfrqa.errors import RagQaArenaError
-from lfrqa.files import make_folder
+from lfrqa.errors import InvalidInputType, RagQaArenaError
+from lfrqa.kernel import make_folder
 from retrieval._base import Retriever
 from retrieval._manifest import (
     CARD_FILE,
@@ -34,16 +35,26 @@ from retrieval._manifest import (
     verify_files,
 )
 
-__all__ = ["export_index", "index_card", "load_index", "push_index"]
+__all__ = ["IndexCorpus", "export_index", "index_card", "load_index", "push_index"]
 
 
+@dataclass(frozen=True, kw_only=True)
+class IndexCorpus:
+    """The corpus a loaded index will read passage texts from, which its manifest must match:
+    ``passages`` (ordered ``{"pid", "text"}`` rows, e.g. :func:`builders.load_corpus`; None: no corpus
+    check), and its ``domain`` and ``split`` when given."""
+
+    passages: Iterable[Mapping[str, Any]] | None = None
+    domain: str | None = None
+    split: str | None = None
+
+
+@grouped_keywords("corpus", IndexCorpus, ["passages", "domain", "split"])
 def load_index(
     source: str | os.PathLike,
     *,
     revision: str | None = None,
-    passages: Iterable[Mapping[str, Any]] | None = None,
-    domain: str | None = None,
-    split: str | None = None,
+    corpus: IndexCorpus | None = None,
     retriever: str | None = None,
     checkpoint: str | None = None,
     trust: bool = False,
@@ -58,17 +69,22 @@ def load_index(
     ``retriever`` (when given); with ``passages`` (the corpus you will read texts from, in order) its
     corpus must match them (passage count and fingerprint, and ``domain``/``split`` when given), and
     its ColBERT checkpoint the one that will encode queries, unless ``trust=True``. Raises
-    :class:`~lfrqa.errors.RagQaArenaError` with one line naming the difference.
+    :class:`~lfrqa.errors.RagQaArenaError` with one line naming the difference. Loose ``passages=``,
+    ``domain=``, ``split=`` (now ``corpus=IndexCorpus(...)``) work for one release, with a
+    ``DeprecationWarning``.
 
-    >>> index = load_index("my-org/lfrqa-fiqa-bm25", revision="3f2a…", passages=corpus, domain="fiqa", split="test")  # doctest: +SKIP
+    >>> corpus = IndexCorpus(passages=passages, domain="fiqa", split="test")  # doctest: +SKIP
+    >>> index = load_index("my-org/lfrqa-fiqa-bm25", revision="3f2a…", corpus=corpus)  # doctest: +SKIP
     >>> index.search({"q1": "what is an index fund"}, k=5)  # doctest: +SKIP
     """
     folder, where, root = _locate(source, revision, show_progress=show_progress)
     manifest = read_manifest(folder)
     check_retriever(manifest, retriever, where)
     verify_files(folder, manifest, root=root)
-    if passages is not None and not trust:
-        check_corpus(manifest, describe_corpus(passages, domain=domain, split=split), where)
+    if corpus is not None and not isinstance(corpus, IndexCorpus):
+        raise InvalidInputType(f"corpus={corpus!r}: give a retrieval.IndexCorpus(passages=..., domain=..., split=...)")
+    if corpus is not None and corpus.passages is not None and not trust:
+        check_corpus(manifest, describe_corpus(corpus.passages, domain=corpus.domain, split=corpus.split), where)
     options: dict[str, Any] = {"show_progress": show_progress}
     if checkpoint is not None and "checkpoint" not in manifest:
         raise RagQaArenaError(f"{where} is a {manifest['retriever']['kind']!r} index, which uses no checkpoint: "
@@ -193,10 +209,11 @@ rag-qa-arena retrieve --domain {domain} --split {split} --corpus-dir data/ \\
 
 ```python
 from builders import load_corpus
-from retrieval import load_index
+from retrieval import IndexCorpus, load_index
 
 corpus = load_corpus("{domain}", split="{split}", corpus_dir="data/")
-index = load_index("{repo_id}", revision="COMMIT", passages=corpus, domain="{domain}", split="{split}")
+index = load_index("{repo_id}", revision="COMMIT",
+                   corpus=IndexCorpus(passages=corpus, domain="{domain}", split="{split}"))
 index.search({{"q1": "your question"}}, k=5)   # {{qid: [(pid, score), ...]}}
 ```
 

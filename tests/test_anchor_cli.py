@@ -12,7 +12,7 @@ import shutil
 
 import pytest
 
-from lfrqa.files import loads_json
+from lfrqa.kernel import loads_json
 from metric_arena.calibrate import draw_anchors
 from metric_arena.report import load_run
 from rag_qa_arena.cli import main

@@ -138,3 +138,40 @@ def test_the_cli_contract_forbids_every_private_module():
                for package in ("lfrqa", "builders", "retrieval", "metric_arena")
                for path in (root / package).rglob("_*.py") if path.name != "__init__.py"}
     assert private <= set(contract["forbidden_modules"]), sorted(private - set(contract["forbidden_modules"]))
+
+
+def test_the_kernel_contract_forbids_every_other_module_of_lfrqa():
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    config = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    [contract] = [c for c in config if c.get("source_modules") == ["lfrqa.kernel"]]
+    modules = {f"lfrqa.{path.stem if path.name != '__init__.py' else path.parent.name}"
+               for path in [*(root / "lfrqa").glob("*.py"), *(root / "lfrqa").glob("*/__init__.py")]
+               if path.name != "__init__.py" or path.parent != root / "lfrqa"}
+    assert "lfrqa.files" in modules and "lfrqa.checks" in modules
+    allowed = {"lfrqa.kernel", "lfrqa.errors"}
+    missing = modules - allowed - set(contract["forbidden_modules"])
+    assert not missing, sorted(missing)
+
+
+#: Modules still importing the kernel by its old name, in rooms other sessions own as this lands (each
+#: warns once on import until it reads ``lfrqa.kernel``); nothing may join the list.
+AWAITING_THE_KERNEL_NAME = {"metric_arena/llm/_cache.py", "metric_arena/llm/batch/_api.py",
+                            "metric_arena/llm/batch/_files.py", "metric_arena/llm/batch/_passes.py",
+                            "metric_arena/llm/batch/_ray.py", "metric_arena/judge/_run.py"}
+
+
+def test_the_tree_imports_the_kernel_by_its_name():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    old = {str(path.relative_to(root)) for folder in ("lfrqa", "builders", "retrieval", "metric_arena", "rag_qa_arena",
+                                                      "tests", "benchmarks")
+           for path in (root / folder).rglob("*.py")
+           if path.parent.name != "files" and ("from lfrqa.files" in (text := path.read_text(encoding="utf-8"))
+                                                or "import lfrqa.files" in text or "from lfrqa import files" in text)}
+    old.discard("tests/test_surface.py")  # the alias's own test
+    old.discard("tests/test_architecture.py")
+    assert old <= AWAITING_THE_KERNEL_NAME, sorted(old - AWAITING_THE_KERNEL_NAME)

@@ -10,7 +10,7 @@ from builders._corpus import _download
 from builders._documents import locate_source
 from lfrqa import _builder, _sources
 from lfrqa._domains import annotation_relpath
-from lfrqa.files import download_errors
+from lfrqa.kernel import download_errors
 
 
 def network_errors():

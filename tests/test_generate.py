@@ -8,7 +8,7 @@ import random
 import pytest
 
 from metric_arena import RunConfig
-from metric_arena.generate import GenerationConfig, generate_answers, read_retrieved, summary_path
+from metric_arena.generate import GenerationConfig, RunOutput, generate_answers, read_retrieved, summary_path
 from metric_arena.llm import RetryPolicy
 from tests.openai_server import OpenAIServer, Reply
 from tests.robustness.helpers import cli, query_of, read_jsonl, retrieved_rows, write_jsonl
@@ -163,12 +163,12 @@ def test_resume_refuses_another_model_or_prompt(tmp_path):
         with pytest.raises(ValueError, match=r"prompt 'v1', not 'openai:gen-model' with 'v2'.*--overwrite"):
             gen(server, retrieved_rows(2), tmp_path, out=out, generation=GenerationConfig(prompt="v2"))
         res = gen(server, retrieved_rows(2), tmp_path, out=out, generation=GenerationConfig(prompt="v2"),
-                  overwrite=True)
+                  output=RunOutput(overwrite=True))
     assert res["n_resumed"] == 0 and {line["prompt"] for line in read_jsonl(out)} == {"v2"}
 
 
 def test_a_second_run_on_the_same_output_is_refused(tmp_path):
-    from lfrqa.files import RunLocked
+    from lfrqa.kernel import RunLocked
     from metric_arena.generate._output import exclusive as _exclusive
 
     out = tmp_path / "preds.jsonl"

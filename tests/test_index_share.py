@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from lfrqa.files import sha256_file
+from lfrqa.kernel import sha256_file
 from rag_qa_arena.cli import main
-from retrieval import BM25Retriever, IndexOptions, RetrieveRun, load_index, retrieve
+from retrieval import BM25Retriever, IndexCorpus, IndexOptions, RetrieveRun, load_index, retrieve
 from tests.test_cmd_retrieve import N_DOCS, writing_dir  # noqa: F401  (fixture)
 from tests.test_hub_push import RecordingHub
 
@@ -111,18 +111,18 @@ def test_retrieve_from_the_shared_folder_equals_the_fresh_build_without_building
     from builders._corpus import load_corpus
 
     corpus = load_corpus("writing", data_dir=data_dir)
-    index = load_index(shared, passages=corpus, domain="writing", split="test", show_progress=False)
+    index = load_index(shared, corpus=IndexCorpus(passages=corpus, domain="writing", split="test"), show_progress=False)
     first = json.loads(fresh.read_text().splitlines()[0])
     hits = index.search({first["qid"]: first["question"]}, k=5)[first["qid"]]
     assert [pid for pid, _ in hits] == [p["pid"] for p in first["passages"]]
-    assert load_index(shared, passages=corpus, show_progress=False).pids == index.pids  # domain/split not given
+    assert load_index(shared, corpus=IndexCorpus(passages=corpus), show_progress=False).pids == index.pids  # domain/split not given
     from lfrqa.errors import RagQaArenaError
 
     rows = [{"pid": pid, "text": text} for pid, text in zip(corpus["pid"], corpus["text"])]
     rows[5]["text"] += " edited"
     with pytest.raises(RagQaArenaError, match=r"another corpus \(fingerprint 'sha256:"):
-        load_index(shared, passages=rows, domain="writing", split="test")
-    assert load_index(shared, passages=rows, trust=True).pids == index.pids
+        load_index(shared, corpus=IndexCorpus(passages=rows, domain="writing", split="test"))
+    assert load_index(shared, corpus=IndexCorpus(passages=rows), trust=True).pids == index.pids
     metrics = retrieve("writing", tmp_path / "api.jsonl", corpus_dir=data_dir, index=IndexOptions(index_from=shared),
                        run=RetrieveRun(limit=40, show_progress=False))
     assert (tmp_path / "api.jsonl").read_text() == fresh.read_text() and metrics["retriever"] == "bm25"

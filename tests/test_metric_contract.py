@@ -134,3 +134,75 @@ def test_sections_come_from_the_metrics_alone(toy, runs):
     (summary,) = sections[0]["systems"]
     assert summary["system"] == "sys-plain" and summary["fields"]["win_rate"]["value"] == pytest.approx(20 / 30)
     assert sorted(summary["per_domain"]) == ["fiqa", "science"]
+
+
+def _scored(folder: Path, to: Path, **summary) -> Path:
+    """A copy of the run ``folder`` whose summary.json says how it was scored."""
+    import shutil
+
+    shutil.copytree(folder, to)
+    (to / "summary.json").write_text(json.dumps(summary))
+    return to
+
+
+def test_compare_metric_refuses_runs_scored_by_other_judges_or_settings(toy, runs, tmp_path, capsys):
+    from metric_arena.report import ComparisonRefused, compare_runs
+
+    judged = {"judges": ["openai:a"], "order": "paper", "parse": "strict"}
+    base = _scored(runs["base"], tmp_path / "base", **judged)
+    same = _scored(runs["new"], tmp_path / "same", **judged)
+    other_judge = _scored(runs["new"], tmp_path / "other-judge", **{**judged, "judges": ["openai:b"]})
+    other_parse = _scored(runs["new"], tmp_path / "other-parse", **{**judged, "parse": "reference"})
+    assert compare_metric(base, same, "toy", intervals=Intervals(n_boot=20))["warnings"] == []
+    for metric in ("toy", "arena"):
+        with pytest.raises(ComparisonRefused, match=r"\(different_judges\).*judges \(openai:a vs openai:b\)") as judge:
+            compare_metric(base, other_judge, metric, intervals=Intervals(n_boot=20))
+        with pytest.raises(ComparisonRefused, match=r"\(setting_changed\).*parse strict in BASE, reference in NEW"):
+            compare_metric(base, other_parse, metric, intervals=Intervals(n_boot=20))
+    with pytest.raises(ComparisonRefused) as plain:  # compare without --metric: the same check, the same words
+        compare_runs(base, other_judge, n_boot=20)
+    assert plain.value.detail == judge.value.detail
+    allowed = compare_metric(base, other_parse, "toy", intervals=Intervals(n_boot=20), allow_setting_change=True)
+    assert allowed["warnings"] == ["settings differ (parse strict in BASE, reference in NEW), compared anyway "
+                                   "(--allow-setting-change)"]
+    with pytest.raises(ComparisonRefused, match=r"judges \(unknown vs openai:a\)"):  # no summary, no judgments
+        compare_metric(runs["base"], same, "toy", intervals=Intervals(n_boot=20))
+
+    capsys.readouterr()
+    assert main(["compare", str(base), str(other_judge), "--metric", "toy", "--json"]) == 2
+    refused = json.loads(capsys.readouterr().out)
+    assert refused["reason"] == "different_judges" and "openai:a vs openai:b" in refused["message"]
+    assert main(["compare", str(base), str(other_judge), "--metric", "toy", "--allow-judge-change",
+                 "--n-boot", "20"]) == 0
+    assert main(["compare", str(base), str(other_parse), "--metric", "toy", "--allow-setting-change",
+                 "--n-boot", "20"]) == 0
+    assert "warning: settings differ (parse strict in BASE, reference in NEW)" in capsys.readouterr().err
+
+
+def test_compare_metric_refuses_other_settings_a_metric_names(toy, runs, tmp_path):
+    """A metric's own ``settings`` (keys of summary.json): a scorer like the judge (``entailment``) is refused as
+    different_judges, any other as setting_changed, both values named."""
+    from metric_arena.report import ComparisonRefused
+
+    class Scored(ToyMetric):
+        name = "toy-scored"
+        settings = ("entailment", "n_passages")
+
+    register_metric(Scored())
+    try:
+        scored = {"judges": ["openai:a"], "entailment": "nli:m", "n_passages": 5}
+        base = _scored(runs["base"], tmp_path / "base", **scored)
+        other_model = _scored(runs["new"], tmp_path / "model", **{**scored, "entailment": "llm:openai:x"})
+        other_passages = _scored(runs["new"], tmp_path / "passages", **{**scored, "n_passages": 3})
+        unknown = _scored(runs["new"], tmp_path / "unknown", judges=["openai:a"])
+        with pytest.raises(ComparisonRefused, match=r"\(different_judges\).*entailment 'nli:m' in BASE, "
+                                                    r"'llm:openai:x' in NEW.*--entailment"):
+            compare_metric(base, other_model, "toy-scored", intervals=Intervals(n_boot=20))
+        with pytest.raises(ComparisonRefused, match=r"\(setting_changed\).*n_passages 5 in BASE, 3 in NEW.*--passages"):
+            compare_metric(base, other_passages, "toy-scored", intervals=Intervals(n_boot=20))
+        assert compare_metric(base, unknown, "toy-scored", intervals=Intervals(n_boot=20))["warnings"] == [
+            "the entailment of NEW is unknown (no summary.json): not compared",
+            "the n_passages of NEW is unknown (no summary.json): not compared"]
+        assert compare_metric(base, other_passages, "toy", intervals=Intervals(n_boot=20))["warnings"] == []
+    finally:
+        METRICS.pop("toy-scored")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import metric_arena
-from lfrqa.files import package_version
+from lfrqa.kernel import package_version
 from metric_arena.space import METRIC_NAME, export_metric, metric_files, push_metric
 from rag_qa_arena.cli import main
 from tests.openai_server import OpenAIServer

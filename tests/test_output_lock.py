@@ -1,4 +1,4 @@
-"""The output lock (``lfrqa.files.exclusive_lock``, built on ``filelock``): one writer per output."""
+"""The output lock (``lfrqa.kernel.exclusive_lock``, built on ``filelock``): one writer per output."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from lfrqa.files import RunLocked, exclusive_lock
+from lfrqa.kernel import RunLocked, exclusive_lock
 
 HOLDER = """
 import sys, time
-from lfrqa.files import exclusive_lock
+from lfrqa.kernel import exclusive_lock
 with exclusive_lock(sys.argv[1], busy="held"):
     print("locked", flush=True)
     time.sleep(120)
@@ -64,5 +64,5 @@ def test_an_unwritable_lock_folder_names_the_path(tmp_path):
 
 
 def test_no_hand_written_fcntl_lock():
-    source = (Path(__file__).parents[1] / "lfrqa" / "files" / "_outputs.py").read_text()
+    source = (Path(__file__).parents[1] / "lfrqa" / "kernel" / "_outputs.py").read_text()
     assert "fcntl" not in source and "from filelock import" in source

@@ -1,11 +1,11 @@
 """Stages exchange JSON Lines, Parquet and saved ``datasets.Dataset`` folders: ``judge`` and
-``generate`` read each of them, through the one reader in ``lfrqa.files``."""
+``generate`` read each of them, through the one reader in ``lfrqa.kernel``."""
 
 from __future__ import annotations
 
 import pytest
 
-from lfrqa.files import iter_records
+from lfrqa.kernel import iter_records
 from metric_arena.generate import read_retrieved
 from metric_arena.judge import read_predictions
 from tests.openai_server import OpenAIServer

@@ -165,7 +165,10 @@ def test_reward_function_takes_its_columns_as_one_object_and_the_old_keywords_fo
 AWAITING_THE_INPUT_RECORD: set[str] = set()
 #: The entry points the README shows, at most 8 parameters each.
 README_ENTRY_POINTS = ("metric_arena.reward_function", "metric_arena.ArenaCallback", "metric_arena.build_leaderboard",
-                       "metric_arena.calibrate.calibrate_judges", "metric_arena.report.write_report")
+                       "metric_arena.calibrate.calibrate_judges", "metric_arena.report.write_report",
+                       "metric_arena.judge.tournament", "metric_arena.judge.atournament",
+                       "metric_arena.generate_answers", "metric_arena.generate.agenerate_answers",
+                       "retrieval.load_index")
 
 
 def _parameters(target) -> list[str]:
@@ -207,3 +210,140 @@ def test_no_public_entry_point_takes_more_than_ten_parameters():
         target = getattr(importlib.import_module(module), name)
         assert len(_parameters(target)) <= 8, dotted
     assert metric_arena  # the README's own import
+
+
+def _one_deprecation(seen, *expected: str) -> None:
+    """``seen`` (recorded warnings) holds exactly one DeprecationWarning, naming each of ``expected``."""
+    messages = [str(w.message) for w in seen if issubclass(w.category, DeprecationWarning)]
+    assert len(messages) == 1, messages
+    assert all(part in messages[0] for part in expected), messages[0]
+
+
+def test_generate_answers_takes_run_output_and_its_old_keywords_for_one_release(tmp_path):
+    from metric_arena import RunConfig
+    from metric_arena.generate import GenerationConfig, RunOutput, generate_answers
+    from tests.openai_server import OpenAIServer
+    from tests.robustness.helpers import retrieved_rows
+
+    def gen(out, prompt, **kwargs):
+        run = RunConfig(base_url=server.base_url, api_key="sk-x", cache_dir=tmp_path / "cache")
+        return generate_answers(retrieved_rows(2), "openai:g", run=run, out=out,
+                                generation=GenerationConfig(prompt=prompt), **kwargs)
+
+    with OpenAIServer(lambda body, attempt: "Answer: a") as server:
+        for name in ("new.jsonl", "old.jsonl"):
+            gen(tmp_path / name, "v1", output=RunOutput(progress=False))
+        with pytest.raises(ValueError, match="--overwrite"):  # another prompt over the file: refused
+            gen(tmp_path / "new.jsonl", "v2", output=RunOutput(progress=False))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", DeprecationWarning)
+            new = gen(tmp_path / "new.jsonl", "v2", output=RunOutput(overwrite=True, progress=False))
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            old = gen(tmp_path / "old.jsonl", "v2", overwrite=True, progress=False)
+        with pytest.raises(ValueError, match=r"output= and the old keyword\(s\) overwrite"):
+            gen(tmp_path / "x.jsonl", "v2", output=RunOutput(), overwrite=True)
+        with pytest.raises(ValueError, match=r"output='yes': give a RunOutput\(overwrite=..., progress=...\) \(from "):
+            gen(tmp_path / "x.jsonl", "v2", output="yes")
+    _one_deprecation(seen, "generate_answers(overwrite=..., progress=...) is deprecated",
+                     "pass output=RunOutput(overwrite=..., progress=...)")
+    assert new["n_resumed"] == old["n_resumed"] == 0
+    assert [r["prompt"] for r in new["predictions"]] == [r["prompt"] for r in old["predictions"]] == ["v2", "v2"]
+    assert (tmp_path / "new.jsonl").read_text() == (tmp_path / "old.jsonl").read_text()
+    with pytest.raises(ValueError, match=r"RunOutput\(overwrite='no'\): give True or False"):
+        RunOutput(overwrite="no")
+
+
+def test_tournament_takes_run_output_and_its_old_keywords_for_one_release(lfrqa_data_dir, tmp_path):
+    import json
+
+    import lfrqa
+    from metric_arena import JudgeConfig, RunConfig
+    from metric_arena.judge import RunOutput, TournamentSchedule, tournament
+    from metric_arena.stats import Intervals
+    from tests.openai_server import OpenAIServer
+    from tests.test_end_to_end import arena_server_reply
+
+    rows = lfrqa.load("fiqa", data_dir=str(lfrqa_data_dir))
+    files = []
+    for system in ("strong", "weak"):
+        files.append(tmp_path / f"{system}.jsonl")
+        files[-1].write_text("".join(json.dumps({"qid": rows[i]["qid"], "answer": f"ANSWER[{system}] x"}) + "\n"
+                                     for i in range(4)))
+
+    def play(out, sample, **kwargs):
+        run = RunConfig(base_url=server.base_url, api_key="sk-x", cache_dir=tmp_path / f"cache-{out}")
+        return tournament(files, out=tmp_path / out, judge=JudgeConfig("openai:judge", seed=0), run=run,
+                          schedule=TournamentSchedule(sample=sample), intervals=Intervals(n_boot=20), **kwargs)
+
+    with OpenAIServer(arena_server_reply) as server:
+        for out in ("new", "old"):
+            play(out, 2)
+        with pytest.raises(ValueError, match=r"holds another tournament.*output=RunOutput\(overwrite=True\)"):
+            play("new", 3)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", DeprecationWarning)
+            new = play("new", 3, output=RunOutput(overwrite=True, progress=False))
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            old = play("old", 3, overwrite=True, progress=False)
+    _one_deprecation(seen, "(overwrite=..., progress=...) is deprecated", "pass output=RunOutput(overwrite=..., "
+                                                                           "progress=...)")
+    assert new["sample"] == old["sample"] == 3 and new["pairs"] == old["pairs"]
+    verdicts = [{p.parent.name: p.read_text() for p in (tmp_path / out).glob("*/verdicts.jsonl")}
+                for out in ("new", "old")]
+    assert len(verdicts[0]) == 3 and verdicts[0] == verdicts[1]
+
+
+@pytest.mark.filterwarnings("ignore:the writing corpus is incomplete")
+def test_load_index_takes_its_corpus_as_one_object_and_its_old_keywords_for_one_release(tmp_path):
+    from builders import load_corpus
+    from retrieval import IndexCorpus, IndexOptions, RetrieveRun, load_index, retrieve
+
+    collection = tmp_path / "data" / "lotte" / "writing" / "test" / "collection.tsv"
+    collection.parent.mkdir(parents=True)
+    collection.write_text("".join(f"{i}\tword{i} text{i % 3} filler\n" for i in range(20)), encoding="utf-8")
+    retrieve("writing", tmp_path / "r.jsonl", retriever="bm25", k=2, corpus_dir=tmp_path / "data",
+             questions=[{"qid": "w1", "question": "word4"}], index=IndexOptions(index_dir=tmp_path / "index"),
+             run=RetrieveRun(show_progress=False))
+    corpus = load_corpus("writing", data_dir=tmp_path / "data")
+    rows = [{"pid": pid, "text": text} for pid, text in zip(corpus["pid"], corpus["text"])]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        new = load_index(tmp_path / "index", corpus=IndexCorpus(passages=rows, domain="writing", split="test"),
+                         show_progress=False)
+        with pytest.raises(ValueError, match=r"split"):
+            load_index(tmp_path / "index", corpus=IndexCorpus(passages=rows, domain="writing", split="dev"),
+                       show_progress=False)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        old = load_index(tmp_path / "index", passages=rows, domain="writing", split="test", show_progress=False)
+    _one_deprecation(seen, "load_index(passages=..., domain=..., split=...) is deprecated",
+                     "pass corpus=IndexCorpus(passages=..., domain=..., split=...)")
+    assert old.pids == new.pids and old.search({"q": "word4"}, k=2) == new.search({"q": "word4"}, k=2)
+    with pytest.warns(DeprecationWarning, match=r"pass corpus=IndexCorpus\(passages=..., split=...\)"):
+        with pytest.raises(ValueError, match=r"split"):  # the old form checks the corpus as the new one does
+            load_index(tmp_path / "index", passages=rows, split="dev", show_progress=False)
+    with pytest.raises(ValueError, match=r"corpus= and the old keyword\(s\) domain"):
+        load_index(tmp_path / "index", corpus=IndexCorpus(passages=rows), domain="writing")
+    with pytest.raises(ValueError, match=r"corpus=\[\]: give a retrieval.IndexCorpus"):
+        load_index(tmp_path / "index", corpus=[], show_progress=False)
+
+
+def test_lfrqa_files_is_the_kernel_under_its_old_name_for_one_release():
+    import importlib
+
+    import lfrqa.files
+    import lfrqa.kernel
+
+    assert set(lfrqa.files.__all__) == set(lfrqa.kernel.__all__) and "atomic_write" in lfrqa.kernel.__all__
+    for name in lfrqa.kernel.__all__:
+        with pytest.warns(DeprecationWarning, match=rf"lfrqa.files is now lfrqa.kernel: import {name} from "):
+            assert getattr(lfrqa.files, name) is getattr(lfrqa.kernel, name)
+    with pytest.warns(DeprecationWarning, match="lfrqa.files is now lfrqa.kernel"):
+        namespace: dict = {}
+        exec("from lfrqa.files import atomic_write", namespace)
+    assert namespace["atomic_write"] is lfrqa.kernel.atomic_write
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        lfrqa.files.nope  # noqa: B018
+    assert importlib.import_module("lfrqa.kernel").__doc__.startswith("The shared file kernel")

@@ -16,7 +16,7 @@ from pathlib import Path
 from statistics import NormalDist
 
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import atomic_write, dumps_json
+from lfrqa.kernel import atomic_write, dumps_json
 from metric_arena.report import Run, load_run
 from metric_arena.report.views import ANCHORED_JSON, read_anchored
 from metric_arena.stats import Intervals, anchored_difference, anchored_rate, load_human_labels, majority_labels

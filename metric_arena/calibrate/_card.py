@@ -8,7 +8,7 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from lfrqa.files import package_version
+from lfrqa.kernel import package_version
 from metric_arena.calibrate._inputs import answer_words, price_and_time
 from metric_arena.calibrate._match import ROLES, Matched, candidate_outcome, check_judges, load_side, match_pairs
 from metric_arena.calibrate._reading import anchored_figures, plain_reading, shift_intervals

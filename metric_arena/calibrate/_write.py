@@ -13,7 +13,7 @@ from pathlib import Path
 from builders import HUB_UPLOAD_KEYWORDS, HubUpload, check_repo_id, check_secrets, resolve_token, upload_files
 from lfrqa.checks import grouped_keywords
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import atomic_write, dumps_json, loads_json, make_folder
+from lfrqa.kernel import atomic_write, dumps_json, loads_json, make_folder
 from metric_arena.stats import OUTCOMES
 
 __all__ = ["CARD_JSON", "CARD_MD", "card_markdown", "card_push_files", "card_summary", "push_card", "write_card"]

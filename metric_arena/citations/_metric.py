@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from lfrqa.files import iter_records
+from lfrqa.kernel import iter_records
 from metric_arena.metrics import Estimate, Field, MetricSummary
 from metric_arena.records import check_citations
 from metric_arena.stats import Intervals, mean_interval
@@ -44,6 +44,8 @@ class CitationMetric:
 
     name = "citations"
     fields: Sequence[Field] = CITATION_FIELDS
+    #: What two runs must share to be compared (``compare --metric``): keys of a ``cite`` folder's summary.json.
+    settings = ("entailment", "n_passages")
 
     def present(self, run_dir: Path) -> bool:
         return (Path(run_dir) / CITATIONS_FILE).is_file()

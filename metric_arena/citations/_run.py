@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import (
+from lfrqa.kernel import (
     JsonlAppender,
     atomic_write,
     dumps_json,

@@ -11,10 +11,12 @@ from metric_arena.generate._inputs import (
 )
 from metric_arena.generate._output import summary_path
 from metric_arena.generate._run import agenerate_answers, generate_answers
+from metric_arena.records import RunOutput
 
 __all__ = [
     "GENERATION_MAX_TOKENS",
     "GenerationConfig",
+    "RunOutput",
     "agenerate_answers",
     "format_generation_estimate",
     "generate_answers",

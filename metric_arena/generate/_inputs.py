@@ -11,7 +11,7 @@ from typing import Any
 
 from lfrqa.checks import check_int
 from lfrqa.errors import InvalidInputType, RagQaArenaError
-from lfrqa.files import iter_records, saved_dataset
+from lfrqa.kernel import iter_records, saved_dataset
 from metric_arena.llm import Backend, ChatRequest, parse_spec
 from metric_arena.prompts import (
     GENERATION_PROMPTS,

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import exclusive_lock, loads_json
+from lfrqa.kernel import exclusive_lock, loads_json
 from metric_arena.records import check_prediction
 
 __all__ = ["exclusive", "previous_lines", "summary_path"]

@@ -37,7 +37,7 @@ Resuming
     Re-running into the same ``out`` keeps its answered lines, drops a last line cut short by a
     crash, retries its failed lines, and answers the rest (from the cache when they were answered
     before the crash). The file must come from the same model and prompt version
-    (``overwrite=True`` starts afresh); a line whose passages differ from the input's is
+    (``output=RunOutput(overwrite=True)`` starts afresh); a line whose passages differ from the input's is
     answered again. At the end it is rewritten in input order (atomically)
     and ``<out stem>.summary.json`` holds the counts. Only one run may write an output file at a
     time (an advisory lock on ``.<out name>.lock`` next to it).
@@ -59,8 +59,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from lfrqa.checks import grouped_keywords
 from lfrqa.errors import InvalidInputType
-from lfrqa.files import (
+from lfrqa.kernel import (
     JsonlAppender,
     atomic_write,
     dumps_json,
@@ -74,7 +75,7 @@ from metric_arena.generate._inputs import GenerationConfig, check_model, neutral
 from metric_arena.generate._output import exclusive, previous_lines, summary_path
 from metric_arena.llm import Backend, RunConfig, Session, synchronous
 from metric_arena.prompts import clean_response, is_no_answer
-from metric_arena.records import Prediction
+from metric_arena.records import RUN_OUTPUT_KEYWORDS, Prediction, RunOutput, run_output
 
 __all__ = ["agenerate_answers", "generate_answers"]
 
@@ -160,6 +161,7 @@ async def _answer(rows: list[dict], todo: list[int], records: list[dict | None],
     await session.gather(answer_one(i) for i in todo)
 
 
+@grouped_keywords("output", RunOutput, RUN_OUTPUT_KEYWORDS)
 async def agenerate_answers(
     retrieved: str | os.PathLike | Iterable[Mapping],
     model: str | Backend,
@@ -167,13 +169,13 @@ async def agenerate_answers(
     generation: GenerationConfig | None = None,
     run: RunConfig | None = None,
     out: str | os.PathLike | None = None,
-    overwrite: bool = False,
-    progress: bool | None = None,
+    output: RunOutput | None = None,
     data_dir: str | os.PathLike | None = None,
     limit: int | None = None,
 ) -> dict:
     """Async form of :func:`generate_answers` (same arguments, same result)."""
     check_model(model)
+    output = run_output(output)
     generation = generation if generation is not None else GenerationConfig()
     if not isinstance(generation, GenerationConfig):
         raise InvalidInputType(f"generation={generation!r}: give a metric_arena.generate.GenerationConfig")
@@ -191,10 +193,10 @@ async def agenerate_answers(
         except OSError as error:
             raise write_error(error, out_path.parent) from None
     with exclusive(out_path) if out_path is not None else contextlib.nullcontext():
-        previous, resumed = _resume(out_path, rows, settings, overwrite) if out_path is not None else ({}, {})
+        previous, resumed = _resume(out_path, rows, settings, output.overwrite) if out_path is not None else ({}, {})
         todo = [i for i, row in enumerate(rows) if row["qid"] not in resumed]
         appender = JsonlAppender(out_path) if out_path is not None else None
-        show = progress if progress is not None else (len(todo) >= 20 and sys.stderr.isatty())
+        show = output.progress if output.progress is not None else (len(todo) >= 20 and sys.stderr.isatty())
         records: list[dict | None] = [resumed.get(row["qid"]) for row in rows]
         try:
             async with session:
@@ -240,7 +242,9 @@ GENERATE_ANSWERS_DOC = """Answer each retrieved question with ``model`` using th
     :class:`~metric_arena.llm.Backend`. ``generation``: a :class:`GenerationConfig` (prompt
     version, passages shown, decoding, ``max_input_tokens``, backend options); ``run``: a
     :class:`~metric_arena.RunConfig` (server, key, concurrency, retries, limiter, cache). ``out``:
-    JSONL written as answers arrive (resumed when it exists, unless ``overwrite=True``);
+    JSONL written as answers arrive (resumed when it exists, unless ``output=RunOutput(overwrite=True)``;
+    ``RunOutput(progress=...)`` shows a progress bar or not; loose ``overwrite=``/``progress=`` work for
+    one release, with a ``DeprecationWarning``);
     ``data_dir``: the pinned templates. ``limit``: only the first N questions of ``retrieved``, in its
     order (a larger N later resumes the same file).
 

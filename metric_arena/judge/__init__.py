@@ -134,6 +134,7 @@ from metric_arena.judge._tournament import (
     tournament_dry_run,
     tournament_requests,
 )
+from metric_arena.records import RunOutput
 
 __all__ = [
     "DEFAULT_JUDGE",
@@ -151,6 +152,7 @@ __all__ = [
     "JudgeInputs",
     "LFRQA_QID_HINT",
     "References",
+    "RunOutput",
     "JudgeSpec",
     "MAX_EXPORT_SYSTEMS",
     "MAX_TOURNAMENT_SYSTEMS",

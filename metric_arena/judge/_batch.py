@@ -36,7 +36,7 @@ from pathlib import Path
 
 from lfrqa.checks import grouped_keywords
 from lfrqa.errors import InvalidInputType, RagQaArenaError
-from lfrqa.files import atomic_write, dumps_json, make_folder
+from lfrqa.kernel import atomic_write, dumps_json, make_folder
 from metric_arena.judge._config import JudgeSpec, judge_config
 from metric_arena.judge._inputs import JudgeInputs, old_input_form
 from metric_arena.judge._parse import parse_rating, reask_count

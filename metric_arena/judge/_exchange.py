@@ -35,7 +35,7 @@ from pathlib import Path
 
 from lfrqa.checks import check_int
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import atomic_write, bounded_lines, dumps_json, make_folder
+from lfrqa.kernel import atomic_write, bounded_lines, dumps_json, make_folder
 from metric_arena.judge._batch import judge_batch_requests, judge_identities
 from metric_arena.judge._config import JudgeSpec, judge_config
 from metric_arena.judge._inputs import JudgeInputs, as_judge_inputs

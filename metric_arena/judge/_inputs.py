@@ -15,7 +15,7 @@ from functools import partial
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import iter_records, saved_dataset
+from lfrqa.kernel import iter_records, saved_dataset
 from metric_arena.records import REFERENCE, check_prediction
 
 __all__ = ["LFRQA_QID_HINT", "MAX_EXPORT_SYSTEMS", "MAX_TOURNAMENT_SYSTEMS", "JudgeInputs", "References",

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lfrqa.errors import InvalidInputType, RagQaArenaError
-from lfrqa.files import lone_surrogate
+from lfrqa.kernel import lone_surrogate
 from metric_arena.llm import ChatRequest
 from metric_arena.prompts import JUDGE_TAGS, clean_response, injection_signs, judge_messages, neutralize_delimiters
 from metric_arena.records import REFERENCE, text_too_long

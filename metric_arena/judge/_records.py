@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import JsonlAppender, atomic_write, cut_torn_tail, dumps_json, exclusive_lock, json_line, loads_json, make_folder
+from lfrqa.kernel import JsonlAppender, atomic_write, cut_torn_tail, dumps_json, exclusive_lock, json_line, loads_json, make_folder
 from metric_arena.judge._parse import judge_outcome
 from metric_arena.records import REPLACING_FILE, SUMMARY_FILE, VERDICTS_FILE, Verdict, check_verdict
 from metric_arena.stats import summarize
@@ -27,7 +27,7 @@ SETTINGS = ("system", "opponent", "judges", "order", "seed", "parse", "endpoint_
 
 class RunWriter:
     """The run folder of one judge run, locked for its whole life (a second process gets
-    :class:`~lfrqa.files.RunLocked`).
+    :class:`~lfrqa.kernel.RunLocked`).
 
     Each verdict is appended to ``verdicts.jsonl`` as soon as its pair finishes (flushed); a
     resumed run appends to what is there, so nothing written before is lost. At the end the

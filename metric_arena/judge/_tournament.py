@@ -58,7 +58,7 @@ from metric_arena.judge._plan import DEFAULT_JUDGE
 from metric_arena.judge._run import ajudge_pairs
 from metric_arena.judge._tournament_folder import TournamentFolder, finished_match, folder_battles, match_folder_name
 from metric_arena.llm import CostEstimate, Progress, RunConfig, Session, synchronous
-from metric_arena.records import DEFAULT_SAMPLE, REFERENCE, REPLACING_FILE
+from metric_arena.records import DEFAULT_SAMPLE, REFERENCE, REPLACING_FILE, RUN_OUTPUT_KEYWORDS, RunOutput, run_output
 from metric_arena.stats import DEFAULT_ALPHA, BattleCounts, Intervals, SequentialRanking, stratified_sample
 
 if TYPE_CHECKING:
@@ -236,6 +236,7 @@ def _check_settings(*, alpha: float, round_size: int, max_judgments: int | None,
                                   "adaptive=True (--adaptive), or drop it")
 
 
+@grouped_keywords("output", RunOutput, RUN_OUTPUT_KEYWORDS)
 @grouped_keywords("intervals", Intervals, ["n_boot"])
 @grouped_keywords("schedule", TournamentSchedule, ["sample", "adaptive", "alpha", "max_judgments", "round_size"])
 async def atournament(
@@ -247,11 +248,11 @@ async def atournament(
     schedule: TournamentSchedule | None = None,
     intervals: Intervals | None = None,
     data_dir: str | os.PathLike | None = None,
-    progress: bool = False,
-    overwrite: bool = False,
+    output: RunOutput | None = None,
 ) -> dict:
     """Async form of :func:`tournament` (same arguments, same result)."""
     config = judge_config(judge)
+    output = run_output(output)
     schedule = schedule if schedule is not None else TournamentSchedule()
     n_boot = (intervals if intervals is not None else Intervals()).n_boot
     sample, adaptive, alpha = schedule.sample, schedule.adaptive, schedule.alpha
@@ -263,11 +264,11 @@ async def atournament(
     names = [match_folder_name(name, REFERENCE) for name in plan.systems] + [match_folder_name(a, b) for a, b in plan.pairs()]
     folder = TournamentFolder(out, _design(plan, config, sizes=requested, adaptive=adaptive, alpha=alpha,
                                            max_judgments=max_judgments, round_size=round_size),
-                              names, overwrite=overwrite)
+                              names, overwrite=output.overwrite)
     folder.start()
     play = dict(folder=folder, judge=config, settings=dict(run=run, n_boot=n_boot, data_dir=data_dir))
     steps = len(plan.systems) + (0 if adaptive else len(plan.pairs()))
-    bar = Progress(steps, progress, f"tournament of {len(plan.systems)} systems")
+    bar = Progress(steps, bool(output.progress), f"tournament of {len(plan.systems)} systems")
     # Every match feeds one request pool: matches run at once and share the run's concurrency limit (and
     # its one limiter), so no slot idles while any match has work left.
     pool = Session.pool(max_concurrency=(run or RunConfig()).max_concurrency)
@@ -315,9 +316,10 @@ TOURNAMENT_DOC = """Judge every system against LFRQA and every pair of systems a
     (:class:`~metric_arena.stats.Intervals`) sets the matches' bootstrap resamples. Loose ``sample=``,
     ``adaptive=``, ``alpha=``, ``max_judgments=``, ``round_size=`` and ``n_boot=`` work for one release,
     with a ``DeprecationWarning``. ``out``: holds one design (systems, samples, judges, order, seed,
-    parse, adaptive settings); another is refused unless ``overwrite=True``, which replaces the folder's
-    tournament only once the new one is complete. A re-run reuses finished matches and asks again the
-    pairs that failed at the judge.
+    parse, adaptive settings); another is refused unless ``output=RunOutput(overwrite=True)``, which
+    replaces the folder's tournament only once the new one is complete (``RunOutput(progress=True)``: a
+    progress bar; loose ``overwrite=``/``progress=`` work for one release, with a ``DeprecationWarning``).
+    A re-run reuses finished matches and asks again the pairs that failed at the judge.
 
     Returns ``against_reference`` and ``pairs`` (one row per match: system, opponent, n, n_failed,
     win_rate, win_tie_rate, n_sent, n_cached, reused), ``stopped`` ("complete", or with ``adaptive``

@@ -17,7 +17,7 @@ import shutil
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import atomic_write, dumps_json, iter_jsonl, loads_json, make_folder
+from lfrqa.kernel import atomic_write, dumps_json, iter_jsonl, loads_json, make_folder
 from metric_arena.judge._config import JudgeConfig
 from metric_arena.records import REFERENCE, SUMMARY_FILE, TOURNAMENT_FILE, VERDICTS_FILE
 
@@ -79,7 +79,7 @@ class TournamentFolder:
         if changes and not overwrite:
             raise RagQaArenaError(
                 f"{self.out} holds another tournament ({'; '.join(changes)}): choose another --out, or pass "
-                "--overwrite (overwrite=True) to replace it once the new one is complete (cached judgments are "
+                "--overwrite (output=RunOutput(overwrite=True)) to replace it once the new one is complete (cached judgments are "
                 "reused)")
         self.replacing = bool(changes)
         self.root = self.out / STAGING if self.replacing else self.out

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lfrqa.files import written_rows
+from lfrqa.kernel import written_rows
 from metric_arena.metrics._types import Estimate, Field, MetricSummary
 from metric_arena.stats import Intervals, bootstrap_interval
 from metric_arena.records import REFERENCE, VERDICTS_FILE, check_verdict

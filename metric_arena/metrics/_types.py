@@ -44,7 +44,9 @@ class MetricSummary:
 
 @runtime_checkable
 class Metric(Protocol):
-    """What a metric provides. ``name`` is what ``compare --metric`` and the report's sections use."""
+    """What a metric provides. ``name`` is what ``compare --metric`` and the report's sections use. A metric
+    may also name ``settings``: keys of its run folders' ``summary.json`` that two runs must share for
+    ``compare --metric`` to compare them (the citation scores: their entailment model and passages)."""
 
     name: str
     fields: Sequence[Field]

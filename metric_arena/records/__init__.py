@@ -33,8 +33,9 @@ from collections.abc import Mapping, Sequence
 from typing import Literal, TypedDict
 
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import lone_surrogate
+from lfrqa.kernel import lone_surrogate
 from metric_arena.records._citations import CitedSentence, Citations, ScoredSentence, check_citations
+from metric_arena.records._output import RUN_OUTPUT_KEYWORDS, RunOutput, run_output
 from metric_arena.stats import OUTCOMES
 from metric_arena.records._arrow import (
     injection_type,
@@ -50,7 +51,7 @@ __all__ = [
     "MAX_TEXT_CHARS",
     "OUTCOMES",
     "DEFAULT_SAMPLE", "LEADERBOARD_FILE", "REFERENCE", "REPLACING_FILE", "REPORT_FILE", "RUN_FILES", "SUMMARY_FILE",
-    "TOURNAMENT_FILE", "VERDICTS_FILE",
+    "TOURNAMENT_FILE", "VERDICTS_FILE", "RUN_OUTPUT_KEYWORDS",
     "AnswerStyle",
     "CitedSentence",
     "Citations",
@@ -61,6 +62,7 @@ __all__ = [
     "Prediction",
     "Retrieved",
     "RetrievedPassage",
+    "RunOutput",
     "Verdict",
     "check_citations",
     "check_judgment",
@@ -72,6 +74,7 @@ __all__ = [
     "judgment_type",
     "prediction_schema",
     "retrieved_schema",
+    "run_output",
     "style_type",
     "text_too_long",
     "verdict_schema",

@@ -2,7 +2,7 @@
 
 from collections.abc import Mapping, Sequence
 
-from lfrqa.files import json_line
+from lfrqa.kernel import json_line
 
 __all__ = ["injection_type", "judgment_type", "prediction_schema", "retrieved_schema", "style_type", "verdict_schema",
            "verdicts_table"]

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import atomic_write, json_line, make_folder
+from lfrqa.kernel import atomic_write, json_line, make_folder
 from metric_arena.report._runs import Run, load_run
 from metric_arena.stats import reference_vote, majority_vote
 from metric_arena.style import STYLE_FIELDS, has_style

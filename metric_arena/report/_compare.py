@@ -21,15 +21,18 @@ share no question judged on both sides (``no_shared_questions``) or fewer than
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
-from metric_arena.records import injection_counts
+from lfrqa.kernel import read_json_file
+from metric_arena.records import SUMMARY_FILE, VERDICTS_FILE, injection_counts
 from metric_arena.report._runs import Run, load_run, run_settings
 from metric_arena.stats import paired_comparison
 
-__all__ = ["COMPARED_METRICS", "REFUSALS", "ComparisonRefused", "MinShared", "compare_runs"]
+__all__ = ["COMPARED_METRICS", "REFUSALS", "ComparisonRefused", "MinShared", "compare_runs", "refuse_other_scoring",
+           "run_scoring"]
 
 COMPARED_METRICS = ("win_rate", "win_tie_rate")
 #: The reasons a comparison is refused (``ComparisonRefused.reason``).
@@ -37,6 +40,12 @@ REFUSALS = ("same_run", "empty_run", "no_judged_pairs", "repeated_qids", "differ
             "setting_changed", "no_shared_questions", "too_few_shared")
 #: The settings of a run that move its rates by themselves (besides the judge).
 COMPARED_SETTINGS = ("parse", "order")
+#: The settings that name who scored a run (the judges, a ``cite`` run's entailment model): a change is
+#: refused as ``different_judges``, any other as ``setting_changed``.
+JUDGE_SETTINGS = ("judges", "entailment")
+#: The flag that sets each setting, named in a refusal.
+_FLAGS = {"judges": "--judge", "parse": "--parse", "order": "--order", "entailment": "--entailment",
+          "n_passages": "--passages"}
 
 
 class ComparisonRefused(RagQaArenaError):
@@ -97,14 +106,11 @@ def compare_runs(
     if base_run.opponent != new_run.opponent:
         raise ComparisonRefused("different_opponents", f"{base} is judged against {base_run.opponent!r} and {new} "
                                 f"against {new_run.opponent!r}: compare runs against the same opponent (LFRQA)")
-    if sorted(base_run.judges) != sorted(new_run.judges) and not allow_judge_change:
-        raise ComparisonRefused(
-            "different_judges",
-            f"the runs have different judges ({', '.join(base_run.judges) or 'unknown'} vs "
-            f"{', '.join(new_run.judges) or 'unknown'}): a change of judge moves the rates by itself. Judge both with "
-            "the same --judge, or pass --allow-judge-change")
     settings = {role: run_settings(run) for role, run in runs.items()}
-    warnings = [*base_run.warnings, *new_run.warnings, *_setting_warnings(settings, allow_setting_change)]
+    scoring = {role: _judged(run, settings[role]) for role, run in runs.items()}
+    warnings = [*base_run.warnings, *new_run.warnings,
+                *refuse_other_scoring(scoring, allow_judge_change=allow_judge_change,
+                                      allow_setting_change=allow_setting_change)]
 
     base_outcomes, new_outcomes = base_run.outcomes(), new_run.outcomes()
     shared = set(base_outcomes) & set(new_outcomes)
@@ -140,22 +146,59 @@ def compare_runs(
     }
 
 
-def _other(role: str) -> str:
-    return "NEW" if role == "BASE" else "BASE"
+def _judged(run: Run, settings: dict) -> dict:
+    """How a judge run was scored, for :func:`refuse_other_scoring`: its judges and the known settings."""
+    return {"judges": run.judges, **{name: value for name, value in settings.items() if value is not None}}
 
 
-def _setting_warnings(settings: dict[str, dict], allow_setting_change: bool) -> list[str]:
-    """Refuse runs judged with other settings (parse, order) unless allowed; the lines to warn with."""
-    changed = [f"{name} {settings['BASE'][name]} in BASE, {settings['NEW'][name]} in NEW" for name in COMPARED_SETTINGS
-               if None not in (settings["BASE"][name], settings["NEW"][name])
-               and settings["BASE"][name] != settings["NEW"][name]]
+def run_scoring(path: str | os.PathLike, names: Sequence[str] = ()) -> dict:
+    """How the run folder ``path`` was scored, for :func:`refuse_other_scoring`: a judge run folder's judges,
+    order and parse (as :func:`compare_runs` reads them), and the settings ``names`` its ``summary.json``
+    holds (a ``cite`` folder's entailment model and passages); a setting no file tells is left out."""
+    path = Path(path)
+    scoring = {}
+    if (path / VERDICTS_FILE).is_file():
+        run = load_run(path, lean=True)
+        scoring = _judged(run, run_settings(run))
+    summary = read_json_file(path / SUMMARY_FILE) if names and (path / SUMMARY_FILE).is_file() else {}
+    return {**scoring, **{name: summary[name] for name in names if isinstance(summary, dict) and name in summary}}
+
+
+def refuse_other_scoring(scoring: Mapping[str, Mapping[str, object]], *, allow_judge_change: bool = False,
+                         allow_setting_change: bool = False) -> list[str]:
+    """Refuse two runs (``scoring["BASE"]``, ``scoring["NEW"]``: setting -> value, as :func:`run_scoring`
+    gives) scored by other judges (``different_judges``, unless ``allow_judge_change``) or with other
+    settings (``setting_changed``, unless ``allow_setting_change``): each moves the scores by itself, and the
+    refusal names both values. Returns the lines to warn with (allowed changes; a setting one run does not
+    tell, not compared)."""
+    base, new = scoring["BASE"], scoring["NEW"]
+    if ("judges" in base or "judges" in new) and not allow_judge_change and \
+            sorted(base.get("judges") or []) != sorted(new.get("judges") or []):
+        raise ComparisonRefused(
+            "different_judges",
+            f"the runs have different judges ({', '.join(base.get('judges') or []) or 'unknown'} vs "
+            f"{', '.join(new.get('judges') or []) or 'unknown'}): a change of judge moves the rates by itself. Judge "
+            "both with the same --judge, or pass --allow-judge-change")
+    names = [*COMPARED_SETTINGS, *(n for n in {**base, **new} if n not in COMPARED_SETTINGS and n != "judges")]
+    known = [n for n in names if n in base and n in new]
+    judged = [n for n in known if n in JUDGE_SETTINGS and base[n] != new[n]]
+    if judged and not allow_judge_change:
+        raise ComparisonRefused("different_judges", f"the runs were scored by different judges ("
+                                f"{'; '.join(f'{n} {base[n]!r} in BASE, {new[n]!r} in NEW' for n in judged)}): a "
+                                f"change of judge moves the scores by itself. Score both with the same "
+                                f"{' and '.join(_FLAGS.get(n, n) for n in judged)}, or pass --allow-judge-change")
+    changed = [n for n in known if n not in JUDGE_SETTINGS and base[n] != new[n]]
+    lines = [f"{n} {base[n]} in BASE, {new[n]} in NEW" for n in changed]
     if changed and not allow_setting_change:
-        raise ComparisonRefused("setting_changed", f"the runs were judged with other settings ({'; '.join(changed)}): "
-                                "each moves the rates by itself. Judge both with the same --parse and --order, or "
-                                "pass --allow-setting-change")
-    warnings = [f"settings differ ({line}), compared anyway (--allow-setting-change)" for line in changed]
-    return warnings + [f"the {name} of {role} is unknown (no summary.json): not compared" for name in COMPARED_SETTINGS
-                       for role in settings if settings[role][name] is None and settings[_other(role)][name] is not None]
+        raise ComparisonRefused("setting_changed", f"the runs were judged with other settings ({'; '.join(lines)}): "
+                                f"each moves the rates by itself. Judge both with the same "
+                                f"{' and '.join(_FLAGS.get(n, n) for n in changed)}, or pass --allow-setting-change")
+    warnings = [f"settings differ ({line}), compared anyway (--allow-setting-change)" for line in lines]
+    warnings += [f"judges differ ({n} {base[n]!r} in BASE, {new[n]!r} in NEW), compared anyway "
+                 "(--allow-judge-change)" for n in judged]
+    return warnings + [f"the {name} of {role} is unknown (no summary.json): not compared" for name in names
+                       for role, mine, other in (("BASE", base, new), ("NEW", new, base))
+                       if name not in mine and name in other]
 
 
 def _side(path: str | os.PathLike, run: Run, settings: dict) -> dict:

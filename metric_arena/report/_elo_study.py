@@ -9,7 +9,7 @@ largest sample), as the paper's columns B and C."""
 
 from __future__ import annotations
 
-from lfrqa.files import loads_json
+from lfrqa.kernel import loads_json
 from metric_arena.report._runs import Run
 from metric_arena.report.views import adaptive_pairs, win_matrix
 from metric_arena.stats import BattleCounts, Intervals, bootstrap_bradley_terry, intervals_separated

@@ -37,7 +37,7 @@ from pathlib import Path
 
 from lfrqa.checks import grouped_keywords
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import package_version
+from lfrqa.kernel import package_version
 from metric_arena.report._battles import battle_rows
 from metric_arena.records import injection_counts
 from metric_arena.report._elo_study import elo_study

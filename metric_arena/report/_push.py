@@ -22,7 +22,7 @@ from pathlib import Path
 from builders import HUB_UPLOAD_KEYWORDS, HubUpload, check_repo_id, check_secrets, resolve_token, upload_files
 from lfrqa.checks import grouped_keywords
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import package_version
+from lfrqa.kernel import package_version
 from metric_arena.records import REFERENCE, SUMMARY_FILE, VERDICTS_FILE, Verdict, verdicts_table
 from metric_arena.report._runs import Run, load_run, run_rates
 

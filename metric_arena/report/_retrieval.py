@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import iter_records
+from lfrqa.kernel import iter_records
 from metric_arena.report._runs import Run
 from metric_arena.stats import summarize
 
@@ -70,7 +70,7 @@ def retrieval_analysis(
 def retrieved_corpus(path: str | os.PathLike) -> dict | None:
     """The ``corpus`` entry ``retrieve`` wrote beside its output ``path`` (``<stem>.metrics.json``: documents,
     documents expected, ``incomplete``, questions with gold documents in it), or None when there is none."""
-    from lfrqa.files import read_json_file
+    from lfrqa.kernel import read_json_file
 
     metrics = Path(path).with_name(Path(path).stem + ".metrics.json")
     if not metrics.is_file():

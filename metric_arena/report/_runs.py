@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import iter_records, loads_json, lone_surrogate, written_rows
+from lfrqa.kernel import iter_records, loads_json, lone_surrogate, written_rows
 from metric_arena.prompts import clean_response
 from metric_arena.records import REFERENCE, REPLACING_FILE, SUMMARY_FILE, VERDICTS_FILE, Verdict, check_prediction, check_verdict
 from metric_arena.stats import judge_outcome, reference_vote, summarize

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from lfrqa.checks import grouped_keywords
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import atomic_write, dumps_json, make_folder
+from lfrqa.kernel import atomic_write, dumps_json, make_folder
 from metric_arena.report._html import render_html
 from metric_arena.report._leaderboard import (
     Leaderboard,

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import iter_jsonl
+from lfrqa.kernel import iter_jsonl
 from metric_arena.stats._rates import percentile_interval
 from metric_arena.stats._settings import OUTCOMES
 

@@ -32,7 +32,7 @@ from transformers import TrainerCallback
 
 from lfrqa.checks import check_int, grouped_keywords
 from lfrqa.errors import RagQaArenaError
-from metric_arena.generate import GenerationConfig, generate_answers
+from metric_arena.generate import GenerationConfig, RunOutput, generate_answers
 from metric_arena.judge import DEFAULT_JUDGE, JudgeSpec
 from metric_arena.llm import RunConfig, model_backend
 from metric_arena.train._judge import ArenaJudge
@@ -148,7 +148,7 @@ class ArenaCallback(TrainerCallback):
         rows = self.rows
         backend = model_backend(model, tokenizer, name=f"trained@{step}", batch_size=self.batch_size)
         generated = generate_answers(
-            rows, backend, generation=self.generation, progress=False, data_dir=self.data_dir,
+            rows, backend, generation=self.generation, output=RunOutput(progress=False), data_dir=self.data_dir,
             run=RunConfig(use_cache=False, max_concurrency=self.batch_size),  # the weights change: never cached
         )
         records = generated["predictions"]

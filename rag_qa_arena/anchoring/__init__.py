@@ -146,7 +146,7 @@ def _judge(args: argparse.Namespace, intervals) -> int:
                                   data_dir=args.data_dir)
     if args.dry_run:
         return _dry_run(args, inputs, judge_settings(judges, args, build=False), plan, intervals, format_estimate)
-    from lfrqa.files import refuse_output_over_input
+    from lfrqa.kernel import refuse_output_over_input
 
     refuse_output_over_input(("--out", args.out), [("--predictions", args.predictions), ("--versus", args.versus)],
                              written=(VERDICTS_FILE, SUMMARY_FILE, "anchored.json"))

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from metric_arena import RunConfig, judge_pairs
-from metric_arena.generate import GenerationConfig, generate_answers
+from metric_arena.generate import GenerationConfig, RunOutput, generate_answers
 from metric_arena.llm import RetryPolicy
 from tests.openai_server import OpenAIServer, Reply
 from tests.robustness.helpers import FAKE_KEY, ROOT, query_of, retrieved_rows, subprocess_env
@@ -126,7 +126,7 @@ def test_a_filtered_generation_is_failed_not_answered(tmp_path):
         return "Answer: fine."
 
     with OpenAIServer(reply) as server:
-        res = generate_answers(rows, "openai:g", generation=GenerationConfig(max_tokens=64), progress=False,
+        res = generate_answers(rows, "openai:g", generation=GenerationConfig(max_tokens=64), output=RunOutput(progress=False),
                                run=RunConfig(base_url=server.base_url, api_key="k", cache_dir=tmp_path / "cache",
                                              retry=FAST))
     lines = {line["qid"]: line for line in res["predictions"]}

@@ -233,11 +233,11 @@ def test_a_placeholder_key_leaves_ordinary_text_alone(tmp_path, key):
     """With a short placeholder key (common with local servers), an answer that holds the key's letters
     inside words is kept byte for byte, in the answer file and in what is judged."""
     from metric_arena import RunConfig
-    from metric_arena.generate import GenerationConfig, generate_answers
+    from metric_arena.generate import GenerationConfig, RunOutput, generate_answers
 
     with OpenAIServer(lambda body, attempt: f"Answer: {TEXT}") as server:
         res = generate_answers(retrieved_rows(1), "openai:g", generation=GenerationConfig(max_tokens=256),
-                               progress=False, run=RunConfig(base_url=server.base_url, api_key=key,
+                               output=RunOutput(progress=False), run=RunConfig(base_url=server.base_url, api_key=key,
                                                              cache_dir=tmp_path / "cache"))
     assert res["predictions"][0]["answer"] == TEXT
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lfrqa.files import sha256_file
+from lfrqa.kernel import sha256_file
 from tests.robustness.helpers import cli
 from tests.test_cmd_retrieve import writing_dir  # noqa: F401  (fixture)
 from tests.test_hub_push import RecordingHub

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
-from metric_arena.report._compare import ComparisonRefused
+from metric_arena.report._compare import ComparisonRefused, refuse_other_scoring, run_scoring
 from metric_arena.report.sections._registry import metric_named
 from metric_arena.stats import Intervals, paired_bootstrap
 
@@ -14,19 +14,23 @@ __all__ = ["compare_metric"]
 
 
 def compare_metric(base: str | os.PathLike, new: str | os.PathLike, metric: str, *, min_delta: float = 0.0,
-                   intervals: Intervals = Intervals()) -> dict:
+                   intervals: Intervals = Intervals(), allow_judge_change: bool = False,
+                   allow_setting_change: bool = False) -> dict:
     """The runs ``base`` and ``new`` compared on every field of the registered ``metric``: on the items both
     hold, the paired bootstrap of new − base (:func:`~metric_arena.stats.paired_bootstrap`). A field is
     *significantly worse* when its whole interval lies beyond ``min_delta`` on the bad side (below
     ``−min_delta`` for a field where higher is better, above ``min_delta`` otherwise).
 
     Refused (:class:`~metric_arena.report.ComparisonRefused`): the same folder twice (``same_run``), a run
-    without the metric's rows (``empty_run``), no shared item (``no_shared_questions``). An unknown name
-    raises :class:`~metric_arena.report.sections.UnknownMetric`.
+    without the metric's rows (``empty_run``), runs scored by other judges or with other settings (as
+    :func:`~metric_arena.report.compare_runs` refuses them: a judge run folder's judges, order and parse, and
+    the metric's own ``settings``, keys of the folders' ``summary.json``; ``different_judges`` unless
+    ``allow_judge_change``, ``setting_changed`` unless ``allow_setting_change``), no shared item
+    (``no_shared_questions``). An unknown name raises :class:`~metric_arena.report.sections.UnknownMetric`.
 
     Returns ``{"status": "worse" | "not_worse", "metric", "base": {"run", "n"}, "new": {...}, "n_shared",
     "min_delta", "confidence", "fields": {field: paired result + "label", "higher_is_better",
-    "significantly_worse"}, "worse", "worse_on"}``.
+    "significantly_worse"}, "worse", "worse_on", "warnings"}``.
     """
     chosen = metric_named(metric)
     if not (min_delta >= 0.0):
@@ -40,6 +44,9 @@ def compare_metric(base: str | os.PathLike, new: str | os.PathLike, metric: str,
             raise ComparisonRefused("empty_run", f"{role} {run} holds no rows of the metric {metric!r}: give a run "
                                                  "folder that does")
         values[role] = chosen.item_values(chosen.read_rows(Path(run)))
+    names = tuple(getattr(chosen, "settings", ()))
+    warnings = refuse_other_scoring({"BASE": run_scoring(base, names), "NEW": run_scoring(new, names)},
+                                    allow_judge_change=allow_judge_change, allow_setting_change=allow_setting_change)
     shared = set(values["BASE"]) & set(values["NEW"])
     if not shared:
         raise ComparisonRefused("no_shared_questions", f"{base} and {new} share no item of the metric {metric!r}: "
@@ -58,4 +65,4 @@ def compare_metric(base: str | os.PathLike, new: str | os.PathLike, metric: str,
     return {"status": "worse" if worse_on else "not_worse", "metric": metric,
             "base": {"run": str(base), "n": len(values["BASE"])}, "new": {"run": str(new), "n": len(values["NEW"])},
             "n_shared": len(shared), "min_delta": min_delta, "confidence": intervals.confidence, "fields": fields,
-            "worse": bool(worse_on), "worse_on": worse_on}
+            "worse": bool(worse_on), "worse_on": worse_on, "warnings": warnings}

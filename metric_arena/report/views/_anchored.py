@@ -7,7 +7,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from lfrqa.files import loads_json
+from lfrqa.kernel import loads_json
 
 __all__ = ["ANCHORED_JSON", "anchored_entries", "read_anchored"]
 

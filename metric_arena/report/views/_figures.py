@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from lfrqa.files import loads_json
+from lfrqa.kernel import loads_json
 from metric_arena.report._runs import Run
 from metric_arena.stats import wilson_interval
 from metric_arena.records import TOURNAMENT_FILE

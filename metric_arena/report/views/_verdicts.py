@@ -87,7 +87,7 @@ def _common_cut(lengths: list[int], total: int) -> int:
 
 
 def _prediction_rows(path) -> dict[str, dict]:
-    from lfrqa.files import iter_records
+    from lfrqa.kernel import iter_records
     from metric_arena.records import check_prediction
 
     rows = {}

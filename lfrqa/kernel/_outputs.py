@@ -2,7 +2,7 @@ r"""Where outputs go: folders made (a file in the way named in one line), atomic
 locks on an output, the refusal of an output that would replace an input, and the identity of a
 live process (to tell a crashed writer's leftovers from a running one).
 
-One implementation of each, shared by the whole package; :mod:`lfrqa.files` exports every name
+One implementation of each, shared by the whole package; :mod:`lfrqa.kernel` exports every name
 (this module imports nothing of ours but the errors).
 """
 

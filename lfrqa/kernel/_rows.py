@@ -1,5 +1,5 @@
 """Reading and writing rows: strict JSON and JSON Lines (size-bounded), Parquet and saved datasets,
-the package version and file hashes (see :mod:`lfrqa.files`)."""
+the package version and file hashes (see :mod:`lfrqa.kernel`)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files._outputs import write_error
+from lfrqa.kernel._outputs import write_error
 
 __all__ = [
     "JSON_FILE_LIMIT",
