@@ -156,13 +156,6 @@ def test_the_kernel_contract_forbids_every_other_module_of_lfrqa():
     assert not missing, sorted(missing)
 
 
-#: Modules still importing the kernel by its old name, in rooms other sessions own as this lands (each
-#: warns once on import until it reads ``lfrqa.kernel``); nothing may join the list.
-AWAITING_THE_KERNEL_NAME = {"metric_arena/llm/_cache.py", "metric_arena/llm/batch/_api.py",
-                            "metric_arena/llm/batch/_files.py", "metric_arena/llm/batch/_passes.py",
-                            "metric_arena/llm/batch/_ray.py", "metric_arena/judge/_run.py"}
-
-
 def test_the_tree_imports_the_kernel_by_its_name():
     from pathlib import Path
 
@@ -174,4 +167,4 @@ def test_the_tree_imports_the_kernel_by_its_name():
                                                 or "import lfrqa.files" in text or "from lfrqa import files" in text)}
     old.discard("tests/test_surface.py")  # the alias's own test
     old.discard("tests/test_architecture.py")
-    assert old <= AWAITING_THE_KERNEL_NAME, sorted(old - AWAITING_THE_KERNEL_NAME)
+    assert not old, sorted(old)

@@ -11,7 +11,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from lfrqa.files import package_version
+from lfrqa.kernel import package_version
 from metric_arena.judge._config import JudgeConfig, JudgeSpec, judge_config
 from metric_arena.judge._inputs import JudgeInputs, old_input_form
 from metric_arena.judge._parse import judge_one, judge_outcome, parse_fields, strict_outcome

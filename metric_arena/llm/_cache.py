@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import make_folder, process_identity
+from lfrqa.kernel import make_folder, process_identity
 from metric_arena.llm._tasks import SerialThread
 from metric_arena.llm._types import ChatRequest, Completion, cache_keys, canonical_json, imported_fields
 

@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from lfrqa.errors import ArenaError, RagQaArenaError
-from lfrqa.files import sha256_file
+from lfrqa.kernel import sha256_file
 from metric_arena.llm.batch._files import (
     MANIFEST,
     now,

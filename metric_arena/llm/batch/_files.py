@@ -12,7 +12,7 @@ from pathlib import Path
 from builders import redact_reply
 from lfrqa.checks import check_int
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import atomic_write, dumps_json, make_folder, read_json_file
+from lfrqa.kernel import atomic_write, dumps_json, make_folder, read_json_file
 from metric_arena.llm._runner import max_reply_chars
 from metric_arena.llm._types import Completion
 from metric_arena.llm.batch._shards import SplitWriter
@@ -236,7 +236,7 @@ def read_tagged_json(path: Path, *, format_tag: str, what: str, entries: str, na
     """A JSON file this package wrote (``{"format": format_tag, entries: [{name_field: ...}, ...]}``), each
     entry's ``name_field`` checked to be a plain name inside its folder (:func:`check_plain_name`): an
     edited file can never point a later step outside its folder. ``what`` names the file in errors. The
-    file is read through :func:`lfrqa.files.read_json_file` (size-bounded; deep nesting is one line)."""
+    file is read through :func:`lfrqa.kernel.read_json_file` (size-bounded; deep nesting is one line)."""
     data = read_json_file(path, strict=False, fix=f"it is not {what} written by rag-qa-arena")
     if not isinstance(data, dict) or data.get("format") != format_tag:
         raise RagQaArenaError(f"{path} is not {what} written by rag-qa-arena")

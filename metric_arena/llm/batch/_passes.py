@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import atomic_write, cut_torn_tail, dumps_json, read_json_file
+from lfrqa.kernel import atomic_write, cut_torn_tail, dumps_json, read_json_file
 from metric_arena.llm.batch._files import now
 
 __all__ = ["PASSES_FILE", "answered_ids", "bucket_of", "completion_line", "count_ids", "cumulative", "error_line",

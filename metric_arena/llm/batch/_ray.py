@@ -27,7 +27,7 @@ from pathlib import Path
 
 from lfrqa.checks import check_int
 from lfrqa.errors import RagQaArenaError
-from lfrqa.files import make_folder
+from lfrqa.kernel import make_folder
 from metric_arena.llm._types import VLLM
 from metric_arena.llm.batch._passes import (
     answered_ids,
