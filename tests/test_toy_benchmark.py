@@ -78,10 +78,9 @@ def test_the_old_keyword_form_still_judges_with_a_deprecation_warning(tmp_path, 
     with OpenAIServer(lambda body, n: "<rating>0</rating>") as server:
         run = RunConfig(base_url=server.base_url, api_key="sk-test", cache_dir=tmp_path / "c")
         with pytest.warns(DeprecationWarning, match=r"judge_pairs\(predictions, references, questions"):
-            old = judge_pairs(JudgeInputs(predictions=list(ANSWERS.values()), references=[r["answer"] for r in rows],
-                                          questions=[r["question"] for r in rows], ids=list(ANSWERS),
-                                          domains=[r["domain"] for r in rows], opponent="TOY", sample=2),
-                              judge="openai:judge-model", run=run, data_dir=no_lfrqa)
+            old = judge_pairs(list(ANSWERS.values()), [r["answer"] for r in rows], [r["question"] for r in rows],
+                              ids=list(ANSWERS), domains=[r["domain"] for r in rows], opponent="TOY", sample=2, judge="openai:judge-model", run=run,
+                              data_dir=no_lfrqa)
         new = judge_pairs(JudgeInputs.from_references(ANSWERS, TOY, sample=2), judge="openai:judge-model", run=run,
                           data_dir=no_lfrqa)
     assert [v["qid"] for v in old["verdicts"]] == [v["qid"] for v in new["verdicts"]] and old["n"] == 2
