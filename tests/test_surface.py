@@ -419,7 +419,7 @@ def test_judge_pairs_takes_run_output_and_intervals_and_its_old_keywords_for_one
 
 def test_judge_pairs_refuses_mixed_forms_and_wrong_option_types():
     from metric_arena import JudgeConfig
-    from metric_arena.judge import RunOutput, judge_pairs
+    from metric_arena.judge import RunOutput, judge_pairs, tournament
     from metric_arena.stats import Intervals
 
     pairs = _judged_pairs(2)
@@ -436,6 +436,8 @@ def test_judge_pairs_refuses_mixed_forms_and_wrong_option_types():
     with pytest.raises(ValueError, match=r"Intervals\(seed=5\): a judged run seeds its intervals with the judge's "
                                          r"seed \(0\): set JudgeConfig\(seed=5\)"):
         judge_pairs(pairs, judge=JudgeConfig("openai:j"), intervals=Intervals(seed=5))
+    with pytest.raises(ValueError, match=r"Intervals\(seed=5\): a judged run seeds"):  # a tournament's matches too
+        tournament([], out="unused", intervals=Intervals(seed=5))
 
 
 def test_judge_pairs_old_positional_form_and_old_keywords_compose(tmp_path):
