@@ -27,6 +27,7 @@ from pathlib import Path
 from _setup import ROOT, quick_args  # noqa: E402 - this checkout first on sys.path, $LFRQA_DATA_DIR
 
 from tests.openai_server import OpenAIServer  # noqa: E402
+from metric_arena.judge import JudgeInputs, RunOutput  # noqa: E402
 
 JUDGE = "openai:gpt-4-0125-preview"
 WORDS = ("the fund index market cost tax plan rate risk bond stock cash year account return fee water heat "
@@ -108,9 +109,11 @@ def main() -> int:
         cache = tmp / "cache"
         print(f"{n:,} LFRQA test questions, synthetic predictions, judge {JUDGE} (order 'paper')")
         start = time.perf_counter()
-        filled = judge_pairs(answers, cols["answer"], cols["question"], ids=qids, domains=cols["domain"],
-                             judge=JUDGE, run=RunConfig(base_url=server.base_url, api_key="sk-bench", cache_dir=cache,
-                                                        max_concurrency=args.fill_concurrency), progress=False)
+        filled = judge_pairs(JudgeInputs(predictions=answers, references=cols["answer"], questions=cols["question"],
+                                         ids=qids, domains=cols["domain"]), judge=JUDGE,
+                             run=RunConfig(base_url=server.base_url, api_key="sk-bench", cache_dir=cache,
+                                                        max_concurrency=args.fill_concurrency),
+                             output=RunOutput(progress=False))
         fill_s = time.perf_counter() - start
         sent = len(server.requests)
         size_mb = sum(p.stat().st_size for p in cache.iterdir()) / 2**20

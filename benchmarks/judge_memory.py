@@ -34,13 +34,17 @@ def rss_mb() -> float:
 def one(n: int, concurrency: int, base_url: str) -> dict:
     from judge_throughput import synthetic_pairs
     from metric_arena import RunConfig, judge_pairs
+    from metric_arena.judge import JudgeInputs, RunOutput
+    from metric_arena.stats import Intervals
 
-    data = synthetic_pairs(n)
+    predictions, references, questions = synthetic_pairs(n)
+    data = JudgeInputs(predictions=predictions, references=references, questions=questions)
     before = rss_mb()
     with tempfile.TemporaryDirectory() as tmp:
         run = RunConfig(base_url=base_url, api_key="sk-bench", max_concurrency=concurrency, cache_dir=f"{tmp}/c")
         start = time.perf_counter()
-        result = judge_pairs(*data, judge="openai:bench-judge", run=run, out=f"{tmp}/run", progress=False, n_boot=100)
+        result = judge_pairs(data, judge="openai:bench-judge", run=run, out=f"{tmp}/run",
+                             output=RunOutput(progress=False), intervals=Intervals(n_boot=100))
         wall = time.perf_counter() - start
     return {"pairs": n, "sent": result["n_sent"], "rss_inputs_mb": round(before), "wall_s": round(wall, 1),
             "peak_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}

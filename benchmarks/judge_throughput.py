@@ -28,6 +28,8 @@ import time
 
 import _setup  # noqa: F401 - this checkout first on sys.path, and $LFRQA_DATA_DIR
 from _setup import quick_args  # noqa: E402
+from metric_arena.judge import JudgeInputs, RunOutput  # noqa: E402
+from metric_arena.stats import Intervals  # noqa: E402
 
 WORDS = ("the fund index market cost tax plan rate risk bond stock cash year account return fee "
          "water heat light energy cell gene protein theory model data code server network user").split()
@@ -77,8 +79,10 @@ def child_package(n: int, url: str, concurrency: int, cache_dir: str | None) -> 
     run = RunConfig(base_url=url, api_key="sk-bench", max_concurrency=concurrency, use_cache=cache_dir is not None,
                     cache_dir=cache_dir)
     cpu, start = _cpu(), time.perf_counter()
-    result = judge_pairs(data["predictions"], data["references"], data["questions"], ids=data["ids"],
-                         domains=data["domains"], judge="openai:bench-judge", run=run, progress=False, n_boot=100)
+    result = judge_pairs(JudgeInputs(predictions=data["predictions"], references=data["references"],
+                                     questions=data["questions"], ids=data["ids"], domains=data["domains"]),
+                         judge="openai:bench-judge", run=run, intervals=Intervals(n_boot=100),
+                         output=RunOutput(progress=False))
     return {"wall": time.perf_counter() - start, "cpu": _cpu() - cpu, "n_sent": result["n_sent"],
             "n_failed": result["n_failed"]}
 

@@ -24,7 +24,8 @@ from _setup import quick_args  # noqa: E402
 from _fast_server import fast_server  # noqa: E402
 from judge_throughput import synthetic_pairs  # noqa: E402
 from metric_arena import JudgeConfig, RunConfig, judge_pairs  # noqa: E402
-from metric_arena.judge import judge_batch_requests  # noqa: E402
+from metric_arena.judge import JudgeInputs, RunOutput, judge_batch_requests  # noqa: E402
+from metric_arena.stats import Intervals  # noqa: E402
 
 
 async def hand_written(bodies: list[dict], *, base_url: str, concurrency: int) -> None:
@@ -43,7 +44,7 @@ async def hand_written(bodies: list[dict], *, base_url: str, concurrency: int) -
 
 def request_bodies(data) -> list[dict]:
     """The chat-completion bodies the package sends for these pairs (its public Batch API planner)."""
-    plans = judge_batch_requests(*data, judge=JudgeConfig("openai:bench-judge"), run=RunConfig(use_cache=False))
+    plans = judge_batch_requests(data, judge=JudgeConfig("openai:bench-judge"), run=RunConfig(use_cache=False))
     return [body for _, body in next(iter(plans.values()))["requests"]]
 
 
@@ -57,7 +58,8 @@ def main() -> int:
     args = quick_args(parser, pairs=40, concurrency=16, latency=0.01)
     n, c, lat = args.pairs, args.concurrency, args.latency
     best = math.ceil(n / c) * lat
-    data = synthetic_pairs(n)
+    predictions, references, questions = synthetic_pairs(n)
+    data = JudgeInputs(predictions=predictions, references=references, questions=questions)
     print(f"{n} pairs, concurrency {c}, latency {lat} s: ideal {best:.2f} s")
     print(f"{'client':<26} {'wall s (runs)':>26} {'of ideal':>8} {'x ideal':>8}")
     with tempfile.TemporaryDirectory() as tmp, fast_server(latency=lat) as server:
@@ -68,8 +70,8 @@ def main() -> int:
                 run = RunConfig(base_url=server.base_url, api_key="sk-bench", max_concurrency=c,
                                 cache_dir=f"{tmp}/{transport}-{k}")
                 start = time.perf_counter()
-                result = judge_pairs(*data, judge=judge, run=run, out=f"{tmp}/run-{transport}-{k}", progress=False,
-                                     n_boot=100)
+                result = judge_pairs(data, judge=judge, run=run, out=f"{tmp}/run-{transport}-{k}",
+                                     output=RunOutput(progress=False), intervals=Intervals(n_boot=100))
                 walls.append(time.perf_counter() - start)
                 assert result["n_sent"] == n and result["n_failed"] == 0, result
             shown = " ".join(f"{w:.2f}" for w in walls)

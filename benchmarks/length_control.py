@@ -55,9 +55,9 @@ from _setup import QUICK_BANNER  # noqa: E402
 import lfrqa  # noqa: E402
 from metric_arena import JudgeConfig, RunConfig, judge_pairs  # noqa: E402
 from metric_arena.report import build_leaderboard  # noqa: E402
-from metric_arena.stats import Intervals  # noqa: E402
-from metric_arena.stats import LengthControl, length_controlled_rates  # noqa: E402
+from metric_arena.stats import Intervals, LengthControl, length_controlled_rates  # noqa: E402
 from tests.openai_server import OpenAIServer  # noqa: E402
+from metric_arena.judge import JudgeInputs, RunOutput  # noqa: E402
 
 SYSTEMS = {"concise": (0.3, 1.0, 0.2), "verbose": (0.3, 2.0, 0.5), "better": (1.3, 1.0, 0.2)}
 LENGTH_SPREAD = 0.5  # sd of log(answer words / intended words)
@@ -111,18 +111,20 @@ def judge_all(rows: dict, answers: dict, *, server: OpenAIServer, root: Path) ->
     run = RunConfig(base_url=server.base_url, api_key="sk-bench", max_concurrency=32, cache_dir=str(root / "cache"))
     judge = JudgeConfig("openai:length-biased-judge", order="random", seed=0)
     folders = []
-    common = dict(questions=[rows[q]["question"] for q in qids], ids=qids, domains=[rows[q]["domain"] for q in qids],
-                  judge=judge, run=run, progress=False, n_boot=100)
+    shared = dict(questions=[rows[q]["question"] for q in qids], ids=qids, domains=[rows[q]["domain"] for q in qids])
+    common = dict(judge=judge, run=run, output=RunOutput(progress=False), intervals=Intervals(n_boot=100))
     for name in SYSTEMS:
         folders.append(root / name)
-        judge_pairs([answers[name][q] for q in qids], [rows[q]["answer"] for q in qids], out=folders[-1],
-                    system=name, **common)
+        judge_pairs(JudgeInputs(predictions=[answers[name][q] for q in qids],
+                                references=[rows[q]["answer"] for q in qids], system=name, **shared),
+                    out=folders[-1], **common)
     names = list(SYSTEMS)
     for i, a in enumerate(names):
         for b in names[i + 1:]:
             folders.append(root / f"{a}__vs__{b}")
-            judge_pairs([answers[a][q] for q in qids], [answers[b][q] for q in qids], out=folders[-1], system=a,
-                        opponent=b, **common)
+            judge_pairs(JudgeInputs(predictions=[answers[a][q] for q in qids],
+                                    references=[answers[b][q] for q in qids], system=a, opponent=b, **shared),
+                        out=folders[-1], **common)
     return folders
 
 

@@ -36,6 +36,8 @@ from _fast_server import fast_server  # noqa: E402
 from judge_throughput import synthetic_pairs  # noqa: E402
 
 from metric_arena import JudgeInputs, RunConfig, judge_pairs  # noqa: E402
+from metric_arena.judge import RunOutput  # noqa: E402
+from metric_arena.stats import Intervals  # noqa: E402
 
 
 def _judge(data, urls: list[str], concurrency: int, cache: str) -> tuple[float, dict]:
@@ -44,7 +46,8 @@ def _judge(data, urls: list[str], concurrency: int, cache: str) -> tuple[float, 
     predictions, references, questions = data
     inputs = JudgeInputs(predictions=predictions, references=references, questions=questions)
     started = time.perf_counter()
-    result = judge_pairs(inputs, judge="openai:bench-judge", run=run, progress=False, n_boot=10)
+    result = judge_pairs(inputs, judge="openai:bench-judge", run=run, intervals=Intervals(n_boot=10),
+                         output=RunOutput(progress=False))
     return time.perf_counter() - started, result
 
 

@@ -40,6 +40,8 @@ import lfrqa  # noqa: E402
 from _fast_server import fast_server  # noqa: E402
 from metric_arena import JudgeConfig, RunConfig, judge_pairs  # noqa: E402
 from metric_arena.judge import judge_batch_requests, load_tournament, tournament, tournament_requests  # noqa: E402
+from metric_arena.judge import JudgeInputs, RunOutput  # noqa: E402
+from metric_arena.stats import Intervals  # noqa: E402
 
 
 def write_systems(folder: Path, *, n_systems: int, n_questions: int) -> dict[str, Path]:
@@ -69,10 +71,12 @@ def one_at_a_time(files: dict[str, Path], out: Path, *, run: RunConfig, judge: J
     for a, b, qids in games:
         mine = plan.systems[a]
         other = refs if b == "LFRQA" else plan.systems[b]
-        judge_pairs([mine[q]["answer"] for q in qids], [other[q]["answer"] for q in qids],
-                    [refs[q]["question"] for q in qids], ids=qids, domains=[refs[q]["domain"] for q in qids],
-                    judge=judge, run=run, out=out / (a if b == "LFRQA" else f"{a}__vs__{b}"), system=a, opponent=b,
-                    progress=False, n_boot=200)
+        judge_pairs(JudgeInputs(predictions=[mine[q]["answer"] for q in qids],
+                                references=[other[q]["answer"] for q in qids],
+                                questions=[refs[q]["question"] for q in qids], ids=qids,
+                                domains=[refs[q]["domain"] for q in qids], system=a, opponent=b), judge=judge,
+                    run=run, out=out / (a if b == "LFRQA" else f"{a}__vs__{b}"), intervals=Intervals(n_boot=200),
+                    output=RunOutput(progress=False))
         n += len(qids)
     return n
 

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from lfrqa.errors import InvalidInputType, RagQaArenaError
 
-__all__ = ["check_int", "grouped_keywords"]
+__all__ = ["caller_level", "check_int", "grouped_keywords"]
 
 
 def check_int(name: str, value, *, minimum: int | None = None, optional: bool = False, hint: str = "") -> int | None:
@@ -49,10 +49,12 @@ def _message(name: str, value, minimum: int | None, optional: bool, hint: str) -
     return f"{name} must be {kind}{f' ({hint})' if hint else ''}{', or None' if optional else ''}, got {value!r}"
 
 
-def _caller_level() -> int:
-    """The ``stacklevel`` of the first frame outside this module (the user's call, past stacked decorators)."""
+def caller_level(*also: str) -> int:
+    """The ``stacklevel`` (for a warning raised by the caller of this function) of the first frame outside this
+    module and the files ``also`` (the user's call, past stacked deprecation decorators)."""
+    skipped = {__file__, *also}
     level, frame = 1, sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename == __file__:
+    while frame is not None and frame.f_code.co_filename in skipped:
         frame, level = frame.f_back, level + 1
     return level
 
@@ -93,7 +95,7 @@ def grouped_keywords(group: str, options: type | None, names: Mapping[str, str] 
                 raise RagQaArenaError(f"{function.__qualname__}() got {group}= and the old keyword(s) "
                                       f"{', '.join(old)}: give {new} only")
             warnings.warn(f"{function.__qualname__}({', '.join(f'{key}=...' for key in old)}) is deprecated: pass "
-                          f"{new}", DeprecationWarning, stacklevel=_caller_level())
+                          f"{new}", DeprecationWarning, stacklevel=caller_level())
             kwargs[group] = build(old) if build is not None else \
                 options(**{**(defaults or {}), **{moves[key]: value for key, value in old.items()}})
             return kwargs

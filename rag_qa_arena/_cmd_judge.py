@@ -236,7 +236,7 @@ def run_judge(args: argparse.Namespace) -> int:
     # Against LFRQA the system is named after the run folder; in a --versus run the folder holds a
     # pair, so both sides default to their prediction files' names.
     system = args.name or Path(args.predictions).stem if args.versus else _system_name(args.out, args.name)
-    from metric_arena.judge import check_system_names
+    from metric_arena.judge import RunOutput, check_system_names
 
     check_system_names(system, inputs.opponent)
     inputs = replace(inputs, system=system)
@@ -247,7 +247,8 @@ def run_judge(args: argparse.Namespace) -> int:
     result = run_reporting_failures(
         lambda: judge_pairs(
             inputs, judge=scale.judge_settings(judges, args), run=scale.run_settings(args), out=args.out,
-            progress=not args.no_progress and sys.stderr.isatty(), data_dir=args.data_dir, overwrite=args.overwrite,
+            output=RunOutput(progress=not args.no_progress and sys.stderr.isatty(), overwrite=args.overwrite),
+            data_dir=args.data_dir,
         ),
         stopped=f"Verdicts finished before the error are in {args.out}/verdicts.jsonl; answers are cached.",
         where=args.out,

@@ -21,6 +21,7 @@ from metric_arena.llm import (
 from metric_arena.llm._types import BadReply, TransientBackendError
 from metric_arena.llm._openai import OpenAIBackend, redact
 from tests.openai_server import OpenAIServer, Reply
+from metric_arena.judge import JudgeInputs
 
 KEY = "sk-proj-SECRETSECRET123"
 HELLO = ChatRequest([{"role": "user", "content": "hello"}], max_tokens=7)
@@ -192,7 +193,8 @@ def test_hf_backend_explains_a_missing_model(tmp_path):
 
 @pytest.mark.slow
 def test_hf_judge_pipeline_counts_failures(tiny_llama, tmp_path):
-    res = judge_pairs(["pred one", "pred two"], ["ref one", "ref two"], ["q one", "q two words"],
+    res = judge_pairs(JudgeInputs(predictions=["pred one", "pred two"], references=["ref one", "ref two"],
+                                  questions=["q one", "q two words"]),
                       judge=JudgeConfig(f"hf:{tiny_llama}", options={"device": "cpu", "batch_size": 4}),
                       run=RunConfig(cache_dir=tmp_path))
     # a random model writes no valid <rating>: every pair is failed (never a tie), after one re-ask each

@@ -12,6 +12,7 @@ from metric_arena.llm import ChatRequest, Completion
 from metric_arena.llm import CompletionCache, cache_key
 from metric_arena.llm._cache import default_cache_dir
 from tests.openai_server import OpenAIServer
+from metric_arena.judge import JudgeInputs
 
 IDENTITY = {"backend": "openai", "model": "gpt-4o", "url": "https://api.openai.com:443/v1"}
 REQUEST = ChatRequest([{"role": "system", "content": "judge"}, {"role": "user", "content": "pair"}])
@@ -99,7 +100,7 @@ def test_two_processes_share_one_cache(tmp_path):
 def test_api_key_never_reaches_the_cache(tmp_path):
     key = "sk-live-VERYSECRETKEY42"
     with OpenAIServer() as server:
-        judge_pairs(["a"], ["b"], ["q"], judge="openai:m",
+        judge_pairs(JudgeInputs(predictions=["a"], references=["b"], questions=["q"]), judge="openai:m",
                     run=RunConfig(base_url=server.base_url, api_key=key, cache_dir=tmp_path))
     with sqlite3.connect(tmp_path / "completions.sqlite") as conn:
         conn.execute("PRAGMA wal_checkpoint(FULL)")

@@ -28,6 +28,7 @@ from metric_arena.judge import (
 from metric_arena.llm import Backend, ChatRequest, Completion, RetryPolicy, Session, make_backend
 from metric_arena.train import reward_function
 from tests.openai_server import OpenAIServer
+from metric_arena.judge import JudgeInputs
 
 #: A reply with no rating tag and no digit: "reference" parsing reads it as a tie; "strict" re-asks, then fails.
 UNDECIDED = "<thinking>Both answers say much the same.</thinking> I cannot decide between them."
@@ -127,11 +128,12 @@ def _pairs(n: int = 4):
 def test_reference_parse_reaches_judge_pairs(undecided_server, tmp_path):
     predictions, references, questions, ids = _pairs()
     run = RunConfig(base_url=undecided_server.base_url, api_key="sk-local", cache_dir=tmp_path / "cache", retry=FAST_RETRY)
-    reference = judge_pairs(predictions, references, questions, ids=ids, judge=JudgeConfig("openai:j", parse="reference"),
-                            run=run)
+    reference = judge_pairs(JudgeInputs(predictions=predictions, references=references, questions=questions, ids=ids),
+                            judge=JudgeConfig("openai:j", parse="reference"), run=run)
     assert reference["n_failed"] == 0 and reference["tie_rate"] == 1.0 and reference["parse"] == "reference"
     assert [v["outcome"] for v in reference["verdicts"]] == ["tie"] * 4
-    strict = judge_pairs(predictions, references, questions, ids=ids, judge="openai:j", run=run)
+    strict = judge_pairs(JudgeInputs(predictions=predictions, references=references, questions=questions, ids=ids),
+                         judge="openai:j", run=run)
     assert strict["n_failed"] == 4  # the same replies, read strictly: no rating, so no verdict
 
 
@@ -239,12 +241,12 @@ class _FoldingJudge(_Recorder):
 def test_a_folded_system_prompt_is_recorded_in_the_judgment_and_the_summary(tmp_path):
     judge = _FoldingJudge("hf", batched=True)
     predictions, references, questions, ids = _pairs(3)
-    result = judge_pairs(predictions, references, questions, ids=ids, judge=JudgeConfig(judge),
-                         run=RunConfig(cache_dir=tmp_path / "cache"), out=tmp_path / "run")
+    result = judge_pairs(JudgeInputs(predictions=predictions, references=references, questions=questions, ids=ids),
+                         judge=JudgeConfig(judge), run=RunConfig(cache_dir=tmp_path / "cache"), out=tmp_path / "run")
     assert all(j["system_folded"] is True for v in result["verdicts"] for j in v["judgments"])
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert result["n_system_folded"] == summary["n_system_folded"] == 3
-    plain = judge_pairs(predictions, references, questions, ids=ids, judge=JudgeConfig(_Recorder("hf", batched=True)),
-                        run=RunConfig(use_cache=False))
+    plain = judge_pairs(JudgeInputs(predictions=predictions, references=references, questions=questions, ids=ids),
+                        judge=JudgeConfig(_Recorder("hf", batched=True)), run=RunConfig(use_cache=False))
     assert plain["n_system_folded"] == 0 and all("system_folded" not in j for v in plain["verdicts"]
                                                   for j in v["judgments"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import sqlite3
@@ -18,6 +19,9 @@ from metric_arena.judge import answer_positions
 from metric_arena.stats import majority_vote
 from metric_arena.llm import RetryPolicy
 from tests.openai_server import OpenAIServer, Reply
+from metric_arena.judge import JudgeInputs
+
+INPUT_FIELDS = {field.name for field in dataclasses.fields(JudgeInputs)}  # a call's keywords that go into JudgeInputs
 
 FAST_RETRY = RetryPolicy(max_retries=4, initial=0.01, multiplier=1.0, jitter=0.0)
 KEY = "sk-test-SECRET-0123456789"
@@ -30,7 +34,9 @@ def run(server, predictions, references, questions, tmp_path, *, judge=JUDGE, re
         **kwargs):
     config = RunConfig(base_url=server.base_url, api_key=KEY, cache_dir=tmp_path / "cache", retry=retry,
                        max_concurrency=max_concurrency)
-    return judge_pairs(predictions, references, questions, judge=judge, run=config, **kwargs)
+    fields = {name: kwargs.pop(name) for name in list(kwargs) if name in INPUT_FIELDS}
+    return judge_pairs(JudgeInputs(predictions=predictions, references=references, questions=questions, **fields),
+                       judge=judge, run=config, **kwargs)
 
 
 def user_turn(body: dict) -> str:
@@ -421,7 +427,7 @@ def test_bad_input_is_named(tmp_path, kwargs, error, match):
     args = {"predictions": ["a"], "references": ["b"], "questions": ["q"]}
     args.update(kwargs)
     with pytest.raises(error, match=match):
-        judge_pairs(args.pop("predictions"), args.pop("references"), args.pop("questions"),
+        judge_pairs(JudgeInputs(**{name: args.pop(name) for name in list(args) if name in INPUT_FIELDS}),
                     run=RunConfig(base_url="http://127.0.0.1:9/v1", api_key="x", cache_dir=tmp_path), **args)
 
 

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from metric_arena import JudgeConfig, RunConfig
-from metric_arena.judge import REASKS, judge_pairs
+from metric_arena.judge import REASKS, JudgeInputs, judge_pairs
 from metric_arena.llm import RetryPolicy
 from tests.openai_server import OpenAIServer
 
@@ -41,7 +41,8 @@ def _four_paths(server, tmp_path):
 
     judge, run = JudgeConfig("openai:judge", order="paper"), _run(server, tmp_path)
     pair = (["An answer."], ["The reference."], ["two words"])
-    counts = {"judge_pairs": _sent(server, lambda: judge_pairs(*pair, ids=["q0"], judge=judge, run=run))}
+    inputs = JudgeInputs(predictions=pair[0], references=pair[1], questions=pair[2], ids=["q0"])
+    counts = {"judge_pairs": _sent(server, lambda: judge_pairs(inputs, judge=judge, run=run))}
     reward = reward_function(judge=judge, run=run)
     counts["reward"] = _sent(server, lambda: reward(["p"], ["An answer."], question=["two words"],
                                                     answer=["The reference."], qid=["q0"]))

@@ -24,6 +24,7 @@ from metric_arena.stats import pair_schedule
 from rag_qa_arena.cli import main
 from tests.batch_api_server import BatchAPIServer
 from tests.openai_server import OpenAIServer
+from metric_arena.judge import JudgeInputs
 
 DOMAINS = ("fiqa", "science", "writing")
 
@@ -193,7 +194,7 @@ def test_batch_requests_match_the_cache_keys_of_the_online_judge(tmp_path):
         plan = judge_batch_requests(preds, refs, qs, judge="openai:m",
                                     run=RunConfig(base_url=server.base_url, cache_dir=tmp_path / "c"))
         assert [len(p["requests"]) for p in plan.values()] == [2]
-        judge_pairs(preds, refs, qs, judge="openai:m",
+        judge_pairs(JudgeInputs(predictions=preds, references=refs, questions=qs), judge="openai:m",
                     run=RunConfig(base_url=server.base_url, api_key="k", cache_dir=tmp_path / "c"))
         assert sorted(canon(b) for _, b in plan["openai:m"]["requests"]) == sorted(map(canon, server.requests))
         # once answered online, the same custom_ids are cache hits: nothing left to batch
@@ -266,7 +267,8 @@ def test_rpm_flag_paces_the_requests(tmp_path, monkeypatch):
 def test_tpm_limiter_is_consulted_before_every_request(tmp_path):
     limiter = RateLimiter(rpm=None, tpm=6_000_000)
     with OpenAIServer() as server:
-        res = judge_pairs([f"a{i}" for i in range(6)], ["b"] * 6, [f"q{i}" for i in range(6)],
+        res = judge_pairs(JudgeInputs(predictions=[f"a{i}" for i in range(6)], references=["b"] * 6,
+                                      questions=[f"q{i}" for i in range(6)]),
                           judge=JudgeConfig("openai:m", order="both"),
                           run=RunConfig(base_url=server.base_url, api_key="k", cache_dir=tmp_path / "c",
                                         limiter=limiter))
@@ -310,11 +312,13 @@ def test_target_width_stops_scheduling_and_counts_pairs_in_flight(tmp_path):
     ids = [f"q{i:03d}" for i in range(n)]
     domains = [DOMAINS[i % 3] for i in range(n)]
     with OpenAIServer(_mixed, latency=0.01) as server:
-        res = judge_pairs([f"answer {i}" for i in range(n)], [f"ref {i}" for i in range(n)],
-                          [f"question {i}" for i in range(n)], ids=ids, domains=domains, judge="openai:m",
+        res = judge_pairs(JudgeInputs(predictions=[f"answer {i}" for i in range(n)],
+                                      references=[f"ref {i}" for i in range(n)],
+                                      questions=[f"question {i}" for i in range(n)], ids=ids, domains=domains,
+                                      target_width=0.3), judge="openai:m",
                           run=RunConfig(base_url=server.base_url, api_key="k", cache_dir=tmp_path / "c",
                                         max_concurrency=8, retry=RetryPolicy(max_retries=1, initial=0.01)),
-                          target_width=0.3, out=tmp_path / "run")
+                          out=tmp_path / "run")
         sent = len(server.requests)
     # the Wilson interval at n=50 is ~0.27 wide, so it stops as soon as 50 pairs are judged;
     # at most 7 more were in flight then, and they count

@@ -21,6 +21,9 @@ from metric_arena.stats import length_controlled_rates, length_views, style_cont
 from metric_arena.style import answer_style
 from rag_qa_arena.cli import main
 from tests.openai_server import OpenAIServer
+from metric_arena.judge import JudgeInputs
+from metric_arena.judge import RunOutput
+from metric_arena.stats import Intervals
 
 _ANSWER = re.compile(r"<answer ([12])>\n(.*?)\n</answer \1>", re.S)
 _QUALITY = re.compile(r"^Q(-?\d+\.\d+)\b")
@@ -64,17 +67,19 @@ def biased_runs(tmp_path_factory):
     systems = {"concise": answers(rng, ref_words, 1.0, 0.3), "verbose": answers(rng, ref_words, 2.0, 0.3),
                "better": answers(rng, ref_words, 1.0, 1.3)}
     ids = [f"q{i}" for i in range(n)]
-    common = dict(questions=["question?"] * n, ids=ids, domains=["fiqa", "science"] * (n // 2),
-                  judge=JudgeConfig("openai:biased", order="random"), progress=False, n_boot=20)
+    shared = dict(questions=["question?"] * n, ids=ids, domains=["fiqa", "science"] * (n // 2))
+    common = dict(judge=JudgeConfig("openai:biased", order="random"), output=RunOutput(progress=False),
+                  intervals=Intervals(n_boot=20))
     with OpenAIServer(length_biased(3.0)) as server:
         common["run"] = RunConfig(base_url=server.base_url, api_key="k", max_concurrency=16)
         folders = []
         for name, texts in systems.items():
             folders.append(root / name)
-            judge_pairs(texts, refs, out=folders[-1], system=name, **common)
+            judge_pairs(JudgeInputs(predictions=texts, references=refs, system=name, **shared), out=folders[-1],
+                        **common)
         folders.append(root / "concise__vs__verbose")
-        judge_pairs(systems["concise"], systems["verbose"], out=folders[-1], system="concise", opponent="verbose",
-                    **common)
+        judge_pairs(JudgeInputs(predictions=systems["concise"], references=systems["verbose"], system="concise",
+                                opponent="verbose", **shared), out=folders[-1], **common)
     return folders, systems, refs
 
 

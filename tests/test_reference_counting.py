@@ -19,6 +19,7 @@ from metric_arena.judge import answer_positions, reference_rating
 from metric_arena.llm import RetryPolicy
 from metric_arena.report import battle_rows, load_run
 from tests.openai_server import OpenAIServer, Reply
+from metric_arena.judge import JudgeInputs
 
 NO_RETRY = RetryPolicy(max_retries=0, initial=0.0, fail_fast_after=None)
 N = 24
@@ -70,11 +71,12 @@ def authors_outcomes(questions: list[str]) -> list[str]:
 def run_dir(tmp_path):
     questions = [f"question number {i}" + " more" * (i % 2) for i in range(N)]
     with OpenAIServer(scripted) as server:
-        result = judge_pairs([f"answer {i}" for i in range(N)], [f"reference {i}" for i in range(N)], questions,
-                             ids=[f"q{i}" for i in range(N)], judge=JudgeConfig(JUDGES, parse="reference"),
+        result = judge_pairs(JudgeInputs(predictions=[f"answer {i}" for i in range(N)],
+                                         references=[f"reference {i}" for i in range(N)], questions=questions,
+                                         ids=[f"q{i}" for i in range(N)], system="sys"),
+                             judge=JudgeConfig(JUDGES, parse="reference"),
                              run=RunConfig(base_url=server.base_url, api_key="sk-local", cache_dir=tmp_path / "c",
-                                           retry=NO_RETRY),
-                             out=tmp_path / "run", system="sys")
+                                           retry=NO_RETRY), out=tmp_path / "run")
     return result, questions, tmp_path / "run"
 
 
@@ -122,8 +124,9 @@ def test_battles_put_the_answer_shown_first_as_model_a_and_failed_pairs_as_ties(
 def test_strict_parsing_keeps_failed_pairs_out(tmp_path):
     questions = [f"question number {i}" for i in range(6)]
     with OpenAIServer(scripted) as server:
-        result = judge_pairs([f"a{i}" for i in range(6)], [f"r{i}" for i in range(6)], questions,
-                             ids=[f"q{i}" for i in range(6)], judge=JudgeConfig(JUDGES),
+        result = judge_pairs(JudgeInputs(predictions=[f"a{i}" for i in range(6)],
+                                         references=[f"r{i}" for i in range(6)], questions=questions,
+                                         ids=[f"q{i}" for i in range(6)]), judge=JudgeConfig(JUDGES),
                              run=RunConfig(base_url=server.base_url, api_key="sk-local", cache_dir=tmp_path / "c",
                                            retry=NO_RETRY))
     assert "n_failed_as_tie" not in result and result["n_failed"] == 2  # every judge fails (1), no rating tag (3)
@@ -148,10 +151,11 @@ def test_the_battles_file_fits_as_fastchat_fits_it(tmp_path):
         return f"<rating>{i % 3}</rating>" if i % 4 else "<rating>1</rating>"
 
     with OpenAIServer(lopsided) as server:
-        judge_pairs([f"a{i}" for i in range(40)], [f"r{i}" for i in range(40)], questions,
-                    ids=[f"q{i}" for i in range(40)], judge=JudgeConfig("openai:j", order="both"),
+        judge_pairs(JudgeInputs(predictions=[f"a{i}" for i in range(40)], references=[f"r{i}" for i in range(40)],
+                                questions=questions, ids=[f"q{i}" for i in range(40)], system="sys"),
+                    judge=JudgeConfig("openai:j", order="both"),
                     run=RunConfig(base_url=server.base_url, api_key="k", cache_dir=tmp_path / "c", retry=NO_RETRY),
-                    out=tmp_path / "run", system="sys")
+                    out=tmp_path / "run")
     rows = battle_rows([load_run(tmp_path / "run")])
     assert len(rows) == 80  # one row per order
     df = pd.DataFrame(rows)
@@ -184,10 +188,11 @@ def test_the_no_answer_view_states_its_rule_and_offers_the_reference_scripts_rul
     long_refusal = "I couldn't find an answer in the passages. " + "Still, here is what they say about it. " * 6
     answers = ["I couldn't find an answer.", long_refusal, "I couldn’t find an answer.", "Paris."]
     with OpenAIServer() as server:
-        result = judge_pairs(answers, ["r"] * 4, [f"question {i}" for i in range(4)], ids=[f"q{i}" for i in range(4)],
-                             judge="openai:j", run=RunConfig(base_url=server.base_url, api_key="k",
-                                                             cache_dir=tmp_path / "c"),
-                             out=tmp_path / "run", system="sys")
+        result = judge_pairs(JudgeInputs(predictions=answers, references=["r"] * 4,
+                                         questions=[f"question {i}" for i in range(4)],
+                                         ids=[f"q{i}" for i in range(4)], system="sys"), judge="openai:j",
+                             run=RunConfig(base_url=server.base_url, api_key="k",
+                                                             cache_dir=tmp_path / "c"), out=tmp_path / "run")
     flags = [(v["no_answer_a"], bool(v.get("no_answer_a_reference"))) for v in result["verdicts"]]
     assert flags == [(True, True), (False, True), (True, False), (False, False)]
     view = build_leaderboard([tmp_path / "run"], n_boot=20).no_answer
@@ -203,8 +208,10 @@ def test_a_long_reply_is_read_whole_before_it_is_cut_for_storage(tmp_path, parse
     assert 9_000 < len(reply) < 9_100  # longer than the 8,192 characters kept for a 256-token judgment
     with OpenAIServer(lambda body, attempt: reply) as server:
         run = RunConfig(base_url=server.base_url, api_key="k", cache_dir=tmp_path / "c", retry=NO_RETRY)
-        first = judge_pairs(["a"], ["b"], ["one two"], ids=["q"], judge=JudgeConfig("openai:j", parse=parse), run=run)
-        again = judge_pairs(["a"], ["b"], ["one two"], ids=["q"], judge=JudgeConfig("openai:j", parse=parse), run=run)
+        first = judge_pairs(JudgeInputs(predictions=["a"], references=["b"], questions=["one two"], ids=["q"]),
+                            judge=JudgeConfig("openai:j", parse=parse), run=run)
+        again = judge_pairs(JudgeInputs(predictions=["a"], references=["b"], questions=["one two"], ids=["q"]),
+                            judge=JudgeConfig("openai:j", parse=parse), run=run)
     for result in (first, again):  # fresh, then from the cache
         [judgment] = result["verdicts"][0]["judgments"]
         assert judgment["rating"] == 2 and judgment["oversized"] == len(reply) and len(judgment["raw"]) == 8192

@@ -12,6 +12,7 @@ from metric_arena.judge import PARSES, judge_batch_requests, parse_rating, refer
 from metric_arena.llm import RetryPolicy
 from tests.openai_server import OpenAIServer
 from tests.robustness.helpers import cli, prediction_rows, write_jsonl
+from metric_arena.judge import JudgeInputs
 
 FAST_RETRY = RetryPolicy(max_retries=2, initial=0.0, multiplier=1.0, jitter=0.0)
 
@@ -57,8 +58,8 @@ def test_strict_and_reference_disagree_exactly_where_the_strict_parse_finds_no_s
 
 
 def run(server, questions, tmp_path, *, parse="strict", max_concurrency=16):
-    return judge_pairs(["mine"] * len(questions), ["theirs"] * len(questions), questions,
-                       judge=JudgeConfig("openai:j", parse=parse),
+    return judge_pairs(JudgeInputs(predictions=["mine"] * len(questions), references=["theirs"] * len(questions),
+                                   questions=questions), judge=JudgeConfig("openai:j", parse=parse),
                        run=RunConfig(base_url=server.base_url, api_key="sk-test", retry=FAST_RETRY,
                                      cache_dir=tmp_path / "cache", max_concurrency=max_concurrency))
 
@@ -122,8 +123,8 @@ def test_a_request_without_any_reply_is_a_tie_under_the_reference_parse_and_stil
 
 def test_unknown_parse_is_named(tmp_path):
     with pytest.raises(ValueError, match="Unknown parse 'loose'. Available: strict, reference"):
-        judge_pairs(["a"], ["b"], ["q"], judge=JudgeConfig("openai:j", parse="loose"),
-                    run=RunConfig(cache_dir=tmp_path))
+        judge_pairs(JudgeInputs(predictions=["a"], references=["b"], questions=["q"]),
+                    judge=JudgeConfig("openai:j", parse="loose"), run=RunConfig(cache_dir=tmp_path))
 
 
 def test_batch_plan_has_no_reasks_under_the_reference_parse(tmp_path):

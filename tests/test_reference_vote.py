@@ -22,6 +22,7 @@ from metric_arena.report import Run, battle_rows
 from metric_arena.stats import majority_vote, reference_vote
 from tests.openai_server import OpenAIServer
 from tests.robustness.helpers import cli, write_jsonl
+from metric_arena.judge import JudgeInputs
 
 FAILED = None  # a judge whose request failed: the authors store "FAIL TO GENERATE ANS.", which scores 0
 
@@ -164,11 +165,12 @@ def test_run_folders_voted_by_the_older_rule_are_re_voted_when_read(tmp_path):
         return f"<rating>{RATINGS[_pair_index(body)][int(body['model'][1:]) - 1]}</rating>"
 
     with OpenAIServer(reply) as server:
-        judge_pairs([f"a{i}" for i in range(n)], [f"r{i}" for i in range(n)], questions,
-                    ids=[f"q{i}" for i in range(n)], judge=JudgeConfig(["openai:j1", "openai:j2", "openai:j3"],
+        judge_pairs(JudgeInputs(predictions=[f"a{i}" for i in range(n)], references=[f"r{i}" for i in range(n)],
+                                questions=questions, ids=[f"q{i}" for i in range(n)], system="sys"),
+                    judge=JudgeConfig(["openai:j1", "openai:j2", "openai:j3"],
                                                                        parse="reference"),
                     run=RunConfig(base_url=server.base_url, api_key="k", cache_dir=tmp_path / "c"),
-                    out=tmp_path / "run", system="sys")
+                    out=tmp_path / "run")
     path = tmp_path / "run" / "verdicts.jsonl"
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     authors = [row["outcome"] for row in rows]

@@ -10,6 +10,8 @@ import json
 
 import lfrqa
 from metric_arena import RunConfig, judge_pairs
+from metric_arena.judge import JudgeInputs, RunOutput
+from metric_arena.stats import Intervals
 from metric_arena.llm._openai._balance import Balancer
 from rag_qa_arena.cli import main
 from tests.openai_server import DEFAULT_REPLY, OpenAIServer, Reply
@@ -100,9 +102,12 @@ def test_a_failing_replica_stays_out_on_a_growing_back_off_until_it_answers_clea
     assert abs(figures["mean_latency_s"] - 0.1) < 1e-6
 
 
-def _pairs(n: int) -> tuple[list[str], list[str], list[str]]:
-    return ([f"Answer {i} of the system." for i in range(n)], [f"Reference {i}." for i in range(n)],
-            [f"Question {i}?" for i in range(n)])
+QUIET, FEW = RunOutput(progress=False), Intervals(n_boot=10)  # no bar, few bootstrap rounds
+
+
+def _pairs(n: int) -> JudgeInputs:
+    return JudgeInputs(predictions=[f"Answer {i} of the system." for i in range(n)],
+                       references=[f"Reference {i}." for i in range(n)], questions=[f"Question {i}?" for i in range(n)])
 
 
 def test_a_replica_failing_a_third_of_its_requests_is_kept_out_and_every_retry_is_counted(tmp_path):
@@ -112,7 +117,7 @@ def test_a_replica_failing_a_third_of_its_requests_is_kept_out_and_every_retry_i
     flaky = OpenAIServer(flaky_reply, latency=0.02)
     with flaky, OpenAIServer(latency=0.02) as good:
         run = RunConfig(base_url=[flaky.base_url, good.base_url], max_concurrency=4, cache_dir=tmp_path / "c")
-        result = judge_pairs(*_pairs(90), judge="openai:judge", run=run, progress=False, n_boot=10)
+        result = judge_pairs(_pairs(90), judge="openai:judge", run=run, output=QUIET, intervals=FEW)
         sent = [len(flaky.requests), len(good.requests)]
     rows = result["endpoints"]["openai:judge"]["replicas"]
     assert result["n_failed"] == 0 and [r["n_requests"] for r in rows] == sent
@@ -176,7 +181,7 @@ def test_an_exploring_attempt_gets_a_copy_at_the_best_replica_once_it_outlasts_t
 def test_a_slow_replicas_first_requests_are_answered_by_copies_at_the_fast_one(tmp_path):
     with OpenAIServer(latency=3.0) as slow, OpenAIServer(latency=0.02) as fast:
         run = RunConfig(base_url=[slow.base_url, fast.base_url], max_concurrency=8, cache_dir=tmp_path / "c")
-        result = judge_pairs(*_pairs(60), judge="openai:judge", run=run, progress=False, n_boot=10)
+        result = judge_pairs(_pairs(60), judge="openai:judge", run=run, output=QUIET, intervals=FEW)
         sent = [len(slow.requests), len(fast.requests)]
     slow_row, fast_row = result["endpoints"]["openai:judge"]["replicas"]
     assert result["n_failed"] == 0 and [slow_row["n_requests"], fast_row["n_requests"]] == sent

@@ -13,6 +13,8 @@ import pytest
 import lfrqa
 from lfrqa.errors import InvalidInputType, RagQaArenaError
 from metric_arena import RunConfig, judge_pairs
+from metric_arena.judge import JudgeInputs, RunOutput
+from metric_arena.stats import Intervals
 from metric_arena.llm import make_backend
 from rag_qa_arena.cli import main
 from tests.openai_server import DEFAULT_REPLY, OpenAIServer, Reply
@@ -20,21 +22,24 @@ from tests.openai_server import DEFAULT_REPLY, OpenAIServer, Reply
 N = 60
 
 
-def _pairs(n: int = N) -> tuple[list[str], list[str], list[str]]:
-    return ([f"Answer {i} of the system." for i in range(n)], [f"Reference {i}." for i in range(n)],
-            [f"Question {i}?" for i in range(n)])
+QUIET, FEW = RunOutput(progress=False), Intervals(n_boot=10)  # no bar, few bootstrap rounds
+
+
+def _pairs(n: int = N) -> JudgeInputs:
+    return JudgeInputs(predictions=[f"Answer {i} of the system." for i in range(n)],
+                       references=[f"Reference {i}." for i in range(n)], questions=[f"Question {i}?" for i in range(n)])
 
 
 def test_two_replicas_share_the_requests_and_their_answers(tmp_path):
     with OpenAIServer(latency=0.02) as one, OpenAIServer(latency=0.02) as two:
         run = RunConfig(base_url=[one.base_url, two.base_url], max_concurrency=8, cache_dir=tmp_path / "c",
                         endpoint_name="judge-pool")
-        result = judge_pairs(*_pairs(), judge="openai:judge", run=run, progress=False, n_boot=10)
+        result = judge_pairs(_pairs(), judge="openai:judge", run=run, output=QUIET, intervals=FEW)
         served = [len(one.requests), len(two.requests)]
     assert result["n_failed"] == 0 and sum(served) == N
     assert min(served) >= 0.3 * N, served  # least-loaded balancing: each replica takes its share
     with OpenAIServer() as third:  # a later run under the same endpoint name, on another server: all cached
-        again = judge_pairs(*_pairs(), judge="openai:judge", progress=False, n_boot=10,
+        again = judge_pairs(_pairs(), judge="openai:judge", output=QUIET, intervals=FEW,
                             run=RunConfig(base_url=third.base_url, cache_dir=tmp_path / "c", endpoint_name="judge-pool"))
         assert len(third.requests) == 0 and again["n_cached"] == N
     assert [v["outcome"] for v in again["verdicts"]] == [v["outcome"] for v in result["verdicts"]]
@@ -54,7 +59,7 @@ def test_a_replica_that_dies_mid_run_slows_the_run_without_failing_it(tmp_path):
     dying = OpenAIServer(reply, latency=0.02)
     with OpenAIServer(latency=0.02) as alive, dying:
         run = RunConfig(base_url=[dying.base_url, alive.base_url], max_concurrency=8, cache_dir=tmp_path / "c")
-        result = judge_pairs(*_pairs(), judge="openai:judge", run=run, progress=False, n_boot=10)
+        result = judge_pairs(_pairs(), judge="openai:judge", run=run, output=QUIET, intervals=FEW)
         answered_by_alive = len(alive.requests)
     assert dead.is_set()
     assert result["n_failed"] == 0 and len(result["verdicts"]) == N
@@ -202,12 +207,12 @@ def test_with_every_replica_replying_as_another_model_the_pairs_fail_and_say_why
     evil = lambda body, attempt: Reply(content=DEFAULT_REPLY, model="evil-model")  # noqa: E731
     with OpenAIServer(evil) as one, OpenAIServer(evil) as two:
         run = RunConfig(base_url=[one.base_url, two.base_url], max_concurrency=2, cache_dir=tmp_path / "c")
-        result = judge_pairs(*_pairs(6), judge="openai:judge", run=run, progress=False, n_boot=10)
+        result = judge_pairs(_pairs(6), judge="openai:judge", run=run, output=QUIET, intervals=FEW)
     assert result["n_failed"] == 6 and result["errors"]["model_mismatch"] >= 1
     assert all("replies as model 'evil-model'" in v["judgments"][0]["error"] for v in result["verdicts"])
     assert [r["flagged"] is not None for r in result["endpoints"]["openai:judge"]["replicas"]] == [True, True]
     with OpenAIServer(evil) as alone:  # one URL: nothing to compare with; its replies' model is counted
-        result = judge_pairs(*_pairs(6), judge="openai:judge", progress=False, n_boot=10,
+        result = judge_pairs(_pairs(6), judge="openai:judge", output=QUIET, intervals=FEW,
                              run=RunConfig(base_url=alone.base_url, cache_dir=tmp_path / "c2"))
     [row] = result["endpoints"]["openai:judge"]["replicas"]
     assert result["n_failed"] == 0 and row["models"] == {"evil-model": 6} and row["flagged"] is None

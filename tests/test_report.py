@@ -14,6 +14,8 @@ import pytest
 from metric_arena.report import build_leaderboard, load_run, write_report
 from metric_arena.stats import expected_score
 from rag_qa_arena.cli import main
+from metric_arena.judge import JudgeInputs
+from metric_arena.stats import Intervals
 
 DOMAINS = ("fiqa", "lifestyle", "recreation", "science", "technology", "writing")
 JUDGE = "openai:gpt-4o"
@@ -309,16 +311,17 @@ def test_run_folders_written_by_the_judge_make_a_leaderboard(tmp_path):
     questions = [f"Question number {i}?" for i in range(n)]
     domains = [DOMAINS[i % 3] for i in range(n)]
     answers = {name: [f"{name} {i}" for i in range(n)] for name in ("ANSWER-STRONG", "ANSWER-WEAK", "ANSWER-REFERENCE")}
-    common = dict(judge=JudgeConfig("openai:judge-model", order="random"), ids=ids, domains=domains,
-                  questions=questions, n_boot=50)
+    shared = dict(ids=ids, domains=domains, questions=questions)
+    common = dict(judge=JudgeConfig("openai:judge-model", order="random"), intervals=Intervals(n_boot=50))
     runs = tmp_path / "runs"
     with OpenAIServer(reply=scripted_judge) as server:
         common["run"] = RunConfig(base_url=server.base_url, api_key="sk-test-not-a-real-key-000000",
                                   cache_dir=tmp_path / "cache")
         for system, key in (("strong", "ANSWER-STRONG"), ("weak", "ANSWER-WEAK")):
-            judge_pairs(answers[key], answers["ANSWER-REFERENCE"], out=runs / system, system=system, **common)
-        judge_pairs(answers["ANSWER-STRONG"], answers["ANSWER-WEAK"], out=runs / "strong-vs-weak",
-                    system="strong", opponent="weak", **common)
+            judge_pairs(JudgeInputs(predictions=answers[key], references=answers["ANSWER-REFERENCE"], system=system,
+                                    **shared), out=runs / system, **common)
+        judge_pairs(JudgeInputs(predictions=answers["ANSWER-STRONG"], references=answers["ANSWER-WEAK"],
+                                system="strong", opponent="weak", **shared), out=runs / "strong-vs-weak", **common)
     board = write_report(sorted(runs.iterdir()), tmp_path / "out", n_boot=100, plots=False)
     assert [e["system"] for e in board.entries] == ["strong", "LFRQA", "weak"]
     assert board.judges == ["openai:judge-model"] and board.n_queries == n and board.warnings == []

@@ -13,6 +13,7 @@ from metric_arena import JudgeConfig, RunConfig, judge_pairs
 from metric_arena.llm import RetryPolicy
 from metric_arena.stats import SequentialRanking, summarize
 from tests.openai_server import OpenAIServer, Reply
+from metric_arena.judge import JudgeInputs
 
 NO_RETRY = RetryPolicy(max_retries=0, initial=0.0, fail_fast_after=None)
 
@@ -74,10 +75,12 @@ def test_judge_pairs_rates_with_failed_pairs_under_both_parses(tmp_path, parse):
     n = 15
     questions = [f"question number {k}" for k in range(n)]
     with OpenAIServer(_fails_every_third) as server:
-        result = judge_pairs([f"a{k}" for k in range(n)], [f"r{k}" for k in range(n)], questions,
-                             ids=[f"q{k}" for k in range(n)], judge=JudgeConfig("openai:j", parse=parse),
+        result = judge_pairs(JudgeInputs(predictions=[f"a{k}" for k in range(n)],
+                                         references=[f"r{k}" for k in range(n)], questions=questions,
+                                         ids=[f"q{k}" for k in range(n)], system="sys"),
+                             judge=JudgeConfig("openai:j", parse=parse),
                              run=RunConfig(base_url=server.base_url, api_key="k", cache_dir=tmp_path / "c",
-                                           retry=NO_RETRY), out=tmp_path / "run", system="sys")
+                                           retry=NO_RETRY), out=tmp_path / "run")
     outcomes = [v["outcome"] for v in result["verdicts"]]
     failed = [v["failed"] for v in result["verdicts"]]
     assert sum(failed) == 5 and result["n_failed"] == 5  # q0, q3, q6, q9, q12

@@ -21,6 +21,7 @@ from metric_arena.report import build_leaderboard, load_run, write_battles
 from metric_arena.stats import style_controlled_ratings
 from tests.openai_server import OpenAIServer
 from tests.robustness.helpers import cli, read_jsonl
+from metric_arena.judge import JudgeInputs
 
 NO_RETRY = RetryPolicy(max_retries=0, initial=0.0, fail_fast_after=None)
 N = 160
@@ -56,10 +57,11 @@ def style_judge(body: dict, attempt: int) -> str:
 
 
 def _judge(tmp_path, name: str, mine: list[str], theirs: list[str], questions: list[str], opponent: str, server):
-    judge_pairs(mine, theirs, questions, ids=[f"q{i}" for i in range(len(questions))],
-                judge=JudgeConfig("openai:style"),
+    judge_pairs(JudgeInputs(predictions=mine, references=theirs, questions=questions,
+                            ids=[f"q{i}" for i in range(len(questions))], system=name.split("__")[0],
+                            opponent=opponent), judge=JudgeConfig("openai:style"),
                 run=RunConfig(base_url=server.base_url, api_key="k", cache_dir=tmp_path / "cache", retry=NO_RETRY),
-                out=tmp_path / "runs" / name, system=name.split("__")[0], opponent=opponent)
+                out=tmp_path / "runs" / name)
 
 
 def make_runs(tmp_path, *, headers: bool = True) -> list:

@@ -347,3 +347,120 @@ def test_lfrqa_files_is_the_kernel_under_its_old_name_for_one_release():
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         lfrqa.files.nope  # noqa: B018
     assert importlib.import_module("lfrqa.kernel").__doc__.startswith("The shared file kernel")
+
+
+def _mixed_rating(body: dict, attempt: int) -> str:
+    """A judge reply that depends only on the request: wins, ties and losses mixed (the intervals have width)."""
+    import hashlib
+
+    return f"<rating>{int(hashlib.sha256(body['messages'][-1]['content'].encode()).hexdigest(), 16) % 3}</rating>"
+
+
+def _judged_pairs(n: int = 30):
+    from metric_arena.judge import JudgeInputs
+
+    return JudgeInputs(predictions=[f"Answer {i}." for i in range(n)], references=[f"Reference {i}." for i in range(n)],
+                       questions=[f"Question number {i}?" for i in range(n)], ids=[f"q{i}" for i in range(n)])
+
+
+_RATES = ("n", "n_failed", "win_rate", "tie_rate", "loss_rate", "win_rate_ci", "win_tie_rate_ci")
+
+
+def test_judge_pairs_takes_run_output_and_intervals_and_its_old_keywords_for_one_release(tmp_path):
+    import asyncio
+
+    from metric_arena import JudgeConfig, RunConfig
+    from metric_arena.judge import RunOutput, ajudge_pairs, judge_pairs
+    from metric_arena.stats import Intervals
+    from tests.openai_server import OpenAIServer
+
+    def judged(out, inputs=None, *, judge="openai:j", **kwargs):
+        run = RunConfig(base_url=server.base_url, api_key="sk-x", cache_dir=tmp_path / f"cache-{out}")
+        return judge_pairs(inputs or _judged_pairs(), judge=judge, run=run, out=tmp_path / out, **kwargs)
+
+    with OpenAIServer(_mixed_rating) as server:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("error", "judge_pairs", DeprecationWarning)  # the new form: no warning
+            new = judged("new", output=RunOutput(progress=False), intervals=Intervals(n_boot=7))
+            default = judged("default", output=RunOutput(progress=False))
+            narrow = judged("narrow", output=RunOutput(progress=False), intervals=Intervals(n_boot=200, confidence=0.5))
+            wide = judged("wide", output=RunOutput(progress=False), intervals=Intervals(n_boot=200))
+            seeded = judged("seeded", judge=JudgeConfig("openai:j", seed=3), intervals=Intervals(n_boot=7, seed=3))
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            old = judged("old", n_boot=7)
+        seen = [w for w in seen if "judge_pairs" in str(w.message)]  # not a library's own warnings
+        _one_deprecation(seen, "judge_pairs(n_boot=...) is deprecated", "pass intervals=Intervals(n_boot=...)")
+        assert seen[0].filename == __file__  # the warning points at the caller's line
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            # another system over the folder: refused without overwrite, replaced with it
+            moved = judged("new", dataclasses.replace(_judged_pairs(), system="other"), progress=False, overwrite=True)
+        seen = [w for w in seen if "judge_pairs" in str(w.message)]
+        _one_deprecation(seen, "judge_pairs(progress=..., overwrite=...) is deprecated",
+                         "pass output=RunOutput(progress=..., overwrite=...)")
+        with pytest.raises(ValueError, match="overwrite"):  # and back: refused without overwrite
+            judged("new", output=RunOutput(progress=False), intervals=Intervals(n_boot=7))
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            run = RunConfig(base_url=server.base_url, api_key="sk-x", cache_dir=tmp_path / "cache-async")
+            awaited = asyncio.run(ajudge_pairs(_judged_pairs(), judge="openai:j", run=run, n_boot=7, progress=False))
+        assert sorted(str(w.message).split(" is ")[0] for w in seen if "judge_pairs" in str(w.message)) == ["ajudge_pairs(n_boot=...)",
+                                                                          "ajudge_pairs(progress=...)"]
+    assert {k: old[k] for k in _RATES} == {k: new[k] for k in _RATES} == {k: awaited[k] for k in _RATES}
+    assert [v["outcome"] for v in old["verdicts"]] == [v["outcome"] for v in new["verdicts"]]
+    assert 0 < new["win_rate"] < 1 and new["win_rate_ci"] != default["win_rate_ci"]  # n_boot reached the bootstrap
+    assert moved["system"] == "other" and "confidence" not in new
+    assert narrow["confidence"] == 0.5 and narrow["win_rate_ci"] != wide["win_rate_ci"]
+    (lo, hi), (wide_lo, wide_hi) = narrow["win_rate_ci"], wide["win_rate_ci"]
+    assert wide_lo < lo and hi < wide_hi  # a 50% interval inside the 95% one
+    assert seeded["seed"] == 3
+
+
+def test_judge_pairs_refuses_mixed_forms_and_wrong_option_types():
+    from metric_arena import JudgeConfig
+    from metric_arena.judge import RunOutput, judge_pairs, tournament
+    from metric_arena.stats import Intervals
+
+    pairs = _judged_pairs(2)
+    with pytest.raises(ValueError, match=r"judge_pairs\(\) got output= and the old keyword\(s\) overwrite: give "
+                                         r"output=RunOutput\(overwrite=...\) only"):
+        judge_pairs(pairs, output=RunOutput(), overwrite=True)
+    with pytest.raises(ValueError, match=r"got intervals= and the old keyword\(s\) n_boot: give "
+                                         r"intervals=Intervals\(n_boot=...\) only"):
+        judge_pairs(pairs, intervals=Intervals(), n_boot=5)
+    with pytest.raises(ValueError, match=r"output='yes': give a RunOutput\(overwrite=..., progress=...\)"):
+        judge_pairs(pairs, output="yes")
+    with pytest.raises(ValueError, match=r"intervals=5: give an Intervals\(n_boot=..., confidence=...\)"):
+        judge_pairs(pairs, intervals=5)
+    with pytest.raises(ValueError, match=r"Intervals\(seed=5\): a judged run seeds its intervals with the judge's "
+                                         r"seed \(0\): set JudgeConfig\(seed=5\)"):
+        judge_pairs(pairs, judge=JudgeConfig("openai:j"), intervals=Intervals(seed=5))
+    with pytest.raises(ValueError, match=r"Intervals\(seed=5\): a judged run seeds"):  # a tournament's matches too
+        tournament([], out="unused", intervals=Intervals(seed=5))
+
+
+def test_judge_pairs_old_positional_form_and_old_keywords_compose(tmp_path):
+    from metric_arena import RunConfig
+    from metric_arena.judge import RunOutput, judge_pairs
+    from metric_arena.stats import Intervals
+    from tests.openai_server import OpenAIServer
+
+    pairs = _judged_pairs()
+    with OpenAIServer(_mixed_rating) as server:
+        run = RunConfig(base_url=server.base_url, api_key="sk-x", cache_dir=tmp_path / "c")
+        new = judge_pairs(pairs, judge="openai:j", run=run, output=RunOutput(progress=False),
+                          intervals=Intervals(n_boot=7))
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            old = judge_pairs(pairs.predictions, pairs.references, pairs.questions, ids=pairs.ids, judge="openai:j",
+                              run=run, n_boot=7, progress=False)
+    seen = [w for w in seen if str(w.message).startswith("judge_pairs(")]  # not a library's own warnings
+    messages = sorted(str(w.message) for w in seen if issubclass(w.category, DeprecationWarning))
+    assert len(messages) == 3, messages
+    assert messages[0].startswith("judge_pairs(n_boot=...) is deprecated: pass intervals=Intervals(n_boot=...)")
+    assert messages[1].startswith("judge_pairs(predictions, references, questions, ids=..., ...) is deprecated")
+    assert messages[2].startswith("judge_pairs(progress=...) is deprecated: pass output=RunOutput(progress=...)")
+    assert {w.filename for w in seen} == {__file__}  # each names the caller's line, past the other wrappers
+    assert {k: old[k] for k in _RATES} == {k: new[k] for k in _RATES}
+    assert old["verdicts"][0]["qid"] == "q0" and len(old["verdicts"]) == len(new["verdicts"]) == 30

@@ -8,6 +8,7 @@ import threading
 import pytest
 
 from metric_arena.llm._tasks import run_sync
+from metric_arena.judge import JudgeInputs
 
 
 async def _where() -> tuple[int, bool]:
@@ -40,7 +41,8 @@ def test_judge_pairs_works_from_a_running_loop(tmp_path):
     from tests.openai_server import OpenAIServer
 
     async def cell():
-        return judge_pairs(["An answer."], ["A reference."], ["a question here"], judge="openai:j",
+        return judge_pairs(JudgeInputs(predictions=["An answer."], references=["A reference."],
+                                       questions=["a question here"]), judge="openai:j",
                            run=RunConfig(base_url=server.base_url, api_key="k", cache_dir=tmp_path))
 
     with OpenAIServer(lambda body, attempt: "<rating>1</rating>") as server:

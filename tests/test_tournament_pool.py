@@ -16,6 +16,8 @@ from metric_arena import JudgeConfig, RunConfig, judge_pairs
 from metric_arena.judge import load_tournament, tournament
 from tests.openai_server import OpenAIServer
 from tests.test_end_to_end import arena_server_reply
+from metric_arena.judge import JudgeInputs, RunOutput
+from metric_arena.stats import Intervals
 
 SYSTEMS = ("strong", "medium", "weak")
 
@@ -73,12 +75,14 @@ def test_every_match_shares_one_pool_and_writes_the_sequential_verdicts(files, t
         games += [(a, b, plan.sample(10)) for a, b in plan.pairs()]
         for a, b, qids in games:
             other = plan.lfrqa if b == "LFRQA" else plan.systems[b]
-            judge_pairs([plan.systems[a][q]["answer"] for q in qids], [other[q]["answer"] for q in qids],
-                        [plan.lfrqa[q]["question"] for q in qids], ids=qids,
-                        domains=[plan.lfrqa[q]["domain"] for q in qids], judge=judge,
-                        run=_run(server, tmp_path, "c2", 4), out=tmp_path / "one" / (a if b == "LFRQA" else
+            judge_pairs(JudgeInputs(predictions=[plan.systems[a][q]["answer"] for q in qids],
+                                    references=[other[q]["answer"] for q in qids],
+                                    questions=[plan.lfrqa[q]["question"] for q in qids], ids=qids,
+                                    domains=[plan.lfrqa[q]["domain"] for q in qids], system=a, opponent=b),
+                        judge=judge, run=_run(server, tmp_path, "c2", 4),
+                        out=tmp_path / "one" / (a if b == "LFRQA" else
                                                                                     f"{a}__vs__{b}"),
-                        system=a, opponent=b, progress=False, n_boot=50)
+                        intervals=Intervals(n_boot=50), output=RunOutput(progress=False))
     assert seen.most == 4  # the run's concurrency limit holds across all matches at once, and is filled
     # slots shared by several matches at a time (matches run one after another never have two in flight; how
     # many share at once depends on the machine's scheduling, so a busy machine may show two, not three)

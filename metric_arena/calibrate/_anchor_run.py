@@ -18,7 +18,7 @@ from metric_arena.calibrate._anchor import (
 )
 from metric_arena.judge import JudgeInputs, JudgeSpec, judge_config, judge_dry_run, judge_pairs
 from metric_arena.llm import RunConfig
-from metric_arena.records import VERDICTS_FILE
+from metric_arena.records import VERDICTS_FILE, RunOutput
 from metric_arena.report import load_run
 from metric_arena.stats import MIN_ANCHORS, Intervals, anchor_size
 
@@ -82,7 +82,8 @@ def judge_anchored(
     "anchor": summary, "anchored": anchored rates}``."""
     anchors = draw_anchors(inputs.qids, anchor.sample, anchor.seed)
     inputs = replace(inputs, system=system or Path(out).resolve().name)
-    common = dict(data_dir=data_dir, progress=progress, overwrite=overwrite, n_boot=intervals.n_boot)
+    common = dict(data_dir=data_dir, output=RunOutput(progress=progress, overwrite=overwrite),
+                  intervals=Intervals(n_boot=intervals.n_boot, confidence=intervals.confidence))  # the judge's seed
     cheap = judge_pairs(inputs, judge=judge, run=run, out=out, **common)
     part = _subset(inputs, anchors)
     reference = judge_pairs(part, judge=_anchor_config(anchor, judge), run=anchor.run or run,

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
+from lfrqa.checks import caller_level
 from lfrqa.errors import RagQaArenaError
 from lfrqa.kernel import iter_records, saved_dataset
 from metric_arena.records import REFERENCE, check_prediction
@@ -318,7 +319,7 @@ def judge_inputs(where: str, inputs, legacy: tuple, legacy_kw: dict) -> JudgeInp
             raise TypeError(f"{where}() missing required argument: {name!r} (or pass one JudgeInputs)")
     warnings.warn(f"{where}(predictions, references, questions, ids=..., ...) is deprecated: pass one "
                   f"JudgeInputs(predictions=..., references=..., questions=..., ids=...)", DeprecationWarning,
-                  stacklevel=4)
+                  stacklevel=caller_level(__file__))  # the user's call, past this and other deprecation wrappers
     if fields.get("opponent") is None:
         fields.pop("opponent", None)
     return JudgeInputs(predictions=inputs, **fields)

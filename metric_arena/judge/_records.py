@@ -10,7 +10,7 @@ from lfrqa.errors import RagQaArenaError
 from lfrqa.kernel import JsonlAppender, atomic_write, cut_torn_tail, dumps_json, exclusive_lock, json_line, loads_json, make_folder
 from metric_arena.judge._parse import judge_outcome
 from metric_arena.records import REPLACING_FILE, SUMMARY_FILE, VERDICTS_FILE, Verdict, check_verdict
-from metric_arena.stats import summarize
+from metric_arena.stats import Intervals, summarize
 
 __all__ = ["RunWriter", "folder_settings", "summarize_verdicts"]
 
@@ -128,7 +128,7 @@ def _changes(previous: dict, settings: dict) -> list[str]:
     return changed
 
 
-def summarize_verdicts(verdicts: list[Verdict], judge_names: list[str], *, order: str, seed: int, n_boot: int,
+def summarize_verdicts(verdicts: list[Verdict], judge_names: list[str], *, order: str, intervals: Intervals,
                        parse: str = "strict") -> dict:
     """Rates with intervals (overall, per domain), the position flip rate ("both") and per-judge summaries.
     With ``parse="reference"`` a pair no judge answered counts as a tie in every rate (the reference's
@@ -138,8 +138,8 @@ def summarize_verdicts(verdicts: list[Verdict], judge_names: list[str], *, order
     has_domains = bool(verdicts) and all(d is not None for d in domains)
     no_answer = [v["no_answer_a"] for v in verdicts]
     as_tie = [bool(v.get("failed_as_tie")) for v in verdicts] if parse == "reference" else None
-    summary = summarize(outcomes, domains if has_domains else None, no_answer, n_boot=n_boot, seed=seed,
-                        failed_as_tie=as_tie)
+    stats = dict(n_boot=intervals.n_boot, seed=intervals.seed, confidence=intervals.confidence)
+    summary = summarize(outcomes, domains if has_domains else None, no_answer, **stats, failed_as_tie=as_tie)
     if order == "both":
         summary["position_flip_rate"] = _flip_rate(verdicts)
         for domain, part in summary.get("per_domain", {}).items():
@@ -152,8 +152,7 @@ def summarize_verdicts(verdicts: list[Verdict], judge_names: list[str], *, order
             if parse == "reference":
                 own_as_tie = [o is None and bool(v["judgments"]) for o, v in zip(own, verdicts)]
                 own = ["tie" if flag else o for o, flag in zip(own, own_as_tie)]
-            summary["per_judge"][name] = summarize(own, None, no_answer, n_boot=n_boot, seed=seed,
-                                                   failed_as_tie=own_as_tie)
+            summary["per_judge"][name] = summarize(own, None, no_answer, **stats, failed_as_tie=own_as_tie)
     return summary
 
 

@@ -11,6 +11,8 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+from lfrqa.checks import grouped_keywords
+from lfrqa.errors import InvalidInputType, RagQaArenaError
 from lfrqa.kernel import package_version
 from metric_arena.judge._config import JudgeConfig, JudgeSpec, judge_config
 from metric_arena.judge._inputs import JudgeInputs, old_input_form
@@ -19,11 +21,11 @@ from metric_arena.judge._plan import DEFAULT_JUDGE, PairInputs, check_pair_input
 from metric_arena.judge._records import RunWriter, summarize_verdicts
 from metric_arena.llm import RunConfig, Session, synchronous
 from metric_arena.prompts import is_no_answer, is_no_answer_reference
-from metric_arena.records import Verdict, injection_counts
-from metric_arena.stats import IntervalStopper, reference_vote, majority_vote
+from metric_arena.records import RUN_OUTPUT_KEYWORDS, RunOutput, Verdict, injection_counts, run_output
+from metric_arena.stats import IntervalStopper, Intervals, reference_vote, majority_vote
 from metric_arena.style import verdict_style
 
-__all__ = ["ajudge_pairs", "import_fields", "judge_pairs"]
+__all__ = ["ajudge_pairs", "import_fields", "judge_intervals", "judge_pairs"]
 
 _NOT_GENERATED = "the prediction file marks this answer as failed to generate: not judged"
 
@@ -102,6 +104,8 @@ async def _run_schedule(pair_judge: _PairJudge, schedule: list[int], *, writer: 
     return verdicts
 
 
+@grouped_keywords("output", RunOutput, RUN_OUTPUT_KEYWORDS)
+@grouped_keywords("intervals", Intervals, ["n_boot"])
 @old_input_form("ajudge_pairs")
 async def ajudge_pairs(
     inputs: JudgeInputs,
@@ -109,22 +113,38 @@ async def ajudge_pairs(
     judge: JudgeSpec = DEFAULT_JUDGE,
     run: RunConfig | None = None,
     out: str | os.PathLike | None = None,
-    progress: bool | None = None,
-    n_boot: int = 1000,
+    output: RunOutput | None = None,
+    intervals: Intervals | None = None,
     data_dir: str | os.PathLike | None = None,
-    overwrite: bool = False,
 ) -> dict:
     """Async form of :func:`judge_pairs` (same arguments, same result)."""
-    return await _judge_pairs(inputs, judge=judge, run=run, out=out, progress=progress, n_boot=n_boot,
-                              data_dir=data_dir, overwrite=overwrite)
+    return await _judge_pairs(inputs, judge=judge, run=run, out=out, output=output, intervals=intervals,
+                              data_dir=data_dir)
 
 
-async def _judge_pairs(inputs: JudgeInputs, *, judge, run, out, progress, n_boot, data_dir, overwrite) -> dict:
+def judge_intervals(intervals: Intervals | None, config: JudgeConfig) -> Intervals:
+    """The intervals of a judged run, ``intervals`` (None: the defaults) checked against the judge: their seed
+    is the judge's (``JudgeConfig(seed=...)``, the summary's ``seed``), another than 0 (Intervals' default)
+    or the judge's is refused."""
+    if intervals is None:
+        return Intervals(seed=config.seed)
+    if not isinstance(intervals, Intervals):
+        raise InvalidInputType(f"intervals={intervals!r}: give an Intervals(n_boot=..., confidence=...) "
+                               "(from metric_arena.stats)")
+    if intervals.seed not in (0, config.seed):
+        raise RagQaArenaError(f"intervals=Intervals(seed={intervals.seed}): a judged run seeds its intervals with "
+                              f"the judge's seed ({config.seed}): set JudgeConfig(seed={intervals.seed}) (--seed) "
+                              "instead and leave Intervals' seed out")
+    return Intervals(n_boot=intervals.n_boot, seed=config.seed, confidence=intervals.confidence)
+
+
+async def _judge_pairs(inputs: JudgeInputs, *, judge, run, out, output, intervals, data_dir) -> dict:
     sample, target_width, system, opponent = inputs.sample, inputs.target_width, inputs.system, inputs.opponent
     config = judge_config(judge)
+    output, intervals = run_output(output), judge_intervals(intervals, config)
     pairs = check_pair_inputs(inputs.predictions, inputs.references, inputs.questions, inputs.ids, inputs.domains,
                               inputs.generation_failed)
-    stopper = IntervalStopper(target_width) if target_width is not None else None
+    stopper = IntervalStopper(target_width, confidence=intervals.confidence) if target_width is not None else None
     schedule = pairs.schedule(sample, config.seed, ordered=stopper is not None)
     if system is None:
         system = Path(out).resolve().name if out is not None else "system"
@@ -132,17 +152,18 @@ async def _judge_pairs(inputs: JudgeInputs, *, judge, run, out, progress, n_boot
     settings = {"system": system, "opponent": opponent, "judges": config.specs, "order": config.order,
                 "seed": config.seed, "parse": config.parse,
                 "endpoint_name": run.endpoint_name if run is not None else None}
-    writer = RunWriter(out, settings, overwrite=overwrite) if out is not None else None
+    writer = RunWriter(out, settings, overwrite=output.overwrite) if out is not None else None
     started = time.monotonic()
     try:
         session = Session(config.judges, run, options=config.options, max_input_tokens=config.max_input_tokens)
         async with session:
             pair_judge = _PairJudge(pairs, config, session, system=system, opponent=opponent, data_dir=data_dir)
-            show = progress if progress is not None else (len(pairs) >= 20 and sys.stderr.isatty())
+            show = output.progress if output.progress is not None else (len(pairs) >= 20 and sys.stderr.isatty())
             verdicts = await _run_schedule(pair_judge, schedule, writer=writer, show=bool(show), stopper=stopper)
         done: list[dict] = [v for v in verdicts if v is not None]  # input order; unjudged pairs left out
-        summary = {**settings, **summarize_verdicts(done, settings["judges"], order=config.order, seed=config.seed,
-                                                    n_boot=n_boot, parse=config.parse),
+        summary = {**settings, **summarize_verdicts(done, settings["judges"], order=config.order, intervals=intervals,
+                                                    parse=config.parse),
+                   **({} if intervals.confidence == Intervals().confidence else {"confidence": intervals.confidence}),
                    **parse_fields(done, config.parse), **_schedule_fields(len(schedule), sample, stopper, target_width),
                    **_run_fields(session, done, started),
                    "injection": injection_counts(done, [system, opponent])}
@@ -189,6 +210,8 @@ def _schedule_fields(n_planned: int, sample: int | None, stopper: IntervalStoppe
 _blocking_judge_pairs = synchronous(_judge_pairs, name="judge_pairs", doc="judge_pairs without the argument check")
 
 
+@grouped_keywords("output", RunOutput, RUN_OUTPUT_KEYWORDS)
+@grouped_keywords("intervals", Intervals, ["n_boot"])
 @old_input_form("judge_pairs")
 def judge_pairs(
     inputs: JudgeInputs,
@@ -196,10 +219,9 @@ def judge_pairs(
     judge: JudgeSpec = DEFAULT_JUDGE,
     run: RunConfig | None = None,
     out: str | os.PathLike | None = None,
-    progress: bool | None = None,
-    n_boot: int = 1000,
+    output: RunOutput | None = None,
+    intervals: Intervals | None = None,
     data_dir: str | os.PathLike | None = None,
-    overwrite: bool = False,
 ) -> dict:
     """Judge each prediction against its reference answer; return win rates and verdicts.
 
@@ -212,10 +234,15 @@ def judge_pairs(
     :class:`~metric_arena.llm.Backend` or a list of them (several judges vote) with the default
     settings. ``run``: how the requests run, a :class:`~metric_arena.RunConfig` (server, key,
     timeout, concurrency, rate limiter, retries, cache). ``out``: a run folder (``verdicts.jsonl`` as
-    pairs finish, ``summary.json`` at the end; locked while the run lasts). A folder holding a run
-    with other settings (system, opponent, judges, order) is refused unless ``overwrite=True``; its
-    verdicts are then replaced only once the new set is complete. ``data_dir``: the pinned prompt
-    files. ``n_boot``: bootstrap rounds of the intervals.
+    pairs finish, ``summary.json`` at the end; locked while the run lasts). ``output``: a
+    :class:`~metric_arena.judge.RunOutput`: a folder holding a run with other settings (system,
+    opponent, judges, order) is refused unless ``RunOutput(overwrite=True)``; its verdicts are then
+    replaced only once the new set is complete; ``RunOutput(progress=...)``: a progress bar (None, the
+    default: one when at least 20 pairs and stderr is a terminal). ``intervals``: an
+    :class:`~metric_arena.stats.Intervals`, the bootstrap resamples (``n_boot``) and ``confidence`` of
+    the summary's intervals (and of ``target_width``'s); their seed is the judge's, so ``Intervals(seed=)``
+    other than 0 or the judge's seed is refused. Loose ``overwrite=``, ``progress=`` and ``n_boot=``
+    work for one release, with a ``DeprecationWarning``. ``data_dir``: the pinned prompt files.
 
     Returns the fields of :func:`metric_arena.stats.summarize` (``n``, ``n_failed``, ``win_rate``,
     ``tie_rate``, ``loss_rate``, ``win_tie_rate``, their ``_ci``, ``no_answer_rate``,
@@ -229,5 +256,5 @@ def judge_pairs(
     >>> res = judge_pairs(pairs, judge=judge, run=RunConfig(max_concurrency=64))        # doctest: +SKIP
     >>> res["win_rate"], res["verdicts"][0]["judgments"][0]["raw"]                       # doctest: +SKIP
     """
-    return _blocking_judge_pairs(inputs, judge=judge, run=run, out=out, progress=progress, n_boot=n_boot,
-                                 data_dir=data_dir, overwrite=overwrite)
+    return _blocking_judge_pairs(inputs, judge=judge, run=run, out=out, output=output, intervals=intervals,
+                                 data_dir=data_dir)

@@ -55,7 +55,7 @@ from metric_arena.judge._inputs import (
     spill_predictions,
 )
 from metric_arena.judge._plan import DEFAULT_JUDGE
-from metric_arena.judge._run import ajudge_pairs
+from metric_arena.judge._run import ajudge_pairs, judge_intervals
 from metric_arena.judge._tournament_folder import TournamentFolder, finished_match, folder_battles, match_folder_name
 from metric_arena.llm import CostEstimate, Progress, RunConfig, Session, synchronous
 from metric_arena.records import DEFAULT_SAMPLE, REFERENCE, REPLACING_FILE, RUN_OUTPUT_KEYWORDS, RunOutput, run_output
@@ -174,7 +174,8 @@ async def _play(plan: Tournament, a: str, b: str, qids: list[str], *, folder: To
         found = finished_match(where, a, b, qids, judge)
     if found is not None:
         return {**found, "reused": True, "n_sent": 0, "n_cached": 0}  # nothing asked by this call
-    result = await ajudge_pairs(_match_inputs(plan, a, b, qids), judge=judge, out=where, progress=False, **settings)
+    result = await ajudge_pairs(_match_inputs(plan, a, b, qids), judge=judge, out=where,
+                                output=RunOutput(progress=False), **settings)
     result.pop("verdicts")
     return {**result, "reused": False}
 
@@ -254,7 +255,7 @@ async def atournament(
     config = judge_config(judge)
     output = run_output(output)
     schedule = schedule if schedule is not None else TournamentSchedule()
-    n_boot = (intervals if intervals is not None else Intervals()).n_boot
+    intervals = judge_intervals(intervals, config)
     sample, adaptive, alpha = schedule.sample, schedule.adaptive, schedule.alpha
     max_judgments, round_size = schedule.max_judgments, schedule.round_size
     requested = _sample_sizes(sample)
@@ -266,7 +267,7 @@ async def atournament(
                                            max_judgments=max_judgments, round_size=round_size),
                               names, overwrite=output.overwrite)
     folder.start()
-    play = dict(folder=folder, judge=config, settings=dict(run=run, n_boot=n_boot, data_dir=data_dir))
+    play = dict(folder=folder, judge=config, settings=dict(run=run, intervals=intervals, data_dir=data_dir))
     steps = len(plan.systems) + (0 if adaptive else len(plan.pairs()))
     bar = Progress(steps, bool(output.progress), f"tournament of {len(plan.systems)} systems")
     # Every match feeds one request pool: matches run at once and share the run's concurrency limit (and
@@ -313,7 +314,8 @@ TOURNAMENT_DOC = """Judge every system against LFRQA and every pair of systems a
     ``round_size`` questions on the neighbouring pairs not yet separated, until separated (family-wise
     error level ``alpha`` under repeated looks), ``max_judgments`` pair judgments are spent (a hard
     budget) or no question is left. Those five are ``schedule=TournamentSchedule(...)``; ``intervals``
-    (:class:`~metric_arena.stats.Intervals`) sets the matches' bootstrap resamples. Loose ``sample=``,
+    (:class:`~metric_arena.stats.Intervals`) sets the matches' bootstrap resamples and confidence (their
+    seed is the judge's). Loose ``sample=``,
     ``adaptive=``, ``alpha=``, ``max_judgments=``, ``round_size=`` and ``n_boot=`` work for one release,
     with a ``DeprecationWarning``. ``out``: holds one design (systems, samples, judges, order, seed,
     parse, adaptive settings); another is refused unless ``output=RunOutput(overwrite=True)``, which

@@ -15,7 +15,7 @@ import datasets
 import evaluate
 
 from metric_arena import DEFAULT_JUDGE, JudgeInputs, judge_pairs  # From: rag-qa-arena
-from metric_arena.judge import MetricOptions  # From: rag-qa-arena
+from metric_arena.judge import MetricOptions, RunOutput  # From: rag-qa-arena
 from lfrqa.checks import grouped_keywords  # From: rag-qa-arena
 
 _CITATION = """\
@@ -267,7 +267,8 @@ class RagQaArena(evaluate.Metric):
             system=system,
             opponent=opponent,
         )
-        result = judge_pairs(inputs, judge=judge, run=run, out=out, progress=progress, data_dir=data_dir)
+        result = judge_pairs(inputs, judge=judge, run=run, out=out, output=RunOutput(progress=progress),
+                             data_dir=data_dir)
         result["outcomes"] = {verdict["qid"]: verdict["outcome"] for verdict in result["verdicts"]}
         if citations is not None:
             result["citations"] = _citation_scores(list(predictions), list(ids), citations, data_dir)

@@ -13,9 +13,10 @@ import os
 from dataclasses import replace
 
 from lfrqa.errors import RagQaArenaError
-from metric_arena.judge import JudgeInputs, JudgeSpec, judge_config, judge_pairs
+from metric_arena.judge import JudgeInputs, JudgeSpec, RunOutput, judge_config, judge_pairs
 from metric_arena.llm import OPENAI, Backend, RetryPolicy, RunConfig, Session, make_backend, parse_spec, synchronous
 from metric_arena.prompts import judge_messages
+from metric_arena.stats import Intervals
 
 __all__ = ["TRAINING_RETRY", "ArenaJudge", "training_run"]
 
@@ -81,8 +82,8 @@ class ArenaJudge:
         """:func:`~metric_arena.judge.judge_pairs` on these pairs with the judge's settings."""
         inputs = JudgeInputs(predictions=predictions, references=references, questions=questions, ids=ids,
                              domains=domains, generation_failed=generation_failed, system=system)
-        return judge_pairs(inputs, judge=self.config, run=self.run, data_dir=self.data_dir, progress=False,
-                           n_boot=n_boot)
+        return judge_pairs(inputs, judge=self.config, run=self.run, data_dir=self.data_dir,
+                           output=RunOutput(progress=False), intervals=Intervals(n_boot=n_boot))
 
     def close(self) -> None:
         """Free what the judges hold (a local judge model)."""

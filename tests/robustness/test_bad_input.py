@@ -6,6 +6,7 @@ traceback. An empty answer is legal and is judged; a prompt over --max-input-tok
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import re
@@ -16,6 +17,9 @@ from metric_arena import DEFAULT_JUDGE, JudgeConfig, RunConfig, judge_pairs
 from metric_arena.generate import GenerationConfig, generate_answers
 from tests.openai_server import OpenAIServer
 from tests.robustness.helpers import cli, query_of, read_jsonl, retrieved_rows
+from metric_arena.judge import JudgeInputs
+
+INPUT_FIELDS = {field.name for field in dataclasses.fields(JudgeInputs)}  # a call's keywords that go into JudgeInputs
 
 NOWHERE = {"base_url": "http://127.0.0.1:9/v1", "api_key": "k"}  # never reached: input is checked first
 
@@ -35,8 +39,8 @@ def _judge(judge_options=None, **kwargs):
     def call(tmp):
         if judge_options is not None:
             args["judge"] = JudgeConfig(args.get("judge", DEFAULT_JUDGE), **judge_options)
-        return judge_pairs(args.pop("predictions"), args.pop("references"), args.pop("questions"), run=_nowhere(tmp),
-                           **args)
+        inputs = JudgeInputs(**{name: args.pop(name) for name in list(args) if name in INPUT_FIELDS})
+        return judge_pairs(inputs, run=_nowhere(tmp), **args)
 
     return call
 
@@ -362,12 +366,13 @@ def test_a_lone_surrogate_is_named_by_line_and_qid_before_anything_is_sent(tmp_p
 
 def test_a_lone_surrogate_is_refused_by_the_python_entry_points(tmp_path):
     with pytest.raises(ValueError, match=r"references\[1\] holds a lone surrogate"):
-        judge_pairs(["a", "b"], ["c", "d\udfff"], ["q", "r"], run=_nowhere(tmp_path))
+        judge_pairs(JudgeInputs(predictions=["a", "b"], references=["c", "d\udfff"], questions=["q", "r"]),
+                    run=_nowhere(tmp_path))
     with pytest.raises(ValueError, match=r"retrieved\[0\] \(qid q0\): question holds a lone surrogate"):
         generate_answers([_row(question="\ud800?")], "openai:m", run=_nowhere(tmp_path))
     with OpenAIServer() as server:  # a surrogate pair (an emoji written as escapes) is ordinary text
-        res = judge_pairs(["ok \U0001F600"], ["b"], ["q"], judge="openai:j",
-                          run=RunConfig(base_url=server.base_url, api_key="k", cache_dir=tmp_path))
+        res = judge_pairs(JudgeInputs(predictions=["ok \U0001F600"], references=["b"], questions=["q"]),
+                          judge="openai:j", run=RunConfig(base_url=server.base_url, api_key="k", cache_dir=tmp_path))
     assert res["n_failed"] == 0
 
 

@@ -15,6 +15,7 @@ from metric_arena.records import MAX_TEXT_CHARS
 from metric_arena.style import answer_style
 from tests.openai_server import OpenAIServer
 from tests.robustness.helpers import cli, write_jsonl
+from metric_arena.judge import JudgeInputs
 
 HUGE = "word " * 210_000  # 1,050,000 characters: bpe_openai refuses to encode 1,000,000 or more at once
 
@@ -52,7 +53,8 @@ def test_an_answer_at_the_limit_is_judged(tmp_path, capsys):
 
 def test_the_python_entry_point_refuses_a_huge_reference_by_position_and_id(tmp_path):
     with pytest.raises(ValueError, match=r"references\[1\] \(id b\): reference has 1,050,000 characters"):
-        judge_pairs(["x", "y"], ["r", HUGE], ["q", "q"], ids=["a", "b"], judge="openai:j",
+        judge_pairs(JudgeInputs(predictions=["x", "y"], references=["r", HUGE], questions=["q", "q"], ids=["a", "b"]),
+                    judge="openai:j",
                     run=RunConfig(base_url="http://127.0.0.1:9/v1", api_key="k", cache_dir=tmp_path))
 
 

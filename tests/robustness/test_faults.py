@@ -26,6 +26,7 @@ from tests.robustness.helpers import (
     run_cli,
     write_jsonl,
 )
+from metric_arena.judge import JudgeInputs
 
 FAST = RetryPolicy(max_retries=2, initial=0.0, multiplier=1.0, jitter=0.0)
 RATED = "<thinking>Scripted.</thinking><rating>1</rating>"
@@ -154,8 +155,9 @@ def test_exhausted_retries_and_rejected_requests_fail_items_not_the_run(tmp_path
     with OpenAIServer(first_attempt_fault(faults, RATED)) as server:  # a rating: fine for both runs
         run = RunConfig(base_url=server.base_url, api_key="k", cache_dir=tmp_path, retry=FAST)
         res = generate_answers(rows, "openai:gen", run=run)
-        judged = judge_pairs(["x"] * 4, ["y"] * 4, [f"{n} asks?" for n in faults], ids=list(faults), judge="openai:j",
-                             run=run)
+        judged = judge_pairs(JudgeInputs(predictions=["x"] * 4, references=["y"] * 4,
+                                         questions=[f"{n} asks?" for n in faults], ids=list(faults)),
+                             judge="openai:j", run=run)
     by_name = dict(zip(faults, res["predictions"]))
     assert [by_name[n]["failed"] for n in faults] == [True, True, True, False]
     assert "503" in by_name["down"]["error"] and "malformed" in by_name["broken"]["error"]
@@ -317,7 +319,8 @@ def test_timeout_bounds_a_whole_attempt_even_when_bytes_keep_coming(tmp_path, co
     with OpenAIServer(lambda body, attempt: Reply(trickle=0.1)) as server:
         run = RunConfig(base_url=server.base_url, api_key="k", cache_dir=tmp_path, retry=once, timeout=1.0)
         if command == "judge":
-            res = judge_pairs(["a"], ["b"], ["q"], judge="openai:j", run=run)
+            res = judge_pairs(JudgeInputs(predictions=["a"], references=["b"], questions=["q"]), judge="openai:j",
+                              run=run)
         else:
             res = generate_answers(retrieved_rows(1), "openai:g", run=run)
     # two attempts, each ended by the timeout (before: the first alone took the whole minute and its reply
@@ -339,8 +342,10 @@ def test_a_cached_row_marked_valid_without_a_rating_is_asked_again(tmp_path):
         with CompletionCache(tmp_path) as cache:
             cache.put(cache_key(identity, request), Completion("no rating here"), valid=True)
         run = RunConfig(base_url=server.base_url, api_key="k", cache_dir=tmp_path)
-        first = judge_pairs(["a"], ["b"], ["q"], judge="openai:j", run=run)
-        again = judge_pairs(["a"], ["b"], ["q"], judge="openai:j", run=run)
+        first = judge_pairs(JudgeInputs(predictions=["a"], references=["b"], questions=["q"]), judge="openai:j",
+                            run=run)
+        again = judge_pairs(JudgeInputs(predictions=["a"], references=["b"], questions=["q"]), judge="openai:j",
+                            run=run)
         n_requests = len(server.requests)
     assert first["n_failed"] == 0 and first["verdicts"][0]["outcome"] == "loss"  # rated 1, the prediction is 2nd
     assert first["errors"] == {"invalid_cached": 1} and first["n_sent"] == 1
@@ -400,7 +405,8 @@ def test_a_slow_first_reply_is_waited_for_while_the_others_fail(tmp_path):
 
     policy = RetryPolicy(max_retries=2, initial=0.5, multiplier=1.0, jitter=0.0, fail_fast_after=1.0)
     with OpenAIServer(reply) as server:
-        res = judge_pairs(["a"] * 4, ["b"] * 4, [f"q{i} asks?" for i in range(4)], judge="openai:j",
+        res = judge_pairs(JudgeInputs(predictions=["a"] * 4, references=["b"] * 4,
+                                      questions=[f"q{i} asks?" for i in range(4)]), judge="openai:j",
                           run=RunConfig(base_url=server.base_url, api_key="k", cache_dir=tmp_path, retry=policy,
                                         max_concurrency=4))
     assert [v["failed"] for v in res["verdicts"]] == [False, True, True, True]

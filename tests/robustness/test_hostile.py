@@ -14,6 +14,7 @@ from metric_arena.generate import GenerationConfig, generate_answers
 from metric_arena.prompts import GENERATION_TEMPLATES, judge_messages, load_template, render_template
 from tests.openai_server import OpenAIServer
 from tests.robustness.helpers import retrieved_rows
+from metric_arena.judge import JudgeInputs
 
 JUDGE_DELIMITERS = ["query", "answer 1", "answer 2", "rating", "thinking", "rubric"]
 
@@ -50,8 +51,9 @@ def test_judge_prompt_keeps_its_delimiters(tmp_path, where, text, order):
     values[where] = text
     expected = template_counts(load_template("templates/pairwise_lfrqa.cfg"), JUDGE_DELIMITERS)
     with OpenAIServer() as server:
-        res = judge_pairs([values["answer"], "clean"], [values["reference"], "clean ref"],
-                          [values["question"], "a clean question"], ids=["hostile", "clean"],
+        res = judge_pairs(JudgeInputs(predictions=[values["answer"], "clean"],
+                                      references=[values["reference"], "clean ref"],
+                                      questions=[values["question"], "a clean question"], ids=["hostile", "clean"]),
                           judge=JudgeConfig("openai:j", order=order),
                           run=RunConfig(base_url=server.base_url, api_key="k", cache_dir=tmp_path))
         bodies = server.requests
@@ -70,7 +72,8 @@ def test_judge_prompt_keeps_its_delimiters(tmp_path, where, text, order):
 def test_text_without_delimiters_is_sent_byte_for_byte(tmp_path):
     question, answer, reference = "How do <b>tags</b> & x < 3 > 2 render?", "<p>Like this</p> {x.response2}", "Ref <i>"
     with OpenAIServer() as server:
-        res = judge_pairs([answer], [reference], [question], judge=JudgeConfig("openai:j", order="both"),
+        res = judge_pairs(JudgeInputs(predictions=[answer], references=[reference], questions=[question]),
+                          judge=JudgeConfig("openai:j", order="both"),
                           run=RunConfig(base_url=server.base_url, api_key="k", cache_dir=tmp_path))
         bodies = server.requests
     expected = [judge_messages(question, answer, reference, neutralize=False),
@@ -133,7 +136,8 @@ def test_look_alike_delimiters_are_defused(tmp_path, text):
                             {k: "x" for k in ("question", "response1", "response2")})
     expected = {(n, c): read_as_tag(plain, n, c) for n in JUDGE_DELIMITERS for c in (False, True)}
     with OpenAIServer() as server:
-        res = judge_pairs([text], ["A plain reference."], ["a plain question"], judge="openai:j",
+        res = judge_pairs(JudgeInputs(predictions=[text], references=["A plain reference."],
+                                      questions=["a plain question"]), judge="openai:j",
                           run=RunConfig(base_url=server.base_url, api_key="k", cache_dir=tmp_path))
         [body] = server.requests
     user = body["messages"][-1]["content"]
@@ -146,8 +150,8 @@ def test_clean_unicode_text_is_sent_byte_for_byte(tmp_path):
     answer = "Ｆｕｌｌ-width ＜b＞bold＜/b＞, zero\u200bwidth, x ≤ 3 ﹤ 4, <ratings> and <answer_x> are no tags"
     question = "Wh\u2060y ＜queries＞?"  # "<queries>" is no tag
     with OpenAIServer() as server:
-        res = judge_pairs([answer], ["ref"], [question], judge="openai:j",
-                          run=RunConfig(base_url=server.base_url, api_key="k", cache_dir=tmp_path))
+        res = judge_pairs(JudgeInputs(predictions=[answer], references=["ref"], questions=[question]),
+                          judge="openai:j", run=RunConfig(base_url=server.base_url, api_key="k", cache_dir=tmp_path))
         [body] = server.requests
     assert body["messages"] == judge_messages(question, "ref", answer, neutralize=False) or \
         body["messages"] == judge_messages(question, answer, "ref", neutralize=False)

@@ -28,6 +28,7 @@ from tests.robustness.helpers import (
     subprocess_env,
     write_jsonl,
 )
+from metric_arena.judge import JudgeInputs
 
 RATED = "<thinking>Scripted.</thinking><rating>1</rating>"
 
@@ -96,9 +97,10 @@ def test_a_versus_file_named_lfrqa_is_not_passed_off_as_the_reference(tmp_path, 
 def test_the_python_api_refuses_the_same_names(tmp_path):
     run = RunConfig(base_url="http://127.0.0.1:9/v1", api_key=FAKE_KEY, cache_dir=tmp_path)
     with pytest.raises(ValueError, match="reserved for LFRQA"):
-        judge_pairs(["a"], ["b"], ["q"], system="LFRQA", run=run)
+        judge_pairs(JudgeInputs(predictions=["a"], references=["b"], questions=["q"], system="LFRQA"), run=run)
     with pytest.raises(ValueError, match="both named 'B'"):
-        judge_pairs(["a"], ["b"], ["q"], system="B", opponent="B", run=run)
+        judge_pairs(JudgeInputs(predictions=["a"], references=["b"], questions=["q"], system="B", opponent="B"),
+                    run=run)
 
 
 def test_names_that_are_not_utf8_are_refused_at_once(tmp_path):
@@ -115,7 +117,7 @@ def test_names_that_are_not_utf8_are_refused_at_once(tmp_path):
         ]
         # The run folder's own name (a run against LFRQA is named after it), through the Python API.
         with pytest.raises(ValueError, match=r"'run-\\xff\\xfe' is not valid UTF-8.*pass --name NAME"):
-            judge_pairs(["a"], ["b"], ["q"], out=os.fsdecode(out),
+            judge_pairs(JudgeInputs(predictions=["a"], references=["b"], questions=["q"]), out=os.fsdecode(out),
                         run=RunConfig(base_url=server.base_url, api_key=FAKE_KEY, cache_dir=tmp_path / "c"))
         assert server.requests == []
     for result, said in zip(runs, ("'caf\\xe9' is not valid UTF-8", "'sys-\\xe9' is not valid UTF-8")):

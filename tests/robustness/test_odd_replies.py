@@ -20,6 +20,7 @@ from metric_arena.generate import GenerationConfig, RunOutput, generate_answers
 from metric_arena.llm import RetryPolicy
 from tests.openai_server import OpenAIServer, Reply
 from tests.robustness.helpers import FAKE_KEY, ROOT, query_of, retrieved_rows, subprocess_env
+from metric_arena.judge import JudgeInputs
 
 FAST = RetryPolicy(max_retries=1, initial=0.0, multiplier=1.0, jitter=0.0, fail_fast_after=1.0)
 RATED = "<thinking>Scripted.</thinking><rating>1</rating>"
@@ -64,10 +65,10 @@ def _server(first_only: bool):
 
 
 def _judge(server, tmp_path, names, cache="cache"):
-    return judge_pairs([f"A of {n}" for n in names], [f"B of {n}" for n in names], [f"{n} asks?" for n in names],
-                       ids=names, judge="openai:judge", progress=False,
+    return judge_pairs(JudgeInputs(predictions=[f"A of {n}" for n in names], references=[f"B of {n}" for n in names],
+                                   questions=[f"{n} asks?" for n in names], ids=names), judge="openai:judge",
                        run=RunConfig(base_url=server.base_url, api_key=FAKE_KEY, cache_dir=tmp_path / cache,
-                                     retry=FAST, timeout=20))
+                                     retry=FAST, timeout=20), output=RunOutput(progress=False))
 
 
 def _cached_texts(tmp_path, cache="cache") -> list[str]:
@@ -203,10 +204,12 @@ def test_a_server_sending_only_cut_bodies_is_not_reported_unreachable(tmp_path, 
         return Reply(content=RATED, chunked=chunked, cut_after=40)
 
     with OpenAIServer(reply) as server:
-        result = judge_pairs(["a", "b", "c"], ["x", "y", "z"], ["q1 asks?", "q2 asks?", "q3 asks?"],
-                             ids=["q1", "q2", "q3"], judge="openai:judge", progress=False,
+        result = judge_pairs(JudgeInputs(predictions=["a", "b", "c"], references=["x", "y", "z"],
+                                         questions=["q1 asks?", "q2 asks?", "q3 asks?"], ids=["q1", "q2", "q3"]),
+                             judge="openai:judge",
                              run=RunConfig(base_url=server.base_url, api_key=FAKE_KEY, use_cache=False,
-                                           retry=RetryPolicy(max_retries=0, fail_fast_after=0.5)))
+                                           retry=RetryPolicy(max_retries=0, fail_fast_after=0.5)),
+                             output=RunOutput(progress=False))
     assert result["n_failed"] == 3 and result["errors"] == {"cut_body": 6}
 
 
@@ -223,10 +226,12 @@ def test_a_huge_error_body_is_not_read_whole(tmp_path):
         run = RunConfig(base_url=server.base_url, api_key=FAKE_KEY, use_cache=False,
                         retry=RetryPolicy(max_retries=0, fail_fast_after=None))
         tracemalloc.start()
-        result = judge_pairs(["a"], ["x"], ["q1 asks?"], ids=["q1"], judge="openai:judge", progress=False, run=run)
+        result = judge_pairs(JudgeInputs(predictions=["a"], references=["x"], questions=["q1 asks?"], ids=["q1"]),
+                             judge="openai:judge", run=run, output=RunOutput(progress=False))
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
         with pytest.raises(Exception, match="HTTP 401"):
-            judge_pairs(["a"], ["x"], ["q2 asks?"], ids=["q2"], judge="openai:judge", progress=False, run=run)
+            judge_pairs(JudgeInputs(predictions=["a"], references=["x"], questions=["q2 asks?"], ids=["q2"]),
+                        judge="openai:judge", run=run, output=RunOutput(progress=False))
     assert result["n_failed"] == 1 and result["errors"] == {"500": 1}
     assert peak < 32 * 2**20, peak  # a body read whole would be 200 MiB

@@ -21,6 +21,7 @@ from tests.robustness.helpers import (
     retrieved_rows,
     write_jsonl,
 )
+from metric_arena.judge import JudgeInputs
 
 RATED = "<thinking>Scripted.</thinking><rating>1</rating>"
 
@@ -219,7 +220,8 @@ def test_bare_strings_are_refused_not_judged_character_by_character(tmp_path):
         with pytest.raises(ValueError, match=r"questions is one string"):
             arena.compute(predictions=["Paris."], references=["Paris is."], questions="Capital?", run=run)
         with pytest.raises(ValueError, match=r"references is one str \('Paris is.'\), not a list"):
-            judge_pairs(["Paris."], "Paris is.", ["Capital?"], run=run)
+            judge_pairs(JudgeInputs(predictions=["Paris."], references="Paris is.", questions=["Capital?"]), run=run)
         with pytest.raises(ValueError, match=r"ids is one str"):
-            judge_pairs(["Paris."], ["Paris is."], ["Capital?"], ids="q1", run=run)
+            judge_pairs(JudgeInputs(predictions=["Paris."], references=["Paris is."], questions=["Capital?"],
+                                    ids="q1"), run=run)
         assert server.requests == []

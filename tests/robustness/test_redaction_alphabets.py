@@ -16,6 +16,7 @@ from builders import redact_secrets
 from metric_arena import JudgeConfig, RunConfig, judge_pairs
 from metric_arena.llm import redact
 from tests.openai_server import OpenAIServer
+from metric_arena.judge import JudgeInputs
 
 AZURE_SECRET = "Xq8Q~fK2.mZ7~wL4_pN9~tR3-vB6~hJ0yC5~aD1s"
 GATEWAY_TOKEN = "gw~7Kx9Qv2Lm4~Np6Rs8Tv1~Yb3Hc5Jd7~Wf0Ze2k"
@@ -81,9 +82,10 @@ def test_a_judge_reply_echoing_the_url_safe_forms_is_stored_redacted(tmp_path):
     """Through the real client: a server echoing the key in every form; the verdicts keep none of them."""
     echo = " ".join(f"[{name}: {form}]" for name, form in encoded_forms(AZURE_SECRET).items())
     with OpenAIServer(lambda body, attempt: f"<rating>1</rating> you sent {echo}") as server:
-        judge_pairs(["a"], ["b"], ["q?"], ids=["q1"], judge=JudgeConfig("openai:j"),
+        judge_pairs(JudgeInputs(predictions=["a"], references=["b"], questions=["q?"], ids=["q1"], system="sys"),
+                    judge=JudgeConfig("openai:j"),
                     run=RunConfig(base_url=server.base_url, api_key=AZURE_SECRET, cache_dir=tmp_path / "c"),
-                    out=tmp_path / "run", system="sys")
+                    out=tmp_path / "run")
     stored = "\n".join(p.read_bytes().decode("latin-1") for p in tmp_path.rglob("*") if p.is_file())
     assert "[b64url+1: " in stored and "[plain: ***]" in stored
     assert not leaks(stored, AZURE_SECRET)

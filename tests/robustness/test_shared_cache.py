@@ -21,6 +21,7 @@ from tests.robustness.helpers import (
     start_cli,
     write_jsonl,
 )
+from metric_arena.judge import JudgeInputs
 
 N = 40
 
@@ -126,8 +127,8 @@ def test_two_runs_started_together_pay_once_for_each_request(tmp_path):
     results = {}
     with OpenAIServer(reply, latency=0.02) as server:
         def run(name):
-            results[name] = judge_pairs(preds, refs, questions, judge="openai:judge",
-                                        run=RunConfig(base_url=server.base_url, api_key="k",
+            results[name] = judge_pairs(JudgeInputs(predictions=preds, references=refs, questions=questions),
+                                        judge="openai:judge", run=RunConfig(base_url=server.base_url, api_key="k",
                                                       cache_dir=tmp_path / "cache", max_concurrency=8),
                                         out=tmp_path / name)
         threads = [threading.Thread(target=run, args=(name,)) for name in ("run1", "run2")]
@@ -148,14 +149,14 @@ def test_two_servers_on_one_host_never_share_answers(tmp_path):
     server on 127.0.0.1 got the first one's answers from the cache."""
     from metric_arena import RunConfig, judge_pairs
 
-    args = (["a"], ["b"], ["two words"])
+    inputs = JudgeInputs(predictions=["a"], references=["b"], questions=["two words"])
     with OpenAIServer(lambda body, attempt: "<rating>1</rating>") as first, \
             OpenAIServer(lambda body, attempt: "<rating>2</rating>") as second:
         on_first = RunConfig(base_url=first.base_url, api_key="k", cache_dir=tmp_path)
         on_second = RunConfig(base_url=second.base_url, api_key="k", cache_dir=tmp_path)
-        one = judge_pairs(*args, judge="openai:j", run=on_first)
-        two = judge_pairs(*args, judge="openai:j", run=on_second)
-        again = judge_pairs(*args, judge="openai:j", run=on_first)
+        one = judge_pairs(inputs, judge="openai:j", run=on_first)
+        two = judge_pairs(inputs, judge="openai:j", run=on_second)
+        again = judge_pairs(inputs, judge="openai:j", run=on_first)
         assert len(second.requests) == 1 and len(first.requests) == 1
     assert [r["verdicts"][0]["outcome"] for r in (one, two, again)] == ["win", "loss", "win"]
     assert two["n_sent"] == 1 and again["n_cached"] == 1

@@ -12,6 +12,7 @@ from metric_arena import JudgeConfig, RateLimiter, RunConfig, judge_pairs
 from metric_arena.llm import RetryPolicy, ServerUnreachable
 from tests.openai_server import OpenAIServer, Reply
 from tests.robustness.helpers import prediction_rows, run_cli, write_jsonl
+from metric_arena.judge import JudgeInputs
 
 #: A small window, so that the bound is seconds: the run must end by window + max(window, 5 s).
 WINDOW = 1.0
@@ -19,7 +20,8 @@ POLICY = RetryPolicy(max_retries=8, initial=0.2, multiplier=1.0, jitter=0.0, fai
 
 
 def _judge(server, tmp_path, **run):
-    return judge_pairs(["a", "b"], ["r", "s"], ["q one?", "q two?"], judge="openai:j",
+    return judge_pairs(JudgeInputs(predictions=["a", "b"], references=["r", "s"], questions=["q one?", "q two?"]),
+                       judge="openai:j",
                        run=RunConfig(base_url=server.base_url, api_key="k", cache_dir=tmp_path / "cache", retry=POLICY,
                                      timeout=120.0, **run))
 
@@ -65,7 +67,8 @@ def test_a_key_with_a_trailing_newline_is_named_and_nothing_is_sent(tmp_path):
 def test_a_tpm_smaller_than_one_request_is_refused_before_anything_is_sent(tmp_path):
     with OpenAIServer() as server:
         with pytest.raises(ValueError, match=r"tpm=100 \(--tpm\) is smaller than one request \(.* tokens"):
-            judge_pairs(["a"], ["r"], ["q?"], judge=JudgeConfig("openai:j"),
+            judge_pairs(JudgeInputs(predictions=["a"], references=["r"], questions=["q?"]),
+                        judge=JudgeConfig("openai:j"),
                         run=RunConfig(base_url=server.base_url, api_key="k", cache_dir=tmp_path / "cache",
                                       limiter=RateLimiter(rpm=None, tpm=100)))
         assert len(server.requests) == 0
