@@ -60,6 +60,8 @@ __all__ = ["CACHE_ENV", "SCHEMA_VERSION", "CacheCorrupt", "CachedCompletion", "C
 CACHE_ENV = "RAG_QA_ARENA_CACHE"
 CACHE_FILE = "completions.sqlite"
 _SQLITE_MAX_VARS = 900
+#: The most claims on answered keys kept by :meth:`CompletionCache.store` before they are dropped together.
+STORED_CLAIMS_KEPT = 256
 _RETURNING = " RETURNING owner" if sqlite3.sqlite_version_info >= (3, 35) else ""
 _ORIGINAL_CHARS = "original_chars"  # version 0 kept a cut reply's full length in the usage column
 #: The layout of the cache file (``PRAGMA user_version``): 0 before it was versioned, 1 with the
@@ -178,7 +180,8 @@ class CompletionCache:
             ) from None
         self.path = path
         self._lock = threading.Lock()
-        self._thread = SerialThread("rag-qa-arena-cache")
+        self._thread = SerialThread("rag-qa-arena-cache", idle=self._release_stored)
+        self._stored_claims: list[tuple[str, str]] = []  # (key, owner): claims on keys just answered (store)
         with _sqlite_errors(path):
             self._conn = sqlite3.connect(str(path), timeout=60.0, isolation_level=None, check_same_thread=False)
             try:
@@ -283,6 +286,42 @@ class CompletionCache:
         with self._lock, _sqlite_errors(self.path):
             self._conn.execute("DELETE FROM claims WHERE key = ? AND owner = ?", (key, owner))
 
+    def store(self, key: str, completion: Completion, *, valid: bool, owner: str, backend: str | None = None) -> None:
+        """:meth:`put` the answer to ``owner``'s claim on ``key``, then drop the claim: at once after an invalid
+        answer (a run waiting for it then takes it), after a valid one together with the others stored meanwhile,
+        once the calls made through :meth:`off_loop` are drained (or :data:`STORED_CLAIMS_KEPT` are kept, or at
+        :meth:`close`): while it lasts, a
+        claim on a key whose valid answer is stored only sends another run to that answer."""
+        try:
+            self.put(key, completion, valid=valid, backend=backend)
+        except BaseException:
+            self.release(key, owner)
+            raise
+        if not valid:
+            self.release(key, owner)
+            return
+        with self._lock:
+            self._stored_claims.append((key, owner))
+            due = len(self._stored_claims) >= STORED_CLAIMS_KEPT
+        if due:  # calls that never stop coming: no wait for the thread to be idle
+            self._release_stored()
+
+    def _release_stored(self) -> None:
+        """Drop the claims :meth:`store` kept, one statement for each owner and up to 900 keys."""
+        with self._lock:
+            if not self._stored_claims:
+                return
+            by_owner: dict[str, list[str]] = {}
+            for key, owner in self._stored_claims:
+                by_owner.setdefault(owner, []).append(key)
+            with _sqlite_errors(self.path):
+                for owner, keys in by_owner.items():
+                    for start in range(0, len(keys), _SQLITE_MAX_VARS):
+                        chunk = keys[start : start + _SQLITE_MAX_VARS]
+                        self._conn.execute(f"DELETE FROM claims WHERE owner = ? AND key IN ({','.join('?' * len(chunk))})",
+                                           (owner, *chunk))
+            self._stored_claims = []
+
     def mark_invalid(self, key: str) -> None:
         """Mark the entry under ``key`` invalid (a stored reply that fails its check now)."""
         with self._lock, _sqlite_errors(self.path):
@@ -291,6 +330,8 @@ class CompletionCache:
     def close(self) -> None:
         """Wait for the calls made through :meth:`off_loop`, then close the connection."""
         self._thread.close()
+        with contextlib.suppress(sqlite3.Error, OSError):  # (claims left lapse with this process, or their TTL)
+            self._release_stored()
         with self._lock:
             self._conn.close()
 

@@ -259,10 +259,7 @@ class Runner:
                 cache, owner = self.cache, self._owner
 
                 def store() -> None:  # one trip to the cache's thread: store the answer, drop the claim
-                    try:
-                        cache.put(key, completion, valid=valid, backend=backend.spec)
-                    finally:
-                        cache.release(key, owner)
+                    cache.store(key, completion, valid=valid, owner=owner, backend=backend.spec)
 
                 released = True
                 await cache.off_loop(store)
