@@ -172,12 +172,8 @@ class CompletionCache:
         try:
             make_folder(path.parent, target=path)
         except OSError as error:
-            raise PermissionError(
-                error.errno,
-                f"Cannot create the cache folder {path.parent}: {error.strerror}. "
-                f"Choose another with cache_dir= / --cache-dir or ${CACHE_ENV}",
-                str(path.parent),
-            ) from None
+            raise PermissionError(error.errno, f"Cannot create the cache folder {path.parent}: {error.strerror}. Choose "
+                                  f"another with cache_dir= / --cache-dir or ${CACHE_ENV}", str(path.parent)) from None
         self.path = path
         self._lock = threading.Lock()
         self._thread = SerialThread("rag-qa-arena-cache", idle=self._release_stored)
@@ -222,18 +218,15 @@ class CompletionCache:
         return found
 
     def __contains__(self, key: str) -> bool:
-        entry = self.get(key)
-        return entry is not None and entry.valid
+        return (entry := self.get(key)) is not None and entry.valid
 
     def __len__(self) -> int:
-        with self._lock, _sqlite_errors(self.path):
-            return int(self._conn.execute("SELECT COUNT(*) FROM completions").fetchone()[0])
+        return self.count()
 
     def count(self, *, valid: bool | None = None) -> int:
-        if valid is None:
-            return len(self)
+        where, values = ("", ()) if valid is None else (" WHERE valid = ?", (int(valid),))
         with self._lock, _sqlite_errors(self.path):
-            return int(self._conn.execute("SELECT COUNT(*) FROM completions WHERE valid = ?", (int(valid),)).fetchone()[0])
+            return int(self._conn.execute(f"SELECT COUNT(*) FROM completions{where}", values).fetchone()[0])
 
     # -- writing -----------------------------------------------------------------------------
     def put(self, key: str, completion: Completion, *, valid: bool, backend: str | None = None) -> None:
@@ -287,19 +280,16 @@ class CompletionCache:
             self._conn.execute("DELETE FROM claims WHERE key = ? AND owner = ?", (key, owner))
 
     def store(self, key: str, completion: Completion, *, valid: bool, owner: str, backend: str | None = None) -> None:
-        """:meth:`put` the answer to ``owner``'s claim on ``key``, then drop the claim: at once after an invalid
-        answer (a run waiting for it then takes it), after a valid one together with the others stored meanwhile,
-        once the calls made through :meth:`off_loop` are drained (or :data:`STORED_CLAIMS_KEPT` are kept, or at
-        :meth:`close`): while it lasts, a
-        claim on a key whose valid answer is stored only sends another run to that answer."""
+        """:meth:`put` the answer to ``owner``'s claim on ``key``, then drop the claim: at once after an invalid answer
+        (a run waiting for it takes it), after a valid one with those stored meanwhile once the thread is idle, at
+        :data:`STORED_CLAIMS_KEPT` or at :meth:`close` (till then it only sends another run to the answer stored)."""
         try:
             self.put(key, completion, valid=valid, backend=backend)
         except BaseException:
             self.release(key, owner)
             raise
         if not valid:
-            self.release(key, owner)
-            return
+            return self.release(key, owner)
         with self._lock:
             self._stored_claims.append((key, owner))
             due = len(self._stored_claims) >= STORED_CLAIMS_KEPT
@@ -307,20 +297,13 @@ class CompletionCache:
             self._release_stored()
 
     def _release_stored(self) -> None:
-        """Drop the claims :meth:`store` kept, one statement for each owner and up to 900 keys."""
-        with self._lock:
-            if not self._stored_claims:
-                return
-            by_owner: dict[str, list[str]] = {}
-            for key, owner in self._stored_claims:
-                by_owner.setdefault(owner, []).append(key)
-            with _sqlite_errors(self.path):
-                for owner, keys in by_owner.items():
-                    for start in range(0, len(keys), _SQLITE_MAX_VARS):
-                        chunk = keys[start : start + _SQLITE_MAX_VARS]
-                        self._conn.execute(f"DELETE FROM claims WHERE owner = ? AND key IN ({','.join('?' * len(chunk))})",
-                                           (owner, *chunk))
-            self._stored_claims = []
+        """Drop the claims :meth:`store` kept, up to 450 in one statement."""
+        with self._lock, _sqlite_errors(self.path):
+            while self._stored_claims:
+                chunk = self._stored_claims[: _SQLITE_MAX_VARS // 2]
+                self._conn.execute(f"DELETE FROM claims WHERE (key, owner) IN (VALUES {','.join(['(?, ?)'] * len(chunk))})",
+                                   [value for claim in chunk for value in claim])
+                del self._stored_claims[: len(chunk)]
 
     def mark_invalid(self, key: str) -> None:
         """Mark the entry under ``key`` invalid (a stored reply that fails its check now)."""
