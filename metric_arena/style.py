@@ -38,6 +38,7 @@ _HEADER = re.compile(r"^ {0,3}#{1,6}\s+\S", re.M)
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+\S", re.M)
 _BOLD = re.compile(r"\*\*(?=\S)[^*\n]+?\*\*|__(?=\S)[^_\n]+?__")
 _CITATION = re.compile(r"\[\d{1,3}(?:\s*[,;–-]\s*\d{1,3})*\]")
+_LIST_NEEDS = "-*+0123456789"  # a list item's mark holds one of these (or another script's digit: not ASCII)
 _encoder: list = []  # the encoding of the counts, once found (every Session loads it before its first request)
 
 
@@ -52,9 +53,13 @@ def answer_style(text: str | None) -> dict[str, int]:
     reads like a special token (``<|endoftext|>``) counts as text, and a text of any length is counted
     (:func:`~metric_arena.llm.get_encoding`)."""
     text = text or ""
-    return {"words": len(text.split()), "tokens": len(_encoding().encode(text, disallowed_special=())) if text else 0,
-            "headers": len(_HEADER.findall(text)), "list_items": len(_LIST_ITEM.findall(text)),
-            "bold": len(_BOLD.findall(text)), "citations": len(_CITATION.findall(text))}
+    has = text.__contains__  # (a text without the characters a pattern needs is not scanned by it)
+    return {"words": len(text.split()), "tokens": _encoding().count(text) if text else 0,
+            "headers": len(_HEADER.findall(text)) if has("#") else 0,
+            "list_items": (len(_LIST_ITEM.findall(text)) if not text.isascii() or any(map(has, _LIST_NEEDS))
+                           else 0),
+            "bold": len(_BOLD.findall(text)) if has("**") or has("__") else 0,
+            "citations": len(_CITATION.findall(text))}
 
 
 def verdict_style(a_text: str | None, b_text: str | None) -> dict[str, dict[str, int]]:

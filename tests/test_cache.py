@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import sqlite3
+import time
 
 import pytest
 
@@ -108,3 +109,48 @@ def test_api_key_never_reaches_the_cache(tmp_path):
     assert "openai:m" in dump and key not in dump
     for path in tmp_path.iterdir():
         assert key.encode() not in path.read_bytes()
+
+
+def _claims(cache: CompletionCache) -> list[str]:
+    with sqlite3.connect(cache.path) as conn:
+        return sorted(key for (key,) in conn.execute("SELECT key FROM claims"))
+
+
+def test_a_stored_answer_drops_its_claim_at_once_when_invalid_and_once_the_calls_are_drained_when_valid(tmp_path):
+    import asyncio
+
+    cache = CompletionCache(tmp_path)
+    keys = [cache_key(IDENTITY, ChatRequest([{"role": "user", "content": f"pair {i}"}])) for i in range(3)]
+    for key in keys:
+        assert cache.claim(key, "me", 60.0)
+    cache.store(keys[0], Completion("no rating"), valid=False, owner="me")
+    assert _claims(cache) == sorted(keys[1:])  # invalid: a run waiting for it takes it now
+
+    async def store_valid() -> None:
+        await asyncio.gather(*(cache.off_loop(cache.store, key, Completion("<rating>1</rating>"), valid=True,
+                                              owner="me") for key in keys[1:]))
+
+    asyncio.run(store_valid())
+    ends = time.monotonic() + 10  # (a hang guard: the thread drops them once idle, at once)
+    while _claims(cache) and time.monotonic() < ends:
+        time.sleep(0.01)
+    assert _claims(cache) == []
+    assert cache.get(keys[1]).valid and not cache.get(keys[0]).valid
+    assert cache.claim(keys[2], "me", 60.0)
+    cache.store(keys[2], Completion("<rating>2</rating>"), valid=True, owner="me")  # not through the thread
+    cache.close()  # drops what is left
+    assert _claims(CompletionCache(tmp_path)) == []
+
+
+def test_claims_on_answered_keys_are_dropped_when_too_many_are_kept_however_busy_the_thread(tmp_path):
+    from metric_arena.llm._cache import STORED_CLAIMS_KEPT
+
+    cache = CompletionCache(tmp_path)
+    keys = [cache_key(IDENTITY, ChatRequest([{"role": "user", "content": f"pair {i}"}]))
+            for i in range(STORED_CLAIMS_KEPT + 1)]
+    for key in keys:
+        assert cache.claim(key, "me", 60.0)
+    for key in keys[:-1]:
+        cache.store(key, Completion("<rating>1</rating>"), valid=True, owner="me")
+    assert len(_claims(cache)) == 1
+    cache.close()

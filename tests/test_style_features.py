@@ -168,3 +168,19 @@ def test_the_cli_takes_a_style_feature_set_and_names_a_bad_one(runs, tmp_path, c
     code, out, err = cli(["report", *runs, "--out", tmp_path / "lb2", "--style-features", "chatbot"], capsys)
     assert code == 2 and "'chatbot'" in err and "words, fastchat" in err and "Traceback" not in err
     assert not (tmp_path / "lb2").exists()
+
+
+def test_answer_style_counts_what_the_patterns_find_on_every_text():
+    """Texts without the characters a pattern needs are not scanned by it: the counts stay the patterns' own
+    (markdown marks, ASCII and other scripts' digits, newlines and odd spaces, on 20,000 random texts)."""
+    from metric_arena import style
+
+    rng = random.Random(7)
+    alphabet = ["word", " ", " ", "\n", "\n  ", "#", "## ", "- ", "* ", "+ ", "1. ", "12) ", "٣. ", "３) ", "**",
+                "__", "b", "[1]", "[2, 3]", "[", "]", "\u00a0", "\t", ".", ")", "é"]
+    for _ in range(20_000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30)))
+        found = style.answer_style(text)
+        assert (found["headers"], found["list_items"], found["bold"], found["citations"]) == (
+            len(style._HEADER.findall(text)), len(style._LIST_ITEM.findall(text)), len(style._BOLD.findall(text)),
+            len(style._CITATION.findall(text))), text

@@ -45,3 +45,10 @@ def test_nothing_is_written_to_tiktokens_cache(tmp_path, monkeypatch):
     encoding, exact = get_encoding("some-local-model")
     assert not exact and encoding.encode("hello world") == [24912, 2375]  # o200k_base
     assert not cache.exists()
+
+
+@pytest.mark.parametrize("model", ["gpt-4o", "gpt-4-0125-preview"])
+def test_count_is_the_length_of_the_ids_special_token_text_counted_as_text(model):
+    encoding, _ = get_encoding(model)
+    for text in [*TEXTS, "<|endoftext|><|fim_prefix|>", "half \ud83d an emoji", "word " * 60_000]:
+        assert encoding.count(text) == len(encoding.encode(text, disallowed_special=()))

@@ -60,6 +60,8 @@ __all__ = ["CACHE_ENV", "SCHEMA_VERSION", "CacheCorrupt", "CachedCompletion", "C
 CACHE_ENV = "RAG_QA_ARENA_CACHE"
 CACHE_FILE = "completions.sqlite"
 _SQLITE_MAX_VARS = 900
+#: The most claims on answered keys kept by :meth:`CompletionCache.store` before they are dropped together.
+STORED_CLAIMS_KEPT = 256
 _RETURNING = " RETURNING owner" if sqlite3.sqlite_version_info >= (3, 35) else ""
 _ORIGINAL_CHARS = "original_chars"  # version 0 kept a cut reply's full length in the usage column
 #: The layout of the cache file (``PRAGMA user_version``): 0 before it was versioned, 1 with the
@@ -170,15 +172,12 @@ class CompletionCache:
         try:
             make_folder(path.parent, target=path)
         except OSError as error:
-            raise PermissionError(
-                error.errno,
-                f"Cannot create the cache folder {path.parent}: {error.strerror}. "
-                f"Choose another with cache_dir= / --cache-dir or ${CACHE_ENV}",
-                str(path.parent),
-            ) from None
+            raise PermissionError(error.errno, f"Cannot create the cache folder {path.parent}: {error.strerror}. Choose "
+                                  f"another with cache_dir= / --cache-dir or ${CACHE_ENV}", str(path.parent)) from None
         self.path = path
         self._lock = threading.Lock()
-        self._thread = SerialThread("rag-qa-arena-cache")
+        self._thread = SerialThread("rag-qa-arena-cache", idle=self._release_stored)
+        self._stored_claims: list[tuple[str, str]] = []  # (key, owner): claims on keys just answered (store)
         with _sqlite_errors(path):
             self._conn = sqlite3.connect(str(path), timeout=60.0, isolation_level=None, check_same_thread=False)
             try:
@@ -219,18 +218,15 @@ class CompletionCache:
         return found
 
     def __contains__(self, key: str) -> bool:
-        entry = self.get(key)
-        return entry is not None and entry.valid
+        return (entry := self.get(key)) is not None and entry.valid
 
     def __len__(self) -> int:
-        with self._lock, _sqlite_errors(self.path):
-            return int(self._conn.execute("SELECT COUNT(*) FROM completions").fetchone()[0])
+        return self.count()
 
     def count(self, *, valid: bool | None = None) -> int:
-        if valid is None:
-            return len(self)
+        where, values = ("", ()) if valid is None else (" WHERE valid = ?", (int(valid),))
         with self._lock, _sqlite_errors(self.path):
-            return int(self._conn.execute("SELECT COUNT(*) FROM completions WHERE valid = ?", (int(valid),)).fetchone()[0])
+            return int(self._conn.execute(f"SELECT COUNT(*) FROM completions{where}", values).fetchone()[0])
 
     # -- writing -----------------------------------------------------------------------------
     def put(self, key: str, completion: Completion, *, valid: bool, backend: str | None = None) -> None:
@@ -283,6 +279,32 @@ class CompletionCache:
         with self._lock, _sqlite_errors(self.path):
             self._conn.execute("DELETE FROM claims WHERE key = ? AND owner = ?", (key, owner))
 
+    def store(self, key: str, completion: Completion, *, valid: bool, owner: str, backend: str | None = None) -> None:
+        """:meth:`put` the answer to ``owner``'s claim on ``key``, then drop the claim: at once after an invalid answer
+        (a run waiting for it takes it), after a valid one with those stored meanwhile once the thread is idle, at
+        :data:`STORED_CLAIMS_KEPT` or at :meth:`close` (till then it only sends another run to the answer stored)."""
+        try:
+            self.put(key, completion, valid=valid, backend=backend)
+        except BaseException:
+            self.release(key, owner)
+            raise
+        if not valid:
+            return self.release(key, owner)
+        with self._lock:
+            self._stored_claims.append((key, owner))
+            due = len(self._stored_claims) >= STORED_CLAIMS_KEPT
+        if due:  # calls that never stop coming: no wait for the thread to be idle
+            self._release_stored()
+
+    def _release_stored(self) -> None:
+        """Drop the claims :meth:`store` kept, up to 450 in one statement."""
+        with self._lock, _sqlite_errors(self.path):
+            while self._stored_claims:
+                chunk = self._stored_claims[: _SQLITE_MAX_VARS // 2]
+                self._conn.execute(f"DELETE FROM claims WHERE (key, owner) IN (VALUES {','.join(['(?, ?)'] * len(chunk))})",
+                                   [value for claim in chunk for value in claim])
+                del self._stored_claims[: len(chunk)]
+
     def mark_invalid(self, key: str) -> None:
         """Mark the entry under ``key`` invalid (a stored reply that fails its check now)."""
         with self._lock, _sqlite_errors(self.path):
@@ -291,6 +313,8 @@ class CompletionCache:
     def close(self) -> None:
         """Wait for the calls made through :meth:`off_loop`, then close the connection."""
         self._thread.close()
+        with contextlib.suppress(sqlite3.Error, OSError):  # (claims left lapse with this process, or their TTL)
+            self._release_stored()
         with self._lock:
             self._conn.close()
 

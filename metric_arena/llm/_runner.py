@@ -108,6 +108,14 @@ class RequestResult:
         return None if self.completion is None else self.completion.text
 
 
+def _claimed_unanswered(cache: CompletionCache, key: str, owner: str, ttl: float) -> bool:
+    """Claim ``key`` (on the cache's thread): True when this owner holds it and no valid answer is stored."""
+    if not cache.claim(key, owner, ttl):
+        return False
+    found = cache.get(key)
+    return found is None or not found.valid
+
+
 class _Busy(Exception):
     """Another process is sending this request right now (it holds the key's claim in the cache)."""
 
@@ -183,8 +191,9 @@ class Runner:
             keys = cache_keys(backend.identity(), request, range(int(reask) + 1))
         else:
             keys = [None] * (int(reask) + 1)
-        # every attempt's stored entry in one trip to the cache's thread (a fresh request is then sent at once)
-        stored = await self.cache.off_loop(self.cache.get_many, keys) if self.cache is not None else {}
+        # Every attempt's stored entry and, when none is stored, the first attempt's claim: one trip to the cache's
+        # thread (a fresh request then waits for its slot claimed already, and is sent at once).
+        stored, first_claim = await self._read_and_claim(keys, backend) if self.cache is not None else ({}, None)
         for attempt in range(int(reask) + 1):
             attempts = attempt + 1
             key = keys[attempt]
@@ -205,7 +214,8 @@ class Runner:
                 if found is not None:
                     return found
             try:
-                completion, valid, cached = await self._ask(backend, request, key, validate)
+                claim, first_claim = (first_claim, None) if attempt == 0 else (None, None)
+                completion, valid, cached = await self._ask(backend, request, key, validate, claim)
             except BadReply as failure:
                 self.errors[failure.kind] += 1
                 error = str(failure)
@@ -222,17 +232,20 @@ class Runner:
             last, last_cached, error = completion, cached, "invalid reply"
         return RequestResult(last, False, attempts, last_cached, error=error)
 
-    async def _ask(self, backend: Backend, request: ChatRequest, key: str, validate) -> tuple[Completion, bool, bool]:
+    async def _ask(self, backend: Backend, request: ChatRequest, key: str, validate,
+                   claim: bool | None = None) -> tuple[Completion, bool, bool]:
         """``(completion, valid, cached)`` for one attempt: the backend's reply, checked and stored, or
-        the answer another process stored under ``key`` while it was sending the same request."""
+        the answer another process stored under ``key`` while it was sending the same request. ``claim``: the
+        outcome of the claim on ``key`` when it was made already (:meth:`_read_and_claim`); it is released here."""
         claimed = self.cache is not None
         released = False
         try:
             while True:
                 try:
-                    full = await self._send(backend, request, key if claimed else None)
+                    full = await self._send(backend, request, key if claimed else None, claim)
                     break
                 except _Busy:
+                    claim = None  # claimed again before the next try
                     entry = await self._wait_for_other(key, validate)
                     if entry is not None:
                         self.n_cached += 1
@@ -246,10 +259,7 @@ class Runner:
                 cache, owner = self.cache, self._owner
 
                 def store() -> None:  # one trip to the cache's thread: store the answer, drop the claim
-                    try:
-                        cache.put(key, completion, valid=valid, backend=backend.spec)
-                    finally:
-                        cache.release(key, owner)
+                    cache.store(key, completion, valid=valid, owner=owner, backend=backend.spec)
 
                 released = True
                 await cache.off_loop(store)
@@ -307,23 +317,28 @@ class Runner:
         kept = text[: cap - tail - len(CUT_MARK)] + CUT_MARK + text[-tail:]
         return replace(completion, text=kept, original_chars=len(text))
 
-    async def _send(self, backend: Backend, request: ChatRequest, key: str | None = None) -> Completion:
+    async def _send(self, backend: Backend, request: ChatRequest, key: str | None = None,
+                    claim: bool | None = None) -> Completion:
         """The backend's reply, after retries; with ``key``, each attempt first claims it in the cache
-        (:class:`_Busy` when another process is sending the same request right now)."""
+        (:class:`_Busy` when another process is sending the same request right now), the first one unless
+        ``claim`` says how its claim, made already, went."""
         retry = 0
         reach = self._reach.setdefault(id(backend), FirstContact())
         window = self.retry.fail_fast_after
         while True:
             if self._fatal is not None:
                 raise self._fatal
+            if claim is False:
+                raise _Busy  # (before waiting for a slot)
             wait = None
             # Device backends batch on their own (up to backend.batch_size per call): the
             # concurrency limit is for requests over the network.
             async with (contextlib.nullcontext() if backend.batched else self._sem()):
                 if self._fatal is not None:
                     raise self._fatal
-                if key is not None and not await self._claim(key, backend):
+                if key is not None and not claim and not await self._claim(key, backend):
                     raise _Busy
+                claim = None  # a retry claims again (renewing the claim)
                 if self.limiter is not None:
                     await self.limiter.acquire(estimate_tokens(request.messages, request.max_tokens))
                 self.n_sent += 1
@@ -369,17 +384,30 @@ class Runner:
     async def _claim(self, key: str, backend: Backend) -> bool:
         """Claim ``key`` before sending it: False when another process is sending it, or has just
         stored a valid answer under it (then there is nothing to send). One call on the cache's thread."""
-        # A claim lasts one attempt (the backend's timeout), the longest backoff and a margin.
-        ttl = float(getattr(backend, "timeout", None) or 120.0) + self.retry.max_wait + 30.0
-        cache, owner = self.cache, self._owner
+        cache, owner, ttl = self.cache, self._owner, self._claim_ttl(backend)
+        return await cache.off_loop(lambda: _claimed_unanswered(cache, key, owner, ttl))
 
-        def claim() -> bool:
-            if not cache.claim(key, owner, ttl):
-                return False
-            found = cache.get(key)
-            return found is None or not found.valid
+    async def _read_and_claim(self, keys: list[str], backend: Backend) -> tuple[dict, bool | None]:
+        """The entries stored under ``keys`` and, when there are none, the first key's claim (as
+        :meth:`_claim`; None when not tried): one call on the cache's thread. Cancelled while it runs, the
+        claim it may have made is released (after it, on the same thread)."""
+        cache, owner, ttl = self.cache, self._owner, self._claim_ttl(backend)
 
-        return await cache.off_loop(claim)
+        def read_and_claim() -> tuple[dict, bool | None]:
+            found = cache.get_many(keys)
+            return (found, None) if found else (found, _claimed_unanswered(cache, keys[0], owner, ttl))
+
+        try:
+            return await cache.off_loop(read_and_claim)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await cache.off_loop(cache.release, keys[0], owner)
+            raise
+
+    def _claim_ttl(self, backend: Backend) -> float:
+        """A claim lasts one attempt (the backend's timeout), the longest backoff and a margin; it is made
+        before the request waits for a slot (at most the requests in flight before it)."""
+        return float(getattr(backend, "timeout", None) or 120.0) + self.retry.max_wait + 30.0
 
     def _batcher(self, backend: Backend) -> Batcher:
         batcher = self._batchers.get(id(backend))

@@ -24,13 +24,16 @@ class SerialThread:
     """Synchronous calls run one at a time, in the order made, on a thread of their own, awaited by
     async code (:meth:`call`). Calls made while the thread is busy queue up and are drained in one go,
     their outcomes handed back to the loop together: one wake-up of each side for many calls. A call
-    made still runs when its awaiting task is cancelled (its outcome, an error too, is then dropped)."""
+    made still runs when its awaiting task is cancelled (its outcome, an error too, is then dropped).
+    ``idle``: run on the thread once the calls made are drained (work that is done best in one go after
+    them); an error of it is dropped (it is called again after the next calls)."""
 
     #: Seconds of calls after which the outcomes so far go back to the loop before the next call.
     HAND_BACK_AFTER = 0.002
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, *, idle: Callable[[], Any] | None = None):
         self.name = name
+        self._idle = idle
         self._lock = threading.Lock()  # guards the queue; never held while a call runs
         self._queue: list = []
         self._draining = False
@@ -49,12 +52,19 @@ class SerialThread:
         return await future
 
     def _drain(self) -> None:
+        tidied = False
         while True:
             with self._lock:
                 calls, self._queue = self._queue, []
-                if not calls:
+                if not calls and (tidied or self._idle is None):
                     self._draining = False
                     return
+            if not calls:  # drained: the idle work, then a last look for calls made meanwhile
+                tidied = True
+                with contextlib.suppress(Exception):
+                    self._idle()
+                continue
+            tidied = False
             done: list = []
             since = time.monotonic()
             for fn, loop, future in calls:

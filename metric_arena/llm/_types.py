@@ -222,7 +222,11 @@ KEY_VERSION = 1
 
 
 def canonical_json(obj) -> str:
-    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return _canonical(obj)
+
+
+# json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":")) without an encoder made per call
+_canonical = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode
 
 
 def cache_keys(identity: dict, request: ChatRequest, attempts) -> list[str]:

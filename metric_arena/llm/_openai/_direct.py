@@ -132,7 +132,9 @@ class DirectClient:
         if organization:
             self.headers["OpenAI-Organization"] = organization
         self.timeout = timeout
-        self._timeouts = aiohttp.ClientTimeout(total=None, connect=connect_timeout, sock_read=timeout)
+        # (no read timeout: the caller bounds the whole attempt by ``timeout``, which ends first; aiohttp would
+        # move a read timer at every chunk received)
+        self._timeouts = aiohttp.ClientTimeout(total=None, connect=connect_timeout)
         # $HTTPS_PROXY/$HTTP_PROXY/$NO_PROXY read once here (aiohttp's trust_env would look them and ~/.netrc up
         # in a thread for every request)
         try:
@@ -148,7 +150,8 @@ class DirectClient:
         loop = asyncio.get_running_loop()
         if self._session is None or self._loop is not loop or self._session.closed:
             connector = aiohttp.TCPConnector(limit=0, ssl=tls_context(), enable_cleanup_closed=False)
-            self._session = aiohttp.ClientSession(connector=connector, timeout=self._timeouts,
+            # the headers as the session's own: aiohttp merges a request's headers into them one by one
+            self._session = aiohttp.ClientSession(connector=connector, timeout=self._timeouts, headers=self.headers,
                                                   cookie_jar=aiohttp.DummyCookieJar(),
                                                   skip_auto_headers=("Accept-Encoding",), auto_decompress=False)
             self._loop = loop
@@ -160,8 +163,7 @@ class DirectClient:
         error (:func:`status_error`, its body read at most ``ERROR_BODY_BYTES``)."""
         session = self._get_session()
         try:
-            async with session.post(self.url, data=body, headers=self.headers, proxy=self._proxy,
-                                    proxy_auth=self._proxy_auth) as response:
+            async with session.post(self.url, data=body, proxy=self._proxy, proxy_auth=self._proxy_auth) as response:
                 if response.status >= 400:
                     error_body = await _read_some(response, ERROR_BODY_BYTES)
                     raise status_error(response.status, error_body, response.headers, describe=describe)

@@ -181,7 +181,7 @@ def parse_reply(raw: bytes, base_url: str, clean=lambda text: text) -> Completio
     except UnicodeDecodeError:
         raise BadReply(f"reply body from {base_url} is not UTF-8", kind="bad_unicode") from None
     try:
-        reply = json.loads(text_body, parse_constant=_no_constant)
+        reply = _strict_decode(text_body)
     except (ValueError, RecursionError):  # not JSON
         raise BadReply(f"malformed reply body from {base_url}: not JSON", kind="malformed") from None
     if not isinstance(reply, dict):
@@ -221,6 +221,10 @@ def parse_reply(raw: bytes, base_url: str, clean=lambda text: text) -> Completio
 
 def _no_constant(name: str):
     raise ValueError(f"{name} is not JSON")
+
+
+# json.loads(text, parse_constant=_no_constant) without a decoder made per call
+_strict_decode = json.JSONDecoder(parse_constant=_no_constant).decode
 
 
 def retry_after_seconds(response) -> float | None:
