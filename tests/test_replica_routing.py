@@ -136,8 +136,10 @@ def test_the_summary_records_each_replicas_requests_failures_retries_and_mean_la
                      "--out", str(tmp_path / "run"), "--cache-dir", str(tmp_path / "c"), "--no-progress"]) == 0
         sent = [len(one.requests), len(two.requests)]
     rows = json.loads((tmp_path / "run" / "summary.json").read_text())["endpoints"]["openai:judge"]["replicas"]
-    # 12 requests, plus a copy for each exploring attempt that outlasted the other replica (a busy machine)
-    assert [r["n_requests"] for r in rows] == sent and sum(sent) == 12 + sum(r["n_hedges"] for r in rows)
+    # 12 requests, plus a copy for each exploring attempt that outlasted the other replica (a busy machine); a
+    # cancelled copy's body may not have been read by the server when it stops
+    assert sum(r["n_requests"] for r in rows) == 12 + sum(r["n_hedges"] for r in rows)
+    assert all(r["n_requests"] >= k for r, k in zip(rows, sent)) and sum(sent) >= 12
     assert sum(r["n_answered"] for r in rows) == 12
     assert all(r["n_failures"] == r["n_retries"] == 0 for r in rows)
     assert all(r["mean_latency_s"] is None or r["mean_latency_s"] > 0 for r in rows)
