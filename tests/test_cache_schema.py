@@ -190,3 +190,49 @@ def test_an_error_of_a_call_whose_task_was_cancelled_is_not_logged(tmp_path, cap
     gc.collect()
     cache.close()
     assert "never retrieved" not in caplog.text
+
+
+class Gated(Echo):
+    """Echo, each reply held until ``gate`` is set."""
+
+    def __init__(self) -> None:
+        self.gate = asyncio.Event()
+
+    async def complete(self, request: ChatRequest) -> Completion:
+        await self.gate.wait()
+        return await super().complete(request)
+
+
+@pytest.mark.parametrize("ttl, claims_of_the_second", [(3600.0, 1), (0.2, 2)])
+def test_a_claim_made_before_the_wait_for_a_slot_is_made_again_when_half_its_life_went_by(
+        tmp_path, ttl, claims_of_the_second):
+    """A fresh request claims its key with its cache read, before it waits for a slot; when the wait took
+    over half the claim's life, it claims again before sending (else another process could take the
+    lapsed claim and send the same request). Order decides, not speed: the second request waits 0.3 s
+    for the one slot, more than half a 0.2 s life and far less than half an hour's."""
+    cache = CompletionCache(tmp_path)
+    claims: list[str] = []
+    claim = cache.claim
+
+    def counted(key, owner, life):
+        claims.append(key)
+        return claim(key, owner, life)
+
+    cache.claim = counted
+    requests = [ChatRequest([{"role": "user", "content": text}]) for text in ("first", "second")]
+
+    async def main():
+        runner, backend = Runner(cache, max_concurrency=1), Gated()
+        runner._claim_ttl = lambda _backend: ttl
+        first = asyncio.ensure_future(runner.run_one(backend, requests[0]))
+        await asyncio.sleep(0.05)
+        second = asyncio.ensure_future(runner.run_one(backend, requests[1]))
+        await asyncio.sleep(0.3)  # the second one claimed and waits for the slot the first one holds
+        backend.gate.set()
+        return await first, await second
+
+    results = asyncio.run(main())
+    assert all(r.valid for r in results)
+    second_key = cache_key(Echo().identity(), requests[1])
+    assert claims.count(second_key) == claims_of_the_second, claims
+    cache.close()

@@ -116,6 +116,11 @@ def _claimed_unanswered(cache: CompletionCache, key: str, owner: str, ttl: float
     return found is None or not found.valid
 
 
+def _claimed_at(cache: CompletionCache, key: str, owner: str, ttl: float) -> float | bool:
+    """As :func:`_claimed_unanswered`, the claim's time (``time.monotonic()``) when it was made."""
+    return _claimed_unanswered(cache, key, owner, ttl) and time.monotonic()
+
+
 class _Busy(Exception):
     """Another process is sending this request right now (it holds the key's claim in the cache)."""
 
@@ -233,10 +238,11 @@ class Runner:
         return RequestResult(last, False, attempts, last_cached, error=error)
 
     async def _ask(self, backend: Backend, request: ChatRequest, key: str, validate,
-                   claim: bool | None = None) -> tuple[Completion, bool, bool]:
+                   claim: float | bool | None = None) -> tuple[Completion, bool, bool]:
         """``(completion, valid, cached)`` for one attempt: the backend's reply, checked and stored, or
         the answer another process stored under ``key`` while it was sending the same request. ``claim``: the
-        outcome of the claim on ``key`` when it was made already (:meth:`_read_and_claim`); it is released here."""
+        outcome of the claim on ``key`` when it was made already (:meth:`_read_and_claim`: when, or False); it is
+        released here."""
         claimed = self.cache is not None
         released = False
         try:
@@ -318,10 +324,11 @@ class Runner:
         return replace(completion, text=kept, original_chars=len(text))
 
     async def _send(self, backend: Backend, request: ChatRequest, key: str | None = None,
-                    claim: bool | None = None) -> Completion:
+                    claim: float | bool | None = None) -> Completion:
         """The backend's reply, after retries; with ``key``, each attempt first claims it in the cache
         (:class:`_Busy` when another process is sending the same request right now), the first one unless
-        ``claim`` says how its claim, made already, went."""
+        ``claim`` says how its claim, made already, went (False: busy; a time: held since then, claimed again
+        when half its life went by waiting for a slot)."""
         retry = 0
         reach = self._reach.setdefault(id(backend), FirstContact())
         window = self.retry.fail_fast_after
@@ -336,7 +343,8 @@ class Runner:
             async with (contextlib.nullcontext() if backend.batched else self._sem()):
                 if self._fatal is not None:
                     raise self._fatal
-                if key is not None and not claim and not await self._claim(key, backend):
+                fresh = bool(claim) and time.monotonic() - claim < self._claim_ttl(backend) / 2
+                if key is not None and not fresh and not await self._claim(key, backend):
                     raise _Busy
                 claim = None  # a retry claims again (renewing the claim)
                 if self.limiter is not None:
@@ -387,15 +395,15 @@ class Runner:
         cache, owner, ttl = self.cache, self._owner, self._claim_ttl(backend)
         return await cache.off_loop(lambda: _claimed_unanswered(cache, key, owner, ttl))
 
-    async def _read_and_claim(self, keys: list[str], backend: Backend) -> tuple[dict, bool | None]:
+    async def _read_and_claim(self, keys: list[str], backend: Backend) -> tuple[dict, float | bool | None]:
         """The entries stored under ``keys`` and, when there are none, the first key's claim (as
-        :meth:`_claim`; None when not tried): one call on the cache's thread. Cancelled while it runs, the
+        :meth:`_claim`, its time when made; None when not tried): one call on the cache's thread. Cancelled while it runs, the
         claim it may have made is released (after it, on the same thread)."""
         cache, owner, ttl = self.cache, self._owner, self._claim_ttl(backend)
 
-        def read_and_claim() -> tuple[dict, bool | None]:
+        def read_and_claim() -> tuple[dict, float | bool | None]:
             found = cache.get_many(keys)
-            return (found, None) if found else (found, _claimed_unanswered(cache, keys[0], owner, ttl))
+            return (found, None) if found else (found, _claimed_at(cache, keys[0], owner, ttl))
 
         try:
             return await cache.off_loop(read_and_claim)
