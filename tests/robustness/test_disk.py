@@ -79,7 +79,8 @@ def test_generate_on_a_full_disk_stops_cleanly(tmp_path, capsys):
         assert_clear_write_error(code, err, full)
         assert "No space left on device" in err
         n_cached = cached(tmp_path / "cache")
-        assert 0 < n_cached < N
+        # every answer may be in before the full disk stops the writer (a busy machine): the re-run then sends none
+        assert 0 < n_cached <= N
         server.clear()
         code, stdout, err = cli(generate_argv(tmp_path, server, tmp_path / "preds.jsonl", tmp_path / "cache"), capsys)
         assert code == 0, err
