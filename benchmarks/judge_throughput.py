@@ -88,39 +88,58 @@ def child_package(n: int, url: str, concurrency: int, cache_dir: str | None) -> 
 
 
 def child_plain(n: int, url: str, concurrency: int) -> dict:
-    """The same request bodies (the package's Batch API lines) through one aiohttp session and a semaphore:
-    no cache, no retries, no parsing beyond reading the reply's text."""
+    """What a hand-written loop does: the paper's prompt formatted for each pair (its fixed turns and template
+    read once, before the clock starts), posted through one aiohttp session and a semaphore, the rating read
+    from the reply. No cache, no retries, no checks. Its request bodies are checked equal, before the clock
+    starts, to the package's Batch API lines for the same pairs: the same requests."""
     import asyncio
+    import re
 
     import aiohttp
 
     from metric_arena import RunConfig
     from metric_arena.judge import judge_batch_requests
+    from metric_arena.prompts import JUDGE_TEMPLATE_FILE, judge_messages, load_template
 
     data = _inputs(n)
-    planned = judge_batch_requests(data["predictions"], data["references"], data["questions"], ids=data["ids"],
-                                   domains=data["domains"], judge="openai:bench-judge",
-                                   run=RunConfig(use_cache=False))
-    bodies = [body for plan in planned.values() for _, body in plan["requests"]]
+    turns, template = judge_messages("", "", "")[:-1], load_template(JUDGE_TEMPLATE_FILE)
+    rating = re.compile(r"<rating>\s*(\d)\s*</rating>")
+
+    def body(question: str, prediction: str, reference: str) -> dict:
+        first, second = (prediction, reference) if len(question.split(" ")) % 2 == 0 else (reference, prediction)
+        user = template.replace("{x.question}", question).replace("{x.response1}", first).replace(
+            "{x.response2}", second)
+        return {"model": "bench-judge", "messages": [*turns, {"role": "user", "content": user}], "max_tokens": 256,
+                "temperature": 0.0, "top_p": 1.0}
+
+    planned = judge_batch_requests(JudgeInputs(predictions=data["predictions"], references=data["references"],
+                                               questions=data["questions"], ids=data["ids"], domains=data["domains"]),
+                                   judge="openai:bench-judge", run=RunConfig(use_cache=False))
+    package_bodies = [line for plan in planned.values() for _, line in plan["requests"]]
+    if package_bodies != [body(*pair) for pair in zip(data["questions"], data["predictions"], data["references"])]:
+        raise SystemExit("the plain loop's requests differ from the package's: fix child_plain's body()")
+    del planned, package_bodies
 
     async def send_all() -> int:
         failed = 0
         semaphore = asyncio.Semaphore(concurrency)
         headers = {"Authorization": "Bearer sk-bench", "Content-Type": "application/json"}
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
-            async def one(body: dict) -> None:
+            async def one(question: str, prediction: str, reference: str) -> None:
                 nonlocal failed
                 async with semaphore:
-                    async with session.post(f"{url}/chat/completions", data=json.dumps(body), headers=headers) as r:
+                    data = json.dumps(body(question, prediction, reference))
+                    async with session.post(f"{url}/chat/completions", data=data, headers=headers) as r:
                         answer = await r.json()
-                        failed += r.status != 200 or not answer["choices"][0]["message"]["content"]
+                        failed += r.status != 200 or not rating.search(answer["choices"][0]["message"]["content"])
 
-            await asyncio.gather(*(one(body) for body in bodies))
+            await asyncio.gather(*(one(*pair) for pair in zip(data["questions"], data["predictions"],
+                                                              data["references"])))
         return failed
 
     cpu, start = _cpu(), time.perf_counter()
     failed = asyncio.run(send_all())
-    return {"wall": time.perf_counter() - start, "cpu": _cpu() - cpu, "n_sent": len(bodies), "n_failed": failed}
+    return {"wall": time.perf_counter() - start, "cpu": _cpu() - cpu, "n_sent": n, "n_failed": failed}
 
 
 def run_child(client: str, n: int, url: str, concurrency: int, tmp: str) -> dict:

@@ -6,6 +6,8 @@ import gzip
 import hashlib
 from importlib.resources import files
 
+import random
+
 import pytest
 
 from metric_arena.llm._tokens import encoding_name, get_encoding
@@ -50,5 +52,8 @@ def test_nothing_is_written_to_tiktokens_cache(tmp_path, monkeypatch):
 @pytest.mark.parametrize("model", ["gpt-4o", "gpt-4-0125-preview"])
 def test_count_is_the_length_of_the_ids_special_token_text_counted_as_text(model):
     encoding, _ = get_encoding(model)
-    for text in [*TEXTS, "<|endoftext|><|fim_prefix|>", "half \ud83d an emoji", "word " * 60_000]:
+    rng = random.Random(0)
+    pieces = [*"ab z\n\t ,.'<|>", "é", "漢", "🙂", "\u200b", "<|endoftext|>", " 123", "\r\n"]
+    randomized = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 60))) for _ in range(2_000)]
+    for text in [*TEXTS, "", "<|endoftext|><|fim_prefix|>", "half \ud83d an emoji", "word " * 60_000, *randomized]:
         assert encoding.count(text) == len(encoding.encode(text, disallowed_special=()))

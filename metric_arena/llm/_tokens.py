@@ -138,6 +138,10 @@ class _Encoding:
     def __init__(self, encoding):
         self._encoding = encoding
         self.name = getattr(encoding, "name", "")
+        # the Rust tokenizer's own count (no list of ids made: 37 -> 27 us a 650-character text), where this
+        # bpe-openai has it; else the length of encode_ordinary's ids
+        backend = getattr(encoding, "_backend", None)
+        self._count = getattr(backend, "count", None)
 
     def encode(self, text: str, **options) -> list[int]:
         if len(text) <= _ENCODE_PIECE:
@@ -157,9 +161,14 @@ class _Encoding:
     def count(self, text: str) -> int:
         """``len(encode(text, disallowed_special=()))``: the tokens of ``text``, special-token text counted as
         text, through ``encode_ordinary`` (the same ids without ``encode``'s per-call record and metrics)."""
-        if len(text) <= _ENCODE_PIECE:
-            return len(self._encoding.encode_ordinary(text))
-        return len(self.encode(text, disallowed_special=()))
+        if len(text) > _ENCODE_PIECE:
+            return len(self.encode(text, disallowed_special=()))
+        if self._count is not None and text:
+            try:
+                return self._count(text)
+            except UnicodeEncodeError:  # a lone surrogate: encode_ordinary replaces it first
+                pass
+        return len(self._encoding.encode_ordinary(text))
 
 
 class TokenCounter:

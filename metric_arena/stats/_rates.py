@@ -13,6 +13,8 @@ import math
 import statistics
 
 import numpy as np
+import numpy.ma  # noqa: F401 - np.quantile imports it at its first call (25-60 ms of CPU): here, not in a run
+import numpy.random  # noqa: F401 - as np.random's first use does (~20 ms)
 
 from lfrqa.errors import RagQaArenaError
 from metric_arena.stats._sampling import wilson_interval
