@@ -60,7 +60,8 @@ def _check(result: dict, names: list[str], received: dict[str, int]) -> bool:
         print(f"    {name:<6} {replica['n_requests']:>6,} requests ({replica['n_requests'] / sum(received.values()):4.0%}),"
               f" {replica['n_failures']:>4,} failures, {replica['n_retries']:>4,} retries, {replica['n_hedges']:>3,} hedge "
               f"copies, mean latency {latency}, recent error rate {replica['error_rate']:.2f}")
-        if replica["n_requests"] != received[name]:
+        # (a hedge's copy cancelled on its way, the other attempt having answered, may never reach the server)
+        if not received[name] <= replica["n_requests"] <= received[name] + replica["n_hedges"]:
             print(f"    COUNTS DIFFER: the server {name} received {received[name]:,}")
             broken = True
     retries = sum(r["n_retries"] for r in endpoint["replicas"])

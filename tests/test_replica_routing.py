@@ -163,23 +163,24 @@ def test_a_replica_not_yet_known_is_tried_one_request_at_a_time_once_another_is_
 def test_an_exploring_attempt_gets_a_copy_at_the_best_replica_once_it_outlasts_that_ones_expected_latency():
     clock = Clock()
     balance = Balancer(2, clock=clock)
-    assert balance.doubtful(0) and balance.doubtful(1)  # nothing known: every attempt explores
+    assert balance.doubtful(0) == balance.doubtful(1) == Balancer.HEDGE_AFTER  # nothing known: every attempt explores
     token = balance.started(1)
-    wait, other = balance.backup(1, token[0])
+    wait, other = balance.backup(1, token[0], Balancer.HEDGE_AFTER)
     assert other is None and wait == Balancer.POLL  # nothing known to hedge with: look again soon
     for _ in range(Balancer.WARM_UP + 10):
         _answer(balance, clock, 0, 0.2)
-    assert not balance.doubtful(0) and balance.doubtful(1)
-    wait, other = balance.backup(1, clock.now)
-    assert other is None and abs(wait - Balancer.HEDGE_AFTER * balance.expected(0)) < 1e-9
+    assert balance.doubtful(0) is None and balance.doubtful(1) == Balancer.HEDGE_AFTER
+    wait, other = balance.backup(1, clock.now, Balancer.HEDGE_AFTER)
+    assert other is None and abs(wait - Balancer.HEDGE_AFTER * balance.line(0)[1]) < 1e-9
     clock.now += wait
-    assert balance.backup(1, clock.now - wait) == (0.0, 0)  # ran as long as replica 0 is expected to: copy there
+    assert balance.backup(1, clock.now - wait, Balancer.HEDGE_AFTER) == (0.0, 0)  # ran as long as replica 0 is expected to: copy there
     balance.overtaken(1, token)  # the copy answered first: replica 1 took at least that long
     assert balance.line(1) is not None and balance.line(1)[1] > 1.2 * balance.line(0)[1]
     assert balance.timed[1] == 0 and balance.figures(1)["mean_latency_s"] is None  # a lower bound, not an answer
-    assert balance.doubtful(1)  # known slower: its later attempts (probes) are hedged too
+    assert balance.doubtful(1) == 0.0  # known slower: its later attempts (probes) are shadows, copied at once
+    assert balance.backup(1, clock.now, 0.0) == (0.0, 0)
     with_one = Balancer(1, clock=clock)
-    assert not with_one.doubtful(0)  # one replica: nothing to hedge with
+    assert with_one.doubtful(0) is None  # one replica: nothing to hedge with
 
 
 def test_a_slow_replicas_first_requests_are_answered_by_copies_at_the_fast_one(tmp_path):
@@ -208,3 +209,65 @@ def test_answers_to_attempts_sent_before_a_failure_do_not_bring_a_replica_back_e
     assert balance.order()[0] == 0  # back on probation, but those two answers do not count: one in flight at most
     balance.load[1] = 0
     assert balance.order()[0] == 1
+
+
+def test_a_probe_and_an_attempt_on_probation_are_shadows_copied_at_once_and_a_low_bound_says_nothing():
+    balance, clock = _trained(lambda r, load: 0.2 if r == 0 else 1.0)
+    assert balance.doubtful(0) is None and balance.doubtful(1) == 0.0  # replica 1 known slower: a probe is a shadow
+    token = balance.started(1)
+    assert balance.backup(1, token[0], 0.0) == (0.0, 0)  # its copy at replica 0 goes at once
+    before = balance.line(1)
+    clock.now += 0.2
+    balance.overtaken(1, token)  # the copy answered first after 0.2 s: "at least 0.2 s" is no news of a 1 s replica
+    assert balance.line(1) == before
+    slow = Balancer(2, clock=clock)
+    for _ in range(Balancer.WARM_UP + 10):
+        _answer(slow, clock, 0, 0.2)
+    token = slow.started(1)
+    clock.now += 0.5
+    slow.overtaken(1, token)  # no estimate yet: the bound is one
+    assert abs(slow.line(1)[1] - 0.5) < 1e-9
+    same, clock = _trained(lambda r, load: 0.2)
+    same.failed(1)
+    clock.now += Balancer.OUT_FOR + 0.01
+    assert same.order()[0] == 1 and same.doubtful(1) == 0.0  # back on probation: a shadow, no request waits on it
+    assert same.backup(1, clock.now, 0.0) == (0.0, 0)
+    same.strikes[1] = 0
+    assert same.doubtful(1) is None  # cleared: plain attempts again
+
+
+def test_a_shadow_failing_as_its_copy_answers_counts_the_copy_as_the_retry():
+    import asyncio
+
+    from metric_arena.llm import Completion
+    from metric_arena.llm._openai import OpenAIBackend
+    from metric_arena.llm._types import TransientBackendError
+
+    backend = OpenAIBackend("m", base_url=["http://127.0.0.1:9/v1", "http://127.0.0.1:9/v2"], api_key="k")
+    balance, clock = _trained(lambda r, load: 0.2)
+    balance.failed(1)
+    clock.now += Balancer.OUT_FOR + 0.01
+    assert balance.order()[0] == 1 and balance.doubtful(1) == 0.0  # on probation: a shadow
+    backend._balance = balance
+
+    async def run() -> tuple[int, Completion]:
+        release = asyncio.Event()
+
+        async def attempt(replica, token, body, request):  # both end in the same turn of the loop
+            await release.wait()
+            balance.finished(replica, token, answered=replica == 0)
+            if replica == 1:
+                balance.failed(1)
+                raise TransientBackendError("HTTP 500", kind="500")
+            return Completion("<rating>1</rating>", model="m")
+
+        backend._attempt = attempt
+        hedged = asyncio.ensure_future(backend._hedged(1, b"{}", None, after=0.0, retry=False, tried=set()))
+        for _ in range(5):
+            await asyncio.sleep(0)
+        release.set()
+        return await hedged
+
+    replica, completion = asyncio.run(run())
+    assert replica == 0 and completion.text == "<rating>1</rating>"
+    assert balance.hedges[0] == 1 and balance.retries[0] == 1  # the copy carried on the request the shadow failed

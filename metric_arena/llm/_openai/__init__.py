@@ -185,9 +185,10 @@ class OpenAIBackend(Backend):
             if replica in tried:  # a hedge's copy went there already
                 continue
             try:
-                if balance.doubtful(replica):
-                    replica, completion = await self._hedged(replica, body, request, retry=last is not None,
-                                                             tried=tried)
+                after = balance.doubtful(replica)
+                if after is not None:
+                    replica, completion = await self._hedged(replica, body, request, after=after,
+                                                             retry=last is not None, tried=tried)
                 else:
                     tried.add(replica)
                     completion = await self._attempt(replica, balance.started(replica, retry=last is not None),
@@ -227,12 +228,12 @@ class OpenAIBackend(Backend):
         finally:
             self._balance.finished(replica, token, answered=answered)
 
-    async def _hedged(self, replica: int, body: bytes | None, request: ChatRequest, *, retry: bool,
+    async def _hedged(self, replica: int, body: bytes | None, request: ChatRequest, *, after: float, retry: bool,
                       tried: set[int]) -> tuple[int, Completion]:
         """A doubtful attempt at ``replica`` (one that explores: :meth:`Balancer.doubtful`), with a copy sent to
-        the replica expected first once it runs past ``Balancer.HEDGE_AFTER`` × that one's expected latency (a
-        hedged request): the first answer is kept and the other attempt cancelled. (replica, completion) of
-        the answer; the last failure when both fail."""
+        the replica expected first once it runs past ``after`` × that one's expected latency (a hedged request;
+        at once for a shadow): the first answer is kept and the other attempt cancelled. (replica, completion)
+        of the answer; the last failure when both fail."""
         balance = self._balance
         tried.add(replica)
         token = balance.started(replica, retry=retry)
@@ -242,7 +243,7 @@ class OpenAIBackend(Backend):
             while running:
                 wait = None
                 if hedging:
-                    wait, other = balance.backup(replica, token[0])
+                    wait, other = balance.backup(replica, token[0], after)
                     if other is not None and other not in tried:
                         tried.add(other)
                         balance.hedges[other] += 1
@@ -252,7 +253,8 @@ class OpenAIBackend(Backend):
                         continue
                     hedging = wait is not None and other is None
                 done, _ = await asyncio.wait(running, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
-                for task in done:
+                # failures first: one that ended with an answer beside it was carried on by that answer (a retry)
+                for task in sorted(done, key=lambda task: task.exception() is None):
                     who, _ = running.pop(task)
                     try:
                         completion = task.result()

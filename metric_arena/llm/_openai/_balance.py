@@ -22,11 +22,11 @@ class Balancer:
     fast is noticed. A replica's expected completion is divided by its recent success rate (1 − ``error_rate``):
     the time to an answer, failed attempts counted.
 
-    The few attempts that explore (at a replica not fitted yet, or a probe of one known slower) are
-    :meth:`doubtful`: once one runs ``HEDGE_AFTER`` × the expected latency of the best other replica, a copy goes
-    there (:meth:`backup`) and the first answer is kept, the other attempt cancelled; the cancelled one counts
-    as taking at least as long as it ran (:meth:`overtaken`), so a slow replica is known as slow without waiting
-    for its answers.
+    The few attempts that explore are :meth:`doubtful`: at a replica not fitted yet, once one runs ``HEDGE_AFTER``
+    × the mean latency of the best other replica's answers, a copy goes there (:meth:`backup`); a probe, and an attempt
+    at a replica on probation, is a shadow: its copy at the best one goes at once, so exploring holds up no
+    request. The first answer is kept, the other attempt cancelled; the cancelled one counts as taking at least as
+    long as it ran (:meth:`overtaken`), so a slow replica is known as slow without waiting for its answers.
 
     A replica that fails (connection, timeout, 5xx) is out for ``OUT_FOR`` seconds, twice as long after each
     further failure (up to ``MAX_OUT_FOR``); back, it is on probation: at most 1 + (answers in a row) requests in
@@ -49,8 +49,8 @@ class Balancer:
     TOLERANCE = 0.25
     WARM_UP = 4
     PROBE_EVERY = 30.0
-    HEDGE_AFTER = 1.0
-    POLL = 0.02  # a doubtful attempt looks again after POLL s, then a quarter of its age, while none is fitted
+    HEDGE_AFTER = 1.25  # (1 + TOLERANCE: an attempt at a replica as fast runs a little longer than its mean, at times)
+    POLL = 0.005  # a doubtful attempt looks again after POLL s, then 1/64 of its age, while none is fitted
 
     def __init__(self, n: int, clock: Callable[[], float] = time.monotonic) -> None:
         self.clock = clock
@@ -97,38 +97,50 @@ class Balancer:
         x, y, slope = line
         return max(y + slope * (self.load[replica] + 1 - x), 0.0) / max(1.0 - self.error_rate[replica], 0.05)
 
-    def doubtful(self, replica: int) -> bool:
-        """Whether an attempt at ``replica`` explores: it is not fitted yet, or it is known slower than another
-        replica beyond ``TOLERANCE`` (a probe, or the only one in service): such an attempt may be hedged."""
+    def doubtful(self, replica: int) -> float | None:
+        """How an attempt at ``replica`` explores, as the multiple of the best other replica's mean latency after
+        which a copy goes there (:meth:`backup`); None when it does not explore. ``HEDGE_AFTER`` for a
+        replica not fitted yet (its speed is learnt from how long it takes); 0 for one known slower than another
+        beyond ``TOLERANCE`` (a probe, or the only one in service) and one on probation: a shadow, with a copy at
+        the best one at once, so that no request waits on it."""
         if len(self.load) == 1:
-            return False
+            return None
         line = self.line(replica)
         if line is None:
-            return True
+            return self.HEDGE_AFTER
+        if self.strikes[replica]:
+            return 0.0
         known = [fit[1] for r, fit in enumerate(self.fit) if fit is not None and r != replica]
-        return bool(known) and line[1] > min(known) * (1 + self.TOLERANCE)
+        return 0.0 if known and line[1] > min(known) * (1 + self.TOLERANCE) else None
 
-    def backup(self, replica: int, sent: float) -> tuple[float | None, int | None]:
-        """For a doubtful attempt at ``replica`` sent at ``sent`` and not answered yet: ``(0.0, other)`` to send a
-        copy to ``other`` now, ``(seconds, None)`` to ask again then, ``(None, None)`` never to hedge it."""
+    def backup(self, replica: int, sent: float, after: float) -> tuple[float | None, int | None]:
+        """For a doubtful attempt at ``replica`` sent at ``sent`` and not answered yet, hedged ``after`` × the
+        best other replica's mean latency (:meth:`doubtful`): ``(0.0, other)`` to send a copy to ``other``
+        now, ``(seconds, None)`` to ask again then, ``(None, None)`` never to hedge it."""
         now = self.clock()
         others = [r for r, fit in enumerate(self.fit) if r != replica and fit is not None and not self.strikes[r]
                   and self.flagged[r] is None and self.out_until[r] <= now]
         if not others:
-            return max(self.POLL, (now - sent) / 4), None  # nothing known to hedge with yet: a few looks a doubling
+            return max(self.POLL, (now - sent) / 64), None  # nothing known to hedge with yet: 64 looks a doubling
         best = min(others, key=self.expected)
-        typical = self.expected(best)
+        # how long its answers take (not at the load it would have): an attempt running ``after`` × as long is
+        # likely answered sooner by a copy there
+        typical = self.line(best)[1]
         line = self.line(replica)
-        if line is not None and line[1] <= typical * (1 + self.TOLERANCE):
+        if after and line is not None and line[1] <= typical * (1 + self.TOLERANCE):
             return None, None  # known by now, and as fast as the best: no copy
-        due = sent + self.HEDGE_AFTER * typical
+        due = sent + after * typical
         return (0.0, best) if now >= due else (due - now, None)
 
     def overtaken(self, replica: int, token: tuple[float, int]) -> None:
         """The attempt of ``token`` is cancelled, a copy elsewhere having answered first: it took at least as long
-        as it ran, and that lower bound is fitted (warm-up or not), so the replica is known as slow."""
+        as it ran. That lower bound is fitted (warm-up or not) when it exceeds the replica's estimate, or it has
+        none (so a slow replica is known as slow without waiting for its answers); a lower one says nothing."""
         sent, in_flight = token
-        self._fit(replica, in_flight, max(self.clock() - sent, 0.0))
+        ran = max(self.clock() - sent, 0.0)
+        line = self.line(replica)
+        if line is None or ran > line[1]:
+            self._fit(replica, in_flight, ran)
 
     def order(self) -> list[int]:
         """The replicas to try for one attempt, best first: those in service by expected completion (a replica
