@@ -154,3 +154,47 @@ def test_claims_on_answered_keys_are_dropped_when_too_many_are_kept_however_busy
         cache.store(key, Completion("<rating>1</rating>"), valid=True, owner="me")
     assert len(_claims(cache)) == 1
     cache.close()
+
+
+def test_calls_made_while_the_thread_is_busy_are_written_in_one_transaction_each_outcome_to_its_caller(tmp_path):
+    import asyncio
+
+    cache = CompletionCache(tmp_path / "c")
+    statements: list[str] = []
+    cache._conn.set_trace_callback(statements.append)
+    answer = Completion("<rating>1</rating>", finish_reason="stop")
+
+    async def run() -> list:
+        stores = [cache.off_loop(cache.store, f"k{i}", answer, valid=True, owner="me") for i in range(40)]
+        stores.insert(20, cache.off_loop(lambda: 1 / 0))  # one call's error is its own
+        return await asyncio.gather(*stores, return_exceptions=True)
+
+    outcomes = asyncio.run(run())
+    assert [type(o) for o in outcomes] == [type(None)] * 20 + [ZeroDivisionError] + [type(None)] * 20
+    commits = sum(s == "COMMIT" for s in statements)
+    assert 1 <= commits <= 5 and len(cache) == 40, commits  # 40 answers, a few commits (not 40)
+    cache.close()
+
+
+def test_an_error_that_undoes_the_transaction_fails_the_calls_written_before_it(tmp_path):
+    import asyncio
+
+    cache = CompletionCache(tmp_path / "c")
+    answer = Completion("<rating>1</rating>", finish_reason="stop")
+
+    def undone():  # what a full disk does to the transaction the calls share
+        cache._conn.execute("ROLLBACK")
+        raise sqlite3.OperationalError("database or disk is full")
+
+    async def run() -> list:
+        first = asyncio.ensure_future(cache.off_loop(time.sleep, 0.2))  # the thread is busy: the next ones queue up
+        await asyncio.sleep(0.05)
+        calls = [cache.off_loop(cache.put, "a", answer, valid=True), cache.off_loop(undone),
+                 cache.off_loop(cache.put, "b", answer, valid=True)]
+        return [await first, *await asyncio.gather(*calls, return_exceptions=True)]
+
+    outcomes = asyncio.run(run())
+    assert outcomes[0] is None and isinstance(outcomes[1], sqlite3.OperationalError)  # "a" went with the rollback
+    assert isinstance(outcomes[2], sqlite3.OperationalError) and outcomes[3] is None
+    assert cache.get("a") is None and cache.get("b") is not None  # what is reported stored is stored
+    cache.close()

@@ -15,8 +15,9 @@ Concurrent runs share work in flight: before a request is sent its key is claime
 the claim waits for that answer in the cache instead of paying for it again. A claim lapses when
 its owner's process ends (even by ``kill -9``) or after its time-to-live.
 
-SQLite runs in WAL mode (one autocommitted statement per write, a busy timeout to share a file); async
-code calls the cache through :meth:`CompletionCache.off_loop` (its own thread): never blocking the loop.
+SQLite runs in WAL mode (a busy timeout to share a file); async code calls the cache through
+:meth:`CompletionCache.off_loop` (its own thread): never blocking the loop. The calls made while that thread
+is busy run in one transaction: one commit for many writes.
 
 Schema version 1 (``PRAGMA user_version``) has columns for a cut reply's full length
 (``original_chars``) and the chat-template fallback (``system_folded``); a version-0 file is migrated in
@@ -175,8 +176,8 @@ class CompletionCache:
             raise PermissionError(error.errno, f"Cannot create the cache folder {path.parent}: {error.strerror}. Choose "
                                   f"another with cache_dir= / --cache-dir or ${CACHE_ENV}", str(path.parent)) from None
         self.path = path
-        self._lock = threading.Lock()
-        self._thread = SerialThread("rag-qa-arena-cache", idle=self._release_stored)
+        self._lock = threading.RLock()  # (held by a transaction of calls made together, which take it again)
+        self._thread = SerialThread("rag-qa-arena-cache", idle=self._release_stored, together=self._together)
         self._stored_claims: list[tuple[str, str]] = []  # (key, owner): claims on keys just answered (store)
         with _sqlite_errors(path):
             self._conn = sqlite3.connect(str(path), timeout=60.0, isolation_level=None, check_same_thread=False)
@@ -196,6 +197,38 @@ class CompletionCache:
         still runs when the awaiting task is cancelled (a decided write is stored, a claim released).
         Calls made while the thread is busy are drained together (:class:`SerialThread`)."""
         return await self._thread.call(functools.partial(fn, *args, **kwargs) if args or kwargs else fn)
+
+    def _together(self, calls: list) -> list[tuple[bool, object]]:
+        """``calls`` (this cache's methods, made through :meth:`off_loop` while its thread was busy) in one
+        transaction: one commit for many writes (a commit costs more than its statements). Each call's
+        outcome; an error that undoes the transaction (a full disk) fails the calls before it too, their writes
+        having gone with it, and an error of the commit fails them all. A transaction that cannot begin (a
+        read-only file): each call on its own, with its own error."""
+        with self._lock:
+            outcomes: list[tuple[bool, object]] = []
+            started = self._begin()
+            for fn in calls:
+                outcome = _outcome(fn)
+                if started and not self._conn.in_transaction:  # undone: what was written before went with it
+                    outcomes = [(False, outcome[1])] * len(outcomes)
+                    started = self._begin()
+                outcomes.append(outcome)
+            if started:
+                try:
+                    with _sqlite_errors(self.path):
+                        self._conn.execute("COMMIT")
+                except Exception as error:
+                    with contextlib.suppress(sqlite3.Error):
+                        self._conn.execute("ROLLBACK")
+                    outcomes = [(False, error)] * len(outcomes)
+            return outcomes
+
+    def _begin(self) -> bool:
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+            return True
+        except sqlite3.Error:
+            return False
 
     # -- reading -----------------------------------------------------------------------------
     def get(self, key: str) -> CachedCompletion | None:
@@ -326,6 +359,13 @@ class CompletionCache:
 
     def __repr__(self) -> str:
         return f"CompletionCache({str(self.path)!r})"
+
+
+def _outcome(fn) -> tuple[bool, object]:
+    try:
+        return True, fn()
+    except BaseException as error:  # handed to the awaiting task
+        return False, error
 
 
 _SQLITE_ERRNO = {"SQLITE_FULL": errno.ENOSPC, "SQLITE_READONLY": errno.EROFS, "SQLITE_READONLY_DIRECTORY": errno.EROFS,

@@ -26,14 +26,20 @@ class SerialThread:
     their outcomes handed back to the loop together: one wake-up of each side for many calls. A call
     made still runs when its awaiting task is cancelled (its outcome, an error too, is then dropped).
     ``idle``: run on the thread once the calls made are drained (work that is done best in one go after
-    them); an error of it is dropped (it is called again after the next calls)."""
+    them); an error of it is dropped (it is called again after the next calls). ``together``: runs calls
+    drained together at once (in one transaction, say), at most ``TOGETHER_AT_MOST`` of them, and returns
+    each one's outcome, ``(True, value)`` or ``(False, error)``, in order."""
 
     #: Seconds of calls after which the outcomes so far go back to the loop before the next call.
     HAND_BACK_AFTER = 0.002
+    #: The most calls handed to ``together`` at once (their outcomes go back to the loop when all are made).
+    TOGETHER_AT_MOST = 64
 
-    def __init__(self, name: str, *, idle: Callable[[], Any] | None = None):
+    def __init__(self, name: str, *, idle: Callable[[], Any] | None = None,
+                 together: Callable[[list[Callable[[], Any]]], list[tuple[bool, Any]]] | None = None):
         self.name = name
         self._idle = idle
+        self._together = together
         self._lock = threading.Lock()  # guards the queue; never held while a call runs
         self._queue: list = []
         self._draining = False
@@ -65,6 +71,9 @@ class SerialThread:
                     self._idle()
                 continue
             tidied = False
+            if self._together is not None:
+                self._drain_together(calls)
+                continue
             done: list = []
             since = time.monotonic()
             for fn, loop, future in calls:
@@ -76,6 +85,15 @@ class SerialThread:
                     _hand_back(done)
                     done, since = [], time.monotonic()
             _hand_back(done)
+
+    def _drain_together(self, calls: list) -> None:
+        for start in range(0, len(calls), self.TOGETHER_AT_MOST):
+            chunk = calls[start : start + self.TOGETHER_AT_MOST]
+            try:
+                outcomes = self._together([fn for fn, _, _ in chunk])
+            except BaseException as error:  # (its own failure: every call of the chunk gets it)
+                outcomes = [(False, error)] * len(chunk)
+            _hand_back([(loop, future, ok, value) for (_, loop, future), (ok, value) in zip(chunk, outcomes)])
 
     def close(self) -> None:
         """Wait for the calls made, then stop the thread (a later call starts a new one)."""
