@@ -5,8 +5,9 @@ process) that answers after ``latency`` seconds; the clients take turns (package
 package with a fresh SQLite cache that writes every answer, again per ``--repeat``), so a busy machine
 slows them alike. Client CPU is the child's own (user + system, from its rusage, all its threads), for the
 judging call only (``run``) and for the whole child (``all``: interpreter start, imports, the package's
-once-per-process loads and the plain loop's request building too); CPU on a shared machine is what the
-client costs, whatever the wall time does.
+once-per-process loads, and the plain loop's check that its requests are the package's too); CPU on a shared
+machine is what the client costs, whatever the wall time does. The plain loop formats the paper's prompt for
+each pair and reads the rating from each reply in its ``run``, as a hand-written judging loop must.
 
     python benchmarks/judge_throughput.py            # 14,020 pairs, latency 0, concurrency 256; 2,000 at 0.5 s, 64
     python benchmarks/judge_throughput.py --quick    # small sizes, seconds; exits 1 when a run fails
