@@ -198,3 +198,24 @@ def test_an_error_that_undoes_the_transaction_fails_the_calls_written_before_it(
     assert isinstance(outcomes[2], sqlite3.OperationalError) and outcomes[3] is None
     assert cache.get("a") is None and cache.get("b") is not None  # what is reported stored is stored
     cache.close()
+
+
+def test_the_claims_of_answers_stored_together_are_dropped_in_their_commit(tmp_path):
+    import asyncio
+
+    cache = CompletionCache(tmp_path / "c")
+    keys = [f"k{i}" for i in range(20)]
+    for key in keys:
+        assert cache.claim(key, "me", 60.0)
+    statements: list[str] = []
+    cache._conn.set_trace_callback(statements.append)
+    answer = Completion("<rating>1</rating>", finish_reason="stop")
+
+    async def run() -> None:
+        await asyncio.gather(*(cache.off_loop(cache.store, key, answer, valid=True, owner="me") for key in keys))
+
+    asyncio.run(run())
+    assert _claims(cache) == []
+    first_commit = statements.index("COMMIT")
+    assert any(s.startswith("DELETE FROM claims") for s in statements[:first_commit])  # before the commit, in it
+    cache.close()

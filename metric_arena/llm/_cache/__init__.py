@@ -176,13 +176,15 @@ class CompletionCache:
                     started = self._begin()
                 outcomes.append(outcome)
             if started:
+                kept = list(self._stored_claims)
                 try:
                     with _sqlite_errors(self.path):
+                        self._release_stored()  # the claims of the answers stored: in the same commit
                         self._conn.execute("COMMIT")
                 except Exception as error:
                     with contextlib.suppress(sqlite3.Error):
                         self._conn.execute("ROLLBACK")
-                    outcomes = [(False, error)] * len(outcomes)
+                    outcomes, self._stored_claims = [(False, error)] * len(outcomes), kept
             return outcomes
 
     def _begin(self) -> bool:
@@ -276,8 +278,9 @@ class CompletionCache:
 
     def store(self, key: str, completion: Completion, *, valid: bool, owner: str, backend: str | None = None) -> None:
         """:meth:`put` the answer to ``owner``'s claim on ``key``, then drop the claim: at once after an invalid answer
-        (a run waiting for it takes it), after a valid one with those stored meanwhile once the thread is idle, at
-        :data:`STORED_CLAIMS_KEPT` or at :meth:`close` (till then it only sends another run to the answer stored)."""
+        (a run waiting for it takes it), after a valid one with those stored meanwhile: in the transaction of the
+        calls made together, once the thread is idle, at :data:`STORED_CLAIMS_KEPT` or at :meth:`close` (till then it
+        only sends another run to the answer stored)."""
         try:
             self.put(key, completion, valid=valid, backend=backend)
         except BaseException:
