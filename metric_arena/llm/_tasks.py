@@ -17,7 +17,8 @@ from typing import Any, TypeVar
 from lfrqa.checks import check_int
 from metric_arena.llm._types import Backend, ChatRequest, Completion
 
-__all__ = ["Batcher", "Progress", "SerialThread", "gather_or_cancel", "run_sync", "run_until_stopped", "synchronous"]
+__all__ = ["Batcher", "Progress", "SerialThread", "call_outcome", "gather_or_cancel", "run_sync", "run_until_stopped",
+           "synchronous"]
 
 
 class SerialThread:
@@ -77,10 +78,7 @@ class SerialThread:
             done: list = []
             since = time.monotonic()
             for fn, loop, future in calls:
-                try:
-                    done.append((loop, future, True, fn()))
-                except BaseException as error:  # handed to the awaiting task
-                    done.append((loop, future, False, error))
+                done.append((loop, future, *call_outcome(fn)))
                 if time.monotonic() - since > self.HAND_BACK_AFTER:  # a slow call delays no other's answer
                     _hand_back(done)
                     done, since = [], time.monotonic()
@@ -101,6 +99,14 @@ class SerialThread:
             executor, self._executor = self._executor, None
         if executor is not None:
             executor.shutdown(wait=True)
+
+
+def call_outcome(fn: Callable[[], Any]) -> tuple[bool, Any]:
+    """``(True, fn())``, or ``(False, error)`` when it raises: an outcome to hand to the awaiting task."""
+    try:
+        return True, fn()
+    except BaseException as error:
+        return False, error
 
 
 def _hand_back(done: list) -> None:

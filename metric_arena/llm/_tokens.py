@@ -160,7 +160,8 @@ class _Encoding:
 
     def count(self, text: str) -> int:
         """``len(encode(text, disallowed_special=()))``: the tokens of ``text``, special-token text counted as
-        text, through ``encode_ordinary`` (the same ids without ``encode``'s per-call record and metrics)."""
+        text: the Rust tokenizer's count where bpe-openai has one, else ``encode_ordinary``'s ids (without
+        ``encode``'s per-call record and metrics)."""
         if len(text) > _ENCODE_PIECE:
             return len(self.encode(text, disallowed_special=()))
         if self._count is not None and text:

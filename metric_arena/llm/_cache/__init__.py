@@ -50,7 +50,7 @@ from pathlib import Path
 
 from lfrqa.kernel import make_folder, process_identity
 from metric_arena.llm._cache._layout import CACHE_ENV, SCHEMA_VERSION, CacheCorrupt, migrate, set_wal, split_usage
-from metric_arena.llm._tasks import SerialThread
+from metric_arena.llm._tasks import SerialThread, call_outcome
 from metric_arena.llm._types import ChatRequest, Completion, cache_keys, canonical_json, imported_fields
 
 __all__ = ["CACHE_ENV", "SCHEMA_VERSION", "CacheCorrupt", "CachedCompletion", "CompletionCache", "cache_key",
@@ -170,7 +170,7 @@ class CompletionCache:
             outcomes: list[tuple[bool, object]] = []
             started = self._begin()
             for fn in calls:
-                outcome = _outcome(fn)
+                outcome = call_outcome(fn)
                 if started and not self._conn.in_transaction:  # undone: what was written before went with it
                     outcomes = [(False, outcome[1])] * len(outcomes)
                     started = self._begin()
@@ -324,13 +324,6 @@ class CompletionCache:
 
     def __repr__(self) -> str:
         return f"CompletionCache({str(self.path)!r})"
-
-
-def _outcome(fn) -> tuple[bool, object]:
-    try:
-        return True, fn()
-    except BaseException as error:  # handed to the awaiting task
-        return False, error
 
 
 _SQLITE_ERRNO = {"SQLITE_FULL": errno.ENOSPC, "SQLITE_READONLY": errno.EROFS, "SQLITE_READONLY_DIRECTORY": errno.EROFS,

@@ -231,7 +231,7 @@ class OpenAIBackend(Backend):
     async def _hedged(self, replica: int, body: bytes | None, request: ChatRequest, *, after: float, retry: bool,
                       tried: set[int]) -> tuple[int, Completion]:
         """A doubtful attempt at ``replica`` (one that explores: :meth:`Balancer.doubtful`), with a copy sent to
-        the replica expected first once it runs past ``after`` × that one's expected latency (a hedged request;
+        the replica expected first once it runs past ``after`` × that one's mean latency (a hedged request;
         at once for a shadow): the first answer is kept and the other attempt cancelled. (replica, completion)
         of the answer; the last failure when both fail."""
         balance = self._balance
