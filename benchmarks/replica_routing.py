@@ -112,11 +112,11 @@ def main() -> int:
             alone, single = _judge(data, [servers["good"].base_url], c, f"{tmp}/alone-{k}")
             alones.append(alone)
             failed |= bool(single["n_failed"])
-            print(f"  run {k + 1}: three replicas {mix:6.1f} s, the good replica alone {alone:6.1f} s")
+            print(f"  run {k + 1}: three replicas {mix:6.2f} s, the good replica alone {alone:6.2f} s")
     mix, alone = min(mixes), min(alones)
     vs_good, vs_ideal = mix / alone, mix / ideal
-    print(f"  three replicas / good alone = {vs_good:.2f} (at most {args.max_vs_good:g}); "
-          f"/ ideal = {vs_ideal:.2f} (at most {args.max_vs_ideal:g})")
+    print(f"  three replicas / good alone = {vs_good:.4f} (at most {args.max_vs_good:g}); "
+          f"/ ideal = {vs_ideal:.3f} (at most {args.max_vs_ideal:g})")
     failed |= vs_good > args.max_vs_good or vs_ideal > args.max_vs_ideal
     return 1 if failed else 0
 

@@ -35,6 +35,12 @@ def _answer(balance: Balancer, clock: Clock, replica: int, latency: float, *, lo
     balance.load[replica] -= load - 1
 
 
+def _received(rows: list[dict], received: list[int]) -> bool:
+    """Whether each replica's ``n_requests`` is what its server received, give or take the hedge copies cancelled
+    on their way (the other attempt having answered first)."""
+    return all(k <= r["n_requests"] <= k + r["n_hedges"] for r, k in zip(rows, received))
+
+
 def _trained(latency_of) -> tuple[Balancer, Clock]:
     """Two replicas past their warm-up, answering with ``latency_of(replica, load)`` at loads 1 to 8."""
     clock = Clock()
@@ -120,7 +126,7 @@ def test_a_replica_failing_a_third_of_its_requests_is_kept_out_and_every_retry_i
         result = judge_pairs(_pairs(90), judge="openai:judge", run=run, output=QUIET, intervals=FEW)
         sent = [len(flaky.requests), len(good.requests)]
     rows = result["endpoints"]["openai:judge"]["replicas"]
-    assert result["n_failed"] == 0 and [r["n_requests"] for r in rows] == sent
+    assert result["n_failed"] == 0 and _received(rows, sent)
     assert rows[0]["n_failures"] >= 1 and sent[0] <= 20, sent  # one answer brought it back before: ~a third
     assert sum(r["n_retries"] for r in rows) == sum(r["n_failures"] for r in rows)  # each failure sent elsewhere
     assert sum(r["n_answered"] for r in rows) == 90 and rows[1]["mean_latency_s"] > 0
@@ -163,7 +169,13 @@ def test_a_replica_not_yet_known_is_tried_one_request_at_a_time_once_another_is_
 def test_an_exploring_attempt_gets_a_copy_at_the_best_replica_once_it_outlasts_that_ones_expected_latency():
     clock = Clock()
     balance = Balancer(2, clock=clock)
-    assert balance.doubtful(0) == balance.doubtful(1) == Balancer.HEDGE_AFTER  # nothing known: every attempt explores
+    assert balance.doubtful(0) == balance.doubtful(1) == 0.0  # a cold start: every attempt a shadow, copied at once
+    token = balance.started(1)
+    assert balance.backup(1, token[0], 0.0) == (0.0, 0)  # at the other replica
+    assert balance.backup(1, token[0], 0.0, tried={0}) == (None, None)  # none left to copy to
+    balance.finished(1, token, answered=True)
+    balance.answered(1)
+    assert balance.doubtful(1) == Balancer.HEDGE_AFTER and balance.doubtful(0) == 0.0  # heard from: explores alone
     token = balance.started(1)
     wait, other = balance.backup(1, token[0], Balancer.HEDGE_AFTER)
     assert other is None and wait == Balancer.POLL  # nothing known to hedge with: look again soon
@@ -176,7 +188,7 @@ def test_an_exploring_attempt_gets_a_copy_at_the_best_replica_once_it_outlasts_t
     assert balance.backup(1, clock.now - wait, Balancer.HEDGE_AFTER) == (0.0, 0)  # ran as long as replica 0 is expected to: copy there
     balance.overtaken(1, token)  # the copy answered first: replica 1 took at least that long
     assert balance.line(1) is not None and balance.line(1)[1] > 1.2 * balance.line(0)[1]
-    assert balance.timed[1] == 0 and balance.figures(1)["mean_latency_s"] is None  # a lower bound, not an answer
+    assert balance.timed[1] == 1 and balance.figures(1)["mean_latency_s"] == 0.0  # a lower bound, not an answer
     assert balance.doubtful(1) == 0.0  # known slower: its later attempts (probes) are shadows, copied at once
     assert balance.backup(1, clock.now, 0.0) == (0.0, 0)
     with_one = Balancer(1, clock=clock)
@@ -188,10 +200,11 @@ def test_a_slow_replicas_first_requests_are_answered_by_copies_at_the_fast_one(t
         run = RunConfig(base_url=[slow.base_url, fast.base_url], max_concurrency=8, cache_dir=tmp_path / "c")
         result = judge_pairs(_pairs(60), judge="openai:judge", run=run, output=QUIET, intervals=FEW)
         sent = [len(slow.requests), len(fast.requests)]
-    slow_row, fast_row = result["endpoints"]["openai:judge"]["replicas"]
-    assert result["n_failed"] == 0 and [slow_row["n_requests"], fast_row["n_requests"]] == sent
+    slow_row, fast_row = rows = result["endpoints"]["openai:judge"]["replicas"]
+    assert result["n_failed"] == 0 and _received(rows, sent)
     assert slow_row["n_requests"] >= 1 and slow_row["n_answered"] == 0, slow_row  # each one overtaken by its copy
-    assert fast_row["n_hedges"] == slow_row["n_requests"] and fast_row["n_answered"] == 60
+    # each request at the slow one was either copied to the fast one or a cold start's copy of one there
+    assert fast_row["n_hedges"] + slow_row["n_hedges"] == slow_row["n_requests"] and fast_row["n_answered"] == 60
     assert slow_row["n_failures"] == slow_row["n_retries"] == fast_row["n_retries"] == 0
 
 
@@ -224,9 +237,18 @@ def test_a_probe_and_an_attempt_on_probation_are_shadows_copied_at_once_and_a_lo
     for _ in range(Balancer.WARM_UP + 10):
         _answer(slow, clock, 0, 0.2)
     token = slow.started(1)
+    clock.now += 0.22
+    slow.overtaken(1, token)  # no estimate yet, within TOLERANCE of the best: no news either
+    assert slow.line(1) is None
+    token = slow.started(1)
     clock.now += 0.5
-    slow.overtaken(1, token)  # no estimate yet: the bound is one
+    slow.overtaken(1, token)  # no estimate yet, and slower than the best beyond TOLERANCE: the bound is one
     assert abs(slow.line(1)[1] - 0.5) < 1e-9
+    cold = Balancer(2, clock=clock)
+    token = cold.started(1)
+    clock.now += 5.0
+    cold.overtaken(1, token)  # nothing fitted: a cold start's copy answering first says only "not faster"
+    assert cold.line(1) is None
     same, clock = _trained(lambda r, load: 0.2)
     same.failed(1)
     clock.now += Balancer.OUT_FOR + 0.01
@@ -271,3 +293,104 @@ def test_a_shadow_failing_as_its_copy_answers_counts_the_copy_as_the_retry():
     replica, completion = asyncio.run(run())
     assert replica == 0 and completion.text == "<rating>1</rating>"
     assert balance.hedges[0] == 1 and balance.retries[0] == 1  # the copy carried on the request the shadow failed
+
+
+def _after_a_failure(backend) -> int:
+    """Which replica answers a hedged attempt at replica 0 (not fitted) whose copy at the fast replica 1 fails at
+    once, replica 2 being fitted as 100 s slow: a copy there must go at once, not after HEDGE_AFTER × 100 s."""
+    import asyncio
+
+    from metric_arena.llm import Completion
+    from metric_arena.llm._types import TransientBackendError
+
+    balance = backend._balance = Balancer(3)
+    balance.fit[1], balance.fit[2] = [1.0, 0.001, 1.0, 0.001], [1.0, 100.0, 1.0, 100.0]
+
+    async def attempt(replica, token, body, request):
+        try:
+            if replica == 1:
+                balance.failed(1)
+                raise TransientBackendError("HTTP 500", kind="500")
+            if replica == 0:
+                await asyncio.sleep(3600)
+            return Completion("<rating>2</rating>", model="m")
+        finally:
+            balance.finished(replica, token, answered=replica == 2)
+
+    backend._attempt = attempt
+    hedged = backend._hedged(0, b"{}", None, after=Balancer.HEDGE_AFTER, retry=False, tried=set())
+    replica, _ = asyncio.run(asyncio.wait_for(hedged, 10))
+    return replica
+
+
+def test_a_cold_start_sends_each_request_to_three_replicas_and_a_survivor_of_a_failure_is_copied_at_once():
+    import asyncio
+
+    from metric_arena.llm import Completion
+    from metric_arena.llm._openai import OpenAIBackend
+    from metric_arena.llm._types import TransientBackendError
+
+    backend = OpenAIBackend("m", base_url=[f"http://127.0.0.1:9/v{k}" for k in range(3)], api_key="k")
+    balance = backend._balance
+    assert balance.doubtful(1) == 0.0  # nothing heard from any replica: a shadow
+
+    async def run() -> tuple[int, Completion]:
+        failing = asyncio.Event()
+
+        async def attempt(replica, token, body, request):  # 1 fails, 0 never answers, 2 answers after 1 failed
+            if replica == 1:
+                await failing.wait()
+                balance.finished(replica, token, answered=False)
+                balance.failed(1)
+                raise TransientBackendError("HTTP 500", kind="500")
+            try:
+                await (asyncio.sleep(3600) if replica == 0 else failing.wait())
+                await asyncio.sleep(0.01)
+                return Completion("<rating>1</rating>", model="m")
+            finally:
+                balance.finished(replica, token, answered=replica == 2)
+
+        backend._attempt = attempt
+        hedged = asyncio.ensure_future(backend._hedged(1, b"{}", None, after=0.0, retry=False, tried=set()))
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert balance.hedges == [1, 0, 1] and balance.load == [1, 1, 1]  # copies at once, at both others
+        failing.set()
+        return await asyncio.wait_for(hedged, 10)
+
+    replica, completion = asyncio.run(run())
+    assert replica == 2 and completion.text == "<rating>1</rating>"
+    assert _after_a_failure(backend) == 2  # known replicas: an unknown one carrying a failed request is copied at once
+    # one retry for 1's failure (the copy at 0 carried the request on), and 2's answer kept
+    assert balance.hedges == [1, 0, 1] and balance.retries == [1, 0, 0] and balance.failures == [0, 1, 0]
+    assert balance.load == [0, 0, 0] and balance.line(0) is None  # cancelled, and no news of its speed
+
+
+def test_a_replica_that_lost_every_race_it_ran_is_presumed_slower_and_one_that_answered_is_not():
+    clock = Clock()
+    balance = Balancer(2, clock=clock)
+    for _ in range(Balancer.LOST_AFTER - 1):  # a cold start: replica 1's attempts overtaken by copies at 0
+        token = balance.started(1)
+        clock.now += 0.2
+        balance.overtaken(1, token)
+        balance.finished(1, token, answered=False)
+    assert balance.line(1) is None and balance.lost[1] == Balancer.LOST_AFTER - 1
+    for _ in range(Balancer.WARM_UP + 10):
+        _answer(balance, clock, 0, 0.2)
+    assert balance.doubtful(1) == Balancer.HEDGE_AFTER  # not presumed yet: hedged after a while
+    token = balance.started(1)
+    clock.now += 0.2
+    balance.overtaken(1, token)  # as long as replica 0's answers, but the race it lost was its eighth
+    balance.finished(1, token, answered=False)
+    assert abs(balance.line(1)[1] - Balancer.PRESUMED * balance.line(0)[1]) < 1e-9
+    assert balance.doubtful(1) == 0.0 and balance.order()[0] == 0  # presumed slower: shadows, the fast one first
+    answered = Balancer(2, clock=clock)
+    for _ in range(Balancer.WARM_UP + 10):
+        _answer(answered, clock, 0, 0.2)
+    _answer(answered, clock, 1, 0.2)  # one answer: its speed is learnt from its answers, not presumed
+    for _ in range(2 * Balancer.LOST_AFTER):
+        token = answered.started(1)
+        clock.now += 0.2
+        answered.overtaken(1, token)
+        answered.finished(1, token, answered=False)
+    assert answered.line(1) is None and answered.doubtful(1) == Balancer.HEDGE_AFTER

@@ -36,7 +36,8 @@ def test_two_replicas_share_the_requests_and_their_answers(tmp_path):
                         endpoint_name="judge-pool")
         result = judge_pairs(_pairs(), judge="openai:judge", run=run, output=QUIET, intervals=FEW)
         served = [len(one.requests), len(two.requests)]
-    assert result["n_failed"] == 0 and sum(served) == N
+    copies = sum(r["n_hedges"] for r in result["endpoints"]["openai:judge"]["replicas"])
+    assert result["n_failed"] == 0 and N <= sum(served) <= N + copies and copies <= N // 2  # mostly a cold start's first wave
     assert min(served) >= 0.3 * N, served  # least-loaded balancing: each replica takes its share
     with OpenAIServer() as third:  # a later run under the same endpoint name, on another server: all cached
         again = judge_pairs(_pairs(), judge="openai:judge", output=QUIET, intervals=FEW,
@@ -92,7 +93,8 @@ def test_cli_takes_base_url_repeated_and_an_endpoint_name(lfrqa_data_dir, tmp_pa
                      "--no-progress", "--max-concurrency", "4"])
         served = (len(one.requests), len(two.requests))
     assert code == 0, capsys.readouterr().err
-    assert sum(served) == 12 and min(served) >= 3
+    rows = json.loads((tmp_path / "run" / "summary.json").read_text())["endpoints"]["openai:judge"]["replicas"]
+    assert 12 <= sum(served) <= 12 + sum(r["n_hedges"] for r in rows) and min(served) >= 3
 
 
 def test_the_sdks_aiohttp_transport_is_the_default_with_httpx_as_the_fallback(monkeypatch):
@@ -165,8 +167,9 @@ def test_a_replica_replying_as_another_model_is_flagged_taken_out_and_named_in_t
     assert summary["endpoints"]["openai:judge"]["endpoint_name"] == "pool"
     assert good_row["url"] == good_url and good_row["n_answered"] == 20 and good_row["flagged"] is None
     assert evil_row["url"] == evil_shown  # no user:password@, no query token
-    assert evil_row["n_answered"] == 0 and evil_row["n_discarded"] == n_evil
-    assert "evil-model" in evil_row["flagged"] and evil_row["models"] == {"evil-model": n_evil}
+    # (a cold start's copy there may be cancelled by the good one's answer: asked, never answering)
+    assert evil_row["n_answered"] == 0 and 1 <= evil_row["n_discarded"] <= n_evil
+    assert "evil-model" in evil_row["flagged"] and evil_row["models"] == {"evil-model": evil_row["n_discarded"]}
     text = (tmp_path / "run" / "summary.json").read_text()
     assert "sk-evil-token" not in text and "evil-pw" not in text
     assert f"replica {evil_shown} of openai:judge replies as model 'evil-model'" in err and "taken out" in err

@@ -181,7 +181,9 @@ class OpenAIBackend(Backend):
         balance = self._balance
         body = self._direct[0].encode(self.model, request) if self._direct is not None else None
         tried: set[int] = set()
-        for replica in balance.order():
+        pending = balance.order()
+        while pending:
+            replica = pending.pop(0)
             if replica in tried:  # a hedge's copy went there already
                 continue
             try:
@@ -205,6 +207,7 @@ class OpenAIBackend(Backend):
                 balance.discarded[replica] += 1
                 last = BackendError(f"every replica of {self.spec} is out: {self._flags()}; check the servers "
                                     "behind --base-url", kind="model_mismatch")
+                pending = [r for r in balance.order() if r not in tried]  # afresh: a copy this answer cancelled too
                 continue
             balance.answered(replica)
             return completion
@@ -232,8 +235,9 @@ class OpenAIBackend(Backend):
                       tried: set[int]) -> tuple[int, Completion]:
         """A doubtful attempt at ``replica`` (one that explores: :meth:`Balancer.doubtful`), with a copy sent to
         the replica expected first once it runs past ``after`` × that one's mean latency (a hedged request;
-        at once for a shadow): the first answer is kept and the other attempt cancelled. (replica, completion)
-        of the answer; the last failure when both fail."""
+        at once for a shadow): the first answer is kept and the other attempt cancelled; when one fails, the
+        other carries the request on, with a copy at once when it explores (a cold start's pair, both unknown).
+        (replica, completion) of the answer; the last failure when all fail."""
         balance = self._balance
         tried.add(replica)
         token = balance.started(replica, retry=retry)
@@ -243,13 +247,13 @@ class OpenAIBackend(Backend):
             while running:
                 wait = None
                 if hedging:
-                    wait, other = balance.backup(replica, token[0], after)
+                    wait, other = balance.backup(replica, token[0], after, tried)
                     if other is not None and other not in tried:
                         tried.add(other)
                         balance.hedges[other] += 1
                         copy = balance.started(other)
                         running[asyncio.ensure_future(self._attempt(other, copy, body, request))] = (other, copy)
-                        hedging = False
+                        hedging = after == 0.0 and len(running) <= balance.COLD_COPIES and balance.cold()
                         continue
                     hedging = wait is not None and other is None
                 done, _ = await asyncio.wait(running, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
@@ -259,17 +263,21 @@ class OpenAIBackend(Backend):
                     try:
                         completion = task.result()
                     except TransientBackendError as error:
-                        failure, hedging = error, False  # the other half, if running, carries the request on
-                        for rest, _ in running.values():
-                            balance.retries[rest] += 1
+                        failure, hedging = error, False  # another attempt, if running, carries the request on
+                        if running:
+                            balance.retries[next(iter(running.values()))[0]] += 1
+                        if len(running) == 1:  # when it explores, a copy goes at once: the request waited once
+                            [(replica, token)] = running.values()
+                            hedging, after = balance.doubtful(replica) is not None, 0.0
                         continue
                     for rest, rest_token in running.values():
                         balance.overtaken(rest, rest_token)
                     return who, completion
             raise failure
         finally:
-            for task in running:
+            for task, (rest, _) in running.items():
                 task.cancel()
+                tried.discard(rest)  # not tried to the end: free to take the request if this answer is discarded
             if running:
                 await asyncio.gather(*running, return_exceptions=True)
 

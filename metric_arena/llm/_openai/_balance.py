@@ -4,7 +4,7 @@ of each replica's speed, with replicas that fail kept out on a growing back-off 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 __all__ = ["Balancer"]
 
@@ -25,8 +25,11 @@ class Balancer:
     The few attempts that explore are :meth:`doubtful`: at a replica not fitted yet, once one runs ``HEDGE_AFTER``
     × the mean latency of the best other replica's answers, a copy goes there (:meth:`backup`); a probe, and an attempt
     at a replica on probation, is a shadow: its copy at the best one goes at once, so exploring holds up no
-    request. The first answer is kept, the other attempt cancelled; the cancelled one counts as taking at least as
-    long as it ran (:meth:`overtaken`), so a slow replica is known as slow without waiting for its answers.
+    request. So is an attempt at a replica not heard from while none is fitted (a cold start: the first wave goes
+    out before any replica has answered, and each of its requests gets ``COLD_COPIES`` copies at other replicas,
+    the least loaded, so that one slow and one failing replica together hold up none of them). The first answer is kept, the other attempt cancelled; the cancelled one counts as taking at least as
+    long as it ran (:meth:`overtaken`), so a slow replica is known as slow without waiting for its answers; when
+    one attempt fails, the other carries the request on, with a copy at once if it explores.
 
     A replica that fails (connection, timeout, 5xx) is out for ``OUT_FOR`` seconds, twice as long after each
     further failure (up to ``MAX_OUT_FOR``); back, it is on probation: at most 1 + (answers in a row) requests in
@@ -50,6 +53,9 @@ class Balancer:
     WARM_UP = 4
     PROBE_EVERY = 30.0
     HEDGE_AFTER = 1.25  # (1 + TOLERANCE: an attempt at a replica as fast runs a little longer than its mean, at times)
+    COLD_COPIES = 2  # copies of an attempt in a cold start, at other replicas: up to three attempts a request
+    LOST_AFTER = 8  # races lost, none won: a replica is presumed PRESUMED × as slow as the best
+    PRESUMED = 4.0  # (well out of TOLERANCE of the best, whose estimate drifts with its load)
     POLL = 0.005  # a doubtful attempt looks again after POLL s, then 1/64 of its age, while none is fitted
 
     def __init__(self, n: int, clock: Callable[[], float] = time.monotonic) -> None:
@@ -70,6 +76,7 @@ class Balancer:
         self.clean = [0] * n
         self.fit: list[list[float] | None] = [None] * n  # weighted means of load, latency, load², load × latency
         self.points = [0] * n  # (load, latency) points in the fit
+        self.lost = [0] * n  # attempts overtaken by a copy before the replica's first answer
         self.last_sent = [clock()] * n
         self._turn = 0
 
@@ -99,7 +106,11 @@ class Balancer:
 
     def doubtful(self, replica: int) -> float | None:
         """How an attempt at ``replica`` explores, as the multiple of the best other replica's mean latency after
-        which a copy goes there (:meth:`backup`); None when it does not explore. ``HEDGE_AFTER`` for a
+        which a copy goes there (:meth:`backup`); None when it does not explore. 0 (a copy at once at another
+        replica) for one not heard from while no replica is fitted: a cold start, where a third of the first
+        requests would otherwise wait on a slow replica or fail at a flaky one before either is known (at most
+        the first wave is copied: ``COLD_COPIES`` copies per request in flight); also for one that never answered
+        and lost ``LOST_AFTER`` races. ``HEDGE_AFTER`` for another
         replica not fitted yet (its speed is learnt from how long it takes); 0 for one known slower than another
         beyond ``TOLERANCE`` (a probe, or the only one in service) and one on probation: a shadow, with a copy at
         the best one at once, so that no request waits on it."""
@@ -107,20 +118,33 @@ class Balancer:
             return None
         line = self.line(replica)
         if line is None:
+            if not self.timed[replica] and (self.cold() or self.lost[replica] >= self.LOST_AFTER):
+                return 0.0  # a cold start's attempt, or one at a replica that lost every race it ran
             return self.HEDGE_AFTER
         if self.strikes[replica]:
             return 0.0
         known = [fit[1] for r, fit in enumerate(self.fit) if fit is not None and r != replica]
         return 0.0 if known and line[1] > min(known) * (1 + self.TOLERANCE) else None
 
-    def backup(self, replica: int, sent: float, after: float) -> tuple[float | None, int | None]:
+    def cold(self) -> bool:
+        """Whether no replica is fitted yet (a cold start: nothing known of their speeds)."""
+        return all(fit is None for fit in self.fit)
+
+    def backup(self, replica: int, sent: float, after: float,
+               tried: Collection[int] = ()) -> tuple[float | None, int | None]:
         """For a doubtful attempt at ``replica`` sent at ``sent`` and not answered yet, hedged ``after`` × the
         best other replica's mean latency (:meth:`doubtful`): ``(0.0, other)`` to send a copy to ``other``
-        now, ``(seconds, None)`` to ask again then, ``(None, None)`` never to hedge it."""
+        (not one of ``tried``) now, ``(seconds, None)`` to ask again then, ``(None, None)`` never to hedge it.
+        While no replica is fitted, a shadow's copy goes to the least loaded other one in service."""
         now = self.clock()
-        others = [r for r, fit in enumerate(self.fit) if r != replica and fit is not None and not self.strikes[r]
+        usable = [r for r in range(len(self.load)) if r != replica and r not in tried and not self.strikes[r]
                   and self.flagged[r] is None and self.out_until[r] <= now]
+        others = [r for r in usable if self.fit[r] is not None]
+        if all(r == replica or r in tried for r in range(len(self.load))):
+            return None, None  # every other replica has an attempt of this request already
         if not others:
+            if after == 0.0 and usable and self.cold():
+                return 0.0, min(usable, key=lambda r: self.load[r])  # a cold start's copy
             return max(self.POLL, (now - sent) / 64), None  # nothing known to hedge with yet: 64 looks a doubling
         best = min(others, key=self.expected)
         # how long its answers take (not at the load it would have): an attempt running ``after`` × as long is
@@ -134,13 +158,25 @@ class Balancer:
 
     def overtaken(self, replica: int, token: tuple[float, int]) -> None:
         """The attempt of ``token`` is cancelled, a copy elsewhere having answered first: it took at least as long
-        as it ran. That lower bound is fitted (warm-up or not) when it exceeds the replica's estimate, or it has
-        none (so a slow replica is known as slow without waiting for its answers); a lower one says nothing."""
+        as it ran. That lower bound is fitted (warm-up or not) when it exceeds the replica's estimate, or, when it
+        has none, when it shows it slower than the best other fitted replica beyond ``TOLERANCE`` (so a slow
+        replica is known as slow without waiting for its answers); a lower one says nothing (a cold start's copy
+        answering first says of the replica it overtook only that it was not faster). A replica that never
+        answered and lost ``LOST_AFTER`` races is presumed slower than the best beyond ``TOLERANCE`` (fitted at
+        ``PRESUMED`` × the best's latency): its attempts become shadows, and its own answers correct it."""
         sent, in_flight = token
         ran = max(self.clock() - sent, 0.0)
         line = self.line(replica)
-        if line is None or ran > line[1]:
+        if line is not None:
+            if ran > line[1]:
+                self._fit(replica, in_flight, ran)
+            return
+        self.lost[replica] += not self.timed[replica]
+        known = [fit[1] for r, fit in enumerate(self.fit) if fit is not None and r != replica]
+        if known and ran > min(known) * (1 + self.TOLERANCE):
             self._fit(replica, in_flight, ran)
+        elif known and self.lost[replica] >= self.LOST_AFTER and not self.timed[replica]:
+            self._fit(replica, in_flight, min(known) * self.PRESUMED)  # presumed slower than the best
 
     def order(self) -> list[int]:
         """The replicas to try for one attempt, best first: those in service by expected completion (a replica
@@ -152,7 +188,7 @@ class Balancer:
         now = self.clock()
         self._turn = (self._turn + 1) % n
         turns = [(self._turn + k) % n for k in range(n) if self.flagged[(self._turn + k) % n] is None]
-        cold = all(fit is None for fit in self.fit)  # nothing known yet: in turn
+        cold = self.cold()  # nothing known yet: in turn
         up = [r for r in turns if self.out_until[r] <= now and (not self.strikes[r] or self.load[r] <= self.clean[r])
               and (cold or self.fit[r] is not None or not self.load[r])]
         down = sorted((r for r in turns if r not in up), key=lambda r: max(self.out_until[r], now))
