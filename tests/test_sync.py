@@ -48,3 +48,32 @@ def test_judge_pairs_works_from_a_running_loop(tmp_path):
     with OpenAIServer(lambda body, attempt: "<rating>1</rating>") as server:
         result = asyncio.run(cell())
     assert result["n"] == 1 and result["verdicts"][0]["outcome"] == "loss"  # odd word count: reference shown first
+
+
+def test_a_blocking_call_collects_garbage_less_often_and_puts_the_threshold_back():
+    import gc
+
+    from metric_arena.llm._tasks import YOUNG_COLLECTION_AFTER
+
+    async def threshold() -> tuple[int, int, int]:
+        await asyncio.sleep(0)
+        return gc.get_threshold()
+
+    async def nested() -> tuple[tuple[int, int, int], tuple[int, int, int]]:  # a notebook's loop, a call in it
+        return run_sync(threshold()), gc.get_threshold()
+
+    saved = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        assert run_sync(threshold()) == (YOUNG_COLLECTION_AFTER, 10, 10) and gc.get_threshold() == (700, 10, 10)
+        inner, outer = asyncio.run(nested())
+        assert inner == (YOUNG_COLLECTION_AFTER, 10, 10) and outer == (700, 10, 10)
+        with pytest.raises(KeyError):
+            run_sync(_fail())
+        assert gc.get_threshold() == (700, 10, 10)  # also after an error
+        gc.set_threshold(50_000, 10, 10)  # the caller's own, higher threshold is kept
+        assert run_sync(threshold()) == (50_000, 10, 10) and gc.get_threshold() == (50_000, 10, 10)
+        gc.set_threshold(0)  # collection off: left off
+        assert run_sync(threshold())[0] == 0 and gc.get_threshold()[0] == 0
+    finally:
+        gc.set_threshold(*saved)
