@@ -194,12 +194,14 @@ _ANY_ADDRESS = re.compile("|".join(f"(?:{pattern})" for _, pattern in JUDGE_ADDR
 # matches " " only): a text with none of them is matched by no rule, and is not scanned.
 _ADDRESS_WORDS = ("ignore", "disregard", "forget", "answer", "response", "judge", "grader", "evaluator", "assessor",
                   "you are", "you must", "you should", "you will", "instruction", "prompt")
+# The same with "you" for "you are", "you must"...: what a text holds before its whitespace is collapsed.
+_ADDRESS_WORDS_UNSPACED = tuple(dict.fromkeys(w.split()[0] for w in _ADDRESS_WORDS))
 _RATING_VERBS = ("output", "print", "return", "respond", "reply", "say", "write", "give")  # ... then a 0, 1 or 2
 
 
-def _may_address(folded: str) -> bool:
+def _may_address(folded: str, words: tuple[str, ...] = _ADDRESS_WORDS) -> bool:
     has = folded.__contains__
-    return any(map(has, _ADDRESS_WORDS)) or (any(map(has, "012")) and any(map(has, _RATING_VERBS)))
+    return any(map(has, words)) or (any(map(has, "012")) and any(map(has, _RATING_VERBS)))
 
 
 def judge_address(text: str) -> list[str]:
@@ -211,8 +213,10 @@ def judge_address(text: str) -> list[str]:
     >>> judge_address("The output of 2 resistors in series is 2 ohms.")
     []
     """
-    folded = text if text.isascii() else _folded(text)[0]
-    folded = " ".join(folded.lower().split())
+    folded = (text if text.isascii() else _folded(text)[0]).lower()
+    if not _may_address(folded, _ADDRESS_WORDS_UNSPACED):  # (collapsing whitespace adds or drops no word)
+        return []
+    folded = " ".join(folded.split())
     if not _may_address(folded) or not _ANY_ADDRESS.search(folded):
         return []
     return [name for name, pattern in _ADDRESS if pattern.search(folded)]

@@ -215,7 +215,8 @@ class Balancer:
             latency = max(self.clock() - sent, 0.0)
             self.latency_sum[replica] += latency
             self.timed[replica] += 1
-            if self.timed[replica] > self.WARM_UP:  # the first answers carry the connections' set-up, not its speed
+            # the first answers carry the connections' set-up, not its speed; one replica has nothing to choose
+            if self.timed[replica] > self.WARM_UP and len(self.load) > 1:
                 self._fit(replica, in_flight, latency)
 
     def _fit(self, replica: int, in_flight: int, latency: float) -> None:
