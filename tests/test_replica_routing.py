@@ -377,7 +377,7 @@ def test_a_replica_that_lost_every_race_it_ran_is_presumed_slower_and_one_that_a
     assert balance.line(1) is None and balance.lost[1] == Balancer.LOST_AFTER - 1
     for _ in range(Balancer.WARM_UP + 10):
         _answer(balance, clock, 0, 0.2)
-    assert balance.doubtful(1) == Balancer.HEDGE_AFTER  # not presumed yet: hedged after a while
+    assert balance.line(1) is None and balance.doubtful(1) == 0.0  # not presumed yet, but lost every race: a shadow
     token = balance.started(1)
     clock.now += 0.2
     balance.overtaken(1, token)  # as long as replica 0's answers, but the race it lost was its eighth

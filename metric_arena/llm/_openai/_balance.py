@@ -110,7 +110,7 @@ class Balancer:
         replica) for one not heard from while no replica is fitted: a cold start, where a third of the first
         requests would otherwise wait on a slow replica or fail at a flaky one before either is known (at most
         the first wave is copied: ``COLD_COPIES`` copies per request in flight); also for one that never answered
-        and lost ``LOST_AFTER`` races. ``HEDGE_AFTER`` for another
+        and lost the races it ran (until it wins one, or is presumed slower after ``LOST_AFTER``). ``HEDGE_AFTER`` for another
         replica not fitted yet (its speed is learnt from how long it takes); 0 for one known slower than another
         beyond ``TOLERANCE`` (a probe, or the only one in service) and one on probation: a shadow, with a copy at
         the best one at once, so that no request waits on it."""
@@ -118,7 +118,7 @@ class Balancer:
             return None
         line = self.line(replica)
         if line is None:
-            if not self.timed[replica] and (self.cold() or self.lost[replica] >= self.LOST_AFTER):
+            if not self.timed[replica] and (self.cold() or self.lost[replica]):
                 return 0.0  # a cold start's attempt, or one at a replica that lost every race it ran
             return self.HEDGE_AFTER
         if self.strikes[replica]:
