@@ -176,6 +176,10 @@ def test_an_exploring_attempt_gets_a_copy_at_the_best_replica_once_it_outlasts_t
     balance.finished(1, token, answered=True)
     balance.answered(1)
     assert balance.doubtful(1) == Balancer.HEDGE_AFTER and balance.doubtful(0) == 0.0  # heard from: explores alone
+    balance.failed(1)
+    clock.now += Balancer.OUT_FOR + 0.01
+    assert balance.doubtful(1) == 0.0  # not fitted, and on probation: a shadow all the same
+    balance.strikes[1], balance.error_rate[1], balance.out_until[1] = 0, 0.0, 0.0
     token = balance.started(1)
     wait, other = balance.backup(1, token[0], Balancer.HEDGE_AFTER)
     assert other is None and wait == Balancer.POLL  # nothing known to hedge with: look again soon

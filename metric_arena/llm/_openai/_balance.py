@@ -116,13 +116,13 @@ class Balancer:
         the best one at once, so that no request waits on it."""
         if len(self.load) == 1:
             return None
+        if self.strikes[replica]:
+            return 0.0  # on probation, known or not
         line = self.line(replica)
         if line is None:
             if not self.timed[replica] and (self.cold() or self.lost[replica]):
                 return 0.0  # a cold start's attempt, or one at a replica that lost every race it ran
             return self.HEDGE_AFTER
-        if self.strikes[replica]:
-            return 0.0
         known = [fit[1] for r, fit in enumerate(self.fit) if fit is not None and r != replica]
         return 0.0 if known and line[1] > min(known) * (1 + self.TOLERANCE) else None
 
