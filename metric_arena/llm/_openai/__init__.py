@@ -248,7 +248,7 @@ class OpenAIBackend(Backend):
                 wait = None
                 if hedging:
                     wait, other = balance.backup(replica, token[0], after, tried)
-                    if other is not None and other not in tried:
+                    if other is not None:  # (never one of ``tried``)
                         tried.add(other)
                         balance.hedges[other] += 1
                         copy = balance.started(other)

@@ -27,8 +27,8 @@ class Balancer:
     at a replica on probation, is a shadow: its copy at the best one goes at once, so exploring holds up no
     request. So is an attempt at a replica not heard from while none is fitted (a cold start: the first wave goes
     out before any replica has answered, and each of its requests gets ``COLD_COPIES`` copies at other replicas,
-    the least loaded, so that one slow and one failing replica together hold up none of them). The first answer is kept, the other attempt cancelled; the cancelled one counts as taking at least as
-    long as it ran (:meth:`overtaken`), so a slow replica is known as slow without waiting for its answers; when
+    the least loaded, so that one slow and one failing replica together hold up none of them). The first answer
+    is kept, the other attempts cancelled; a cancelled one counts as taking at least as long as it ran (:meth:`overtaken`), so a slow replica is known as slow without waiting for its answers; when
     one attempt fails, the other carries the request on, with a copy at once if it explores.
 
     A replica that fails (connection, timeout, 5xx) is out for ``OUT_FOR`` seconds, twice as long after each
@@ -54,7 +54,8 @@ class Balancer:
     PROBE_EVERY = 30.0
     HEDGE_AFTER = 1.25  # (1 + TOLERANCE: an attempt at a replica as fast runs a little longer than its mean, at times)
     COLD_COPIES = 2  # copies of an attempt in a cold start, at other replicas: up to three attempts a request
-    LOST_AFTER = 8  # races lost, none won: a replica is presumed PRESUMED × as slow as the best
+    LOST_AFTER = 16  # races lost, none won: a replica is presumed PRESUMED × as slow as the best (an equal one
+    # loses 16 in a row with a chance of 1 in 65,536 against one other, 1 in 660 against two)
     PRESUMED = 4.0  # (well out of TOLERANCE of the best, whose estimate drifts with its load)
     POLL = 0.005  # a doubtful attempt looks again after POLL s, then 1/64 of its age, while none is fitted
 
@@ -110,8 +111,8 @@ class Balancer:
         replica) for one not heard from while no replica is fitted: a cold start, where a third of the first
         requests would otherwise wait on a slow replica or fail at a flaky one before either is known (at most
         the first wave is copied: ``COLD_COPIES`` copies per request in flight); also for one that never answered
-        and lost the races it ran (until it wins one, or is presumed slower after ``LOST_AFTER``). ``HEDGE_AFTER`` for another
-        replica not fitted yet (its speed is learnt from how long it takes); 0 for one known slower than another
+        and lost the races it ran (until it wins one, or is presumed slower after ``LOST_AFTER``). ``HEDGE_AFTER``
+        for another replica not fitted yet (its speed is learnt from how long it takes); 0 for one known slower than another
         beyond ``TOLERANCE`` (a probe, or the only one in service) and one on probation: a shadow, with a copy at
         the best one at once, so that no request waits on it."""
         if len(self.load) == 1:
